@@ -1,0 +1,329 @@
+package bloom
+
+import (
+	"math"
+	"math/bits"
+	"sync/atomic"
+	"unsafe"
+)
+
+// Blocked is a blocked Bloom filter: the bits are cut into 512-bit blocks,
+// one 64-byte cache line each, and all k bits of a key fall in one block, so
+// a lookup costs one cache miss instead of k. Keys crowd some blocks more
+// than others, so for the same false-positive rate the blocked layout needs
+// somewhat more bits than the classic one; EstimateBlocked computes how many.
+//
+// The high half of the key's 128-bit XXH3 hash picks the block; probe i sets
+// bit (lo * s_i) >> 55 of it, where lo is the low half and s_i a fixed odd
+// constant.
+//
+// Concurrency is as for Filter: the Test methods may run in any number of
+// goroutines; the Sync methods add with atomic ORs and may run alongside
+// each other and the Test methods; everything else must run alone.
+type Blocked struct {
+	words  []uint64 // 8 words a block, the first word 64-byte aligned
+	blocks uint64
+	params Params
+}
+
+// NewBlocked returns an empty blocked filter sized for n items at
+// false-positive rate p (see EstimateBlocked).
+func NewBlocked(n uint64, p float64) (*Blocked, error) {
+	if err := checkRate(p); err != nil {
+		return nil, err
+	}
+	return NewBlockedFromParams(EstimateBlocked(n, p))
+}
+
+// NewBlockedWithParams returns an empty blocked filter of m bits, rounded up
+// to a whole number of 512-bit blocks, and k probes.
+func NewBlockedWithParams(m uint64, k uint32) (*Blocked, error) {
+	return NewBlockedFromParams(Params{M: (m + BlockBits - 1) / BlockBits * BlockBits, K: k})
+}
+
+// NewBlockedFromParams returns an empty blocked filter with the size, probe
+// count and seed of p. p.M must be a multiple of BlockBits.
+func NewBlockedFromParams(p Params) (*Blocked, error) {
+	if err := p.validate(true); err != nil {
+		return nil, err
+	}
+	blocks := p.M / BlockBits
+	return &Blocked{words: alignedWords(blocks * 8), blocks: blocks, params: p}, nil
+}
+
+// alignedWords returns n zero words whose first word starts a cache line.
+func alignedWords(n uint64) []uint64 {
+	w := make([]uint64, n+7)
+	off := (64 - uintptr(unsafe.Pointer(&w[0]))%64) % 64 / 8
+	return w[off : off+uintptr(n) : off+uintptr(n)]
+}
+
+// Params returns the filter's size, probe count, seed and plan.
+func (f *Blocked) Params() Params { return f.params }
+
+// block returns the block the key hashed to (_, hi) falls in.
+func (f *Blocked) block(hi uint64) *[8]uint64 {
+	b, _ := bits.Mul64(hi, f.blocks)
+	return (*[8]uint64)(f.words[b*8 : b*8+8])
+}
+
+// Add inserts key.
+func (f *Blocked) Add(key []byte) {
+	lo, hi := hashBytes(key, f.params.Seed)
+	f.add(lo, hi)
+}
+
+// AddString inserts key without copying it.
+func (f *Blocked) AddString(key string) {
+	lo, hi := hashString(key, f.params.Seed)
+	f.add(lo, hi)
+}
+
+// Test reports whether key may have been added. False means it certainly
+// was not; true means it probably was.
+func (f *Blocked) Test(key []byte) bool {
+	lo, hi := hashBytes(key, f.params.Seed)
+	return f.test(lo, hi)
+}
+
+// TestString is Test for a string key, without copying it.
+func (f *Blocked) TestString(key string) bool {
+	lo, hi := hashString(key, f.params.Seed)
+	return f.test(lo, hi)
+}
+
+// TestAndAdd inserts key and reports whether it tested present before.
+func (f *Blocked) TestAndAdd(key []byte) bool {
+	lo, hi := hashBytes(key, f.params.Seed)
+	return f.testAndAdd(lo, hi)
+}
+
+// TestAndAddString is TestAndAdd for a string key.
+func (f *Blocked) TestAndAddString(key string) bool {
+	lo, hi := hashString(key, f.params.Seed)
+	return f.testAndAdd(lo, hi)
+}
+
+// AddSync is Add, safe to call concurrently with the Sync and Test methods.
+func (f *Blocked) AddSync(key []byte) {
+	lo, hi := hashBytes(key, f.params.Seed)
+	f.testAndAddSync(lo, hi)
+}
+
+// AddStringSync is AddString, safe to call concurrently with the Sync and
+// Test methods.
+func (f *Blocked) AddStringSync(key string) {
+	lo, hi := hashString(key, f.params.Seed)
+	f.testAndAddSync(lo, hi)
+}
+
+// TestAndAddSync is TestAndAdd, safe to call concurrently with the Sync and
+// Test methods. Of several goroutines adding the same new key at once, more
+// than one may be told it was absent.
+func (f *Blocked) TestAndAddSync(key []byte) bool {
+	lo, hi := hashBytes(key, f.params.Seed)
+	return f.testAndAddSync(lo, hi)
+}
+
+// TestAndAddStringSync is TestAndAddSync for a string key.
+func (f *Blocked) TestAndAddStringSync(key string) bool {
+	lo, hi := hashString(key, f.params.Seed)
+	return f.testAndAddSync(lo, hi)
+}
+
+// masks returns, for each word of the block, the bits the key sets in it.
+func (f *Blocked) masks(lo uint64) (m [8]uint64) {
+	for _, s := range blockSalts[:f.params.K] {
+		pos := (lo * s) >> 55
+		m[pos>>6] |= 1 << (pos & 63)
+	}
+	return m
+}
+
+func (f *Blocked) add(lo, hi uint64) {
+	blk := f.block(hi)
+	m := f.masks(lo)
+	for i := range m {
+		blk[i] |= m[i]
+	}
+}
+
+func (f *Blocked) test(lo, hi uint64) bool {
+	blk := f.block(hi)
+	m := f.masks(lo)
+	var miss uint64
+	for i := range m {
+		miss |= m[i] &^ atomic.LoadUint64(&blk[i])
+	}
+	return miss == 0
+}
+
+func (f *Blocked) testAndAdd(lo, hi uint64) bool {
+	blk := f.block(hi)
+	m := f.masks(lo)
+	var miss uint64
+	for i := range m {
+		miss |= m[i] &^ blk[i]
+		blk[i] |= m[i]
+	}
+	return miss == 0
+}
+
+// testAndAddSync ORs the key's bits in atomically, word by word, skipping
+// words that already hold them.
+func (f *Blocked) testAndAddSync(lo, hi uint64) bool {
+	blk := f.block(hi)
+	m := f.masks(lo)
+	var miss uint64
+	for i := range m {
+		if m[i] != 0 && atomic.LoadUint64(&blk[i])&m[i] != m[i] {
+			miss |= m[i] &^ atomic.OrUint64(&blk[i], m[i])
+		}
+	}
+	return miss == 0
+}
+
+// AddMany inserts every key. It hashes a batch of keys and touches their
+// blocks before setting bits, so that the cache misses of many keys overlap.
+func (f *Blocked) AddMany(keys [][]byte) {
+	var h [batch][2]uint64
+	for len(keys) > 0 {
+		n := min(len(keys), batch)
+		for i, key := range keys[:n] {
+			h[i][0], h[i][1] = hashBytes(key, f.params.Seed)
+		}
+		f.addHashed(h[:n])
+		keys = keys[n:]
+	}
+}
+
+// AddManyStrings is AddMany for string keys.
+func (f *Blocked) AddManyStrings(keys []string) {
+	var h [batch][2]uint64
+	for len(keys) > 0 {
+		n := min(len(keys), batch)
+		for i, key := range keys[:n] {
+			h[i][0], h[i][1] = hashString(key, f.params.Seed)
+		}
+		f.addHashed(h[:n])
+		keys = keys[n:]
+	}
+}
+
+func (f *Blocked) addHashed(h [][2]uint64) {
+	var acc uint64
+	for _, h := range h {
+		acc ^= f.block(h[1])[0]
+	}
+	sink.Store(acc)
+	for _, h := range h {
+		f.add(h[0], h[1])
+	}
+}
+
+// TestMany appends to dst, for each key in order, whether it may have been
+// added, and returns the extended slice. It hashes a batch of keys before
+// probing so that their cache misses overlap; pass dst[:0] of a reused slice
+// to avoid allocating.
+func (f *Blocked) TestMany(keys [][]byte, dst []bool) []bool {
+	var h [batch][2]uint64
+	for len(keys) > 0 {
+		n := min(len(keys), batch)
+		for i, key := range keys[:n] {
+			h[i][0], h[i][1] = hashBytes(key, f.params.Seed)
+		}
+		for _, h := range h[:n] {
+			dst = append(dst, f.test(h[0], h[1]))
+		}
+		keys = keys[n:]
+	}
+	return dst
+}
+
+// TestManyStrings is TestMany for string keys.
+func (f *Blocked) TestManyStrings(keys []string, dst []bool) []bool {
+	var h [batch][2]uint64
+	for len(keys) > 0 {
+		n := min(len(keys), batch)
+		for i, key := range keys[:n] {
+			h[i][0], h[i][1] = hashString(key, f.params.Seed)
+		}
+		for _, h := range h[:n] {
+			dst = append(dst, f.test(h[0], h[1]))
+		}
+		keys = keys[n:]
+	}
+	return dst
+}
+
+// Union adds every key of g to f. It fails, changing nothing, unless g has
+// the same m, k and seed.
+func (f *Blocked) Union(g *Blocked) error {
+	if err := compatible(f.params, g.params); err != nil {
+		return err
+	}
+	for i, w := range g.words {
+		f.words[i] |= w
+	}
+	return nil
+}
+
+// Clear removes every key.
+func (f *Blocked) Clear() { clear(f.words) }
+
+// Clone returns an independent copy of f.
+func (f *Blocked) Clone() *Blocked {
+	g := &Blocked{words: alignedWords(uint64(len(f.words))), blocks: f.blocks, params: f.params}
+	copy(g.words, f.words)
+	return g
+}
+
+// Equal reports whether f and g have the same parameters and bits.
+func (f *Blocked) Equal(g *Blocked) bool {
+	return compatible(f.params, g.params) == nil && equalWords(f.words, g.words)
+}
+
+// BitsSet returns the number of bits that are 1.
+func (f *Blocked) BitsSet() uint64 { return popcount(f.words) }
+
+// FillRatio returns the fraction of bits that are 1.
+func (f *Blocked) FillRatio() float64 {
+	return float64(f.BitsSet()) / float64(f.params.M)
+}
+
+// ApproxCount estimates how many distinct keys were added from the number of
+// bits set. With keys spread over blocks as a Poisson process of mean
+// λ = n/blocks, the expected fill is 1 - exp(-λ(1 - (1-1/512)^k)); this is
+// solved for n. A filter whose bits are all set returns math.MaxUint64.
+func (f *Blocked) ApproxCount() uint64 {
+	x := f.BitsSet()
+	if x >= f.params.M {
+		return math.MaxUint64
+	}
+	fill := float64(x) / float64(f.params.M)
+	perKey := -math.Expm1(float64(f.params.K) * math.Log1p(-1.0/BlockBits)) // 1 - (1-1/512)^k
+	lambda := -math.Log1p(-fill) / perKey
+	return uint64(math.Round(lambda * float64(f.blocks)))
+}
+
+// EstimatedFPR returns the false-positive rate the filter has now: the mean
+// over blocks of (bits set in the block / 512)^k, the probability that a new
+// key's k probes all hit set bits.
+func (f *Blocked) EstimatedFPR() float64 {
+	k := float64(f.params.K)
+	// Blocks with the same popcount contribute alike: count them first.
+	var hist [BlockBits + 1]uint64
+	for b := 0; b+8 <= len(f.words); b += 8 {
+		w := f.words[b : b+8 : b+8]
+		n := bits.OnesCount64(w[0]) + bits.OnesCount64(w[1]) + bits.OnesCount64(w[2]) + bits.OnesCount64(w[3]) +
+			bits.OnesCount64(w[4]) + bits.OnesCount64(w[5]) + bits.OnesCount64(w[6]) + bits.OnesCount64(w[7])
+		hist[n]++
+	}
+	sum := 0.0
+	for n, c := range hist {
+		if c != 0 {
+			sum += float64(c) * math.Pow(float64(n)/BlockBits, k)
+		}
+	}
+	return sum / float64(f.blocks)
+}

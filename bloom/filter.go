@@ -1,0 +1,395 @@
+package bloom
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"sync/atomic"
+)
+
+// Filter is a classic Bloom filter: an array of m bits, of which each key
+// sets k, chosen by enhanced double hashing of the key's 128-bit XXH3 hash.
+//
+// # Concurrency
+//
+// The Test methods only read, with atomic loads, and may run in any number of
+// goroutines at once. To add from many goroutines at once, use the Sync
+// methods (AddSync, AddStringSync, TestAndAddSync, TestAndAddStringSync): they
+// set bits with an atomic OR on 64-bit words, take no mutex, and may run
+// alongside each other and the Test methods. Add, AddString, AddMany and
+// TestAndAdd are faster (plain stores that overlap their cache misses) but
+// must not run concurrently with any other method. Neither may the methods
+// that change or read the filter as a whole (Union, Intersect, Clear,
+// ReadFrom, UnmarshalBinary, WriteTo, MarshalBinary, Clone, Equal and the
+// statistics) run alongside an add.
+type Filter struct {
+	words  []uint64
+	params Params
+}
+
+// New returns an empty classic filter sized for n items at false-positive
+// rate p (see Estimate). It fails when p is not in (0, 1) or the filter would
+// exceed MaxBits.
+func New(n uint64, p float64) (*Filter, error) {
+	if err := checkRate(p); err != nil {
+		return nil, err
+	}
+	return NewFromParams(Estimate(n, p))
+}
+
+// NewWithParams returns an empty classic filter of exactly m bits and k
+// probes, for users who size a filter by hand.
+func NewWithParams(m uint64, k uint32) (*Filter, error) {
+	return NewFromParams(Params{M: m, K: k})
+}
+
+// NewFromParams returns an empty classic filter with the size, probe count
+// and seed of p. N and P are kept as the filter's plan and only reported.
+func NewFromParams(p Params) (*Filter, error) {
+	if err := p.validate(false); err != nil {
+		return nil, err
+	}
+	return &Filter{words: make([]uint64, (p.M+63)/64), params: p}, nil
+}
+
+// Params returns the filter's size, probe count, seed and plan.
+func (f *Filter) Params() Params { return f.params }
+
+// The k bit positions of a key hashed to (lo, hi) come from enhanced double
+// hashing (Dillinger and Manolios): x_0 = lo, y_0 = hi, x_{i+1} = x_i + y_i,
+// y_{i+1} = y_i + i in 64-bit arithmetic, each x_i mapped to [0, m) as
+// (x_i * m) >> 64. This derivation is part of the file format.
+
+// Add inserts key.
+func (f *Filter) Add(key []byte) {
+	lo, hi := hashBytes(key, f.params.Seed)
+	f.add(lo, hi)
+}
+
+// AddString inserts key without copying it.
+func (f *Filter) AddString(key string) {
+	lo, hi := hashString(key, f.params.Seed)
+	f.add(lo, hi)
+}
+
+// Test reports whether key may have been added. False means it certainly
+// was not; true means it probably was.
+func (f *Filter) Test(key []byte) bool {
+	lo, hi := hashBytes(key, f.params.Seed)
+	return f.test(lo, hi)
+}
+
+// TestString is Test for a string key, without copying it.
+func (f *Filter) TestString(key string) bool {
+	lo, hi := hashString(key, f.params.Seed)
+	return f.test(lo, hi)
+}
+
+// TestAndAdd inserts key and reports whether it tested present before.
+func (f *Filter) TestAndAdd(key []byte) bool {
+	lo, hi := hashBytes(key, f.params.Seed)
+	return f.testAndAdd(lo, hi)
+}
+
+// TestAndAddString is TestAndAdd for a string key.
+func (f *Filter) TestAndAddString(key string) bool {
+	lo, hi := hashString(key, f.params.Seed)
+	return f.testAndAdd(lo, hi)
+}
+
+// AddSync is Add, safe to call concurrently with the Sync and Test methods.
+func (f *Filter) AddSync(key []byte) {
+	lo, hi := hashBytes(key, f.params.Seed)
+	f.testAndAddSync(lo, hi)
+}
+
+// AddStringSync is AddString, safe to call concurrently with the Sync and
+// Test methods.
+func (f *Filter) AddStringSync(key string) {
+	lo, hi := hashString(key, f.params.Seed)
+	f.testAndAddSync(lo, hi)
+}
+
+// TestAndAddSync is TestAndAdd, safe to call concurrently with the Sync and
+// Test methods. Of several goroutines adding the same new key at once, more
+// than one may be told it was absent.
+func (f *Filter) TestAndAddSync(key []byte) bool {
+	lo, hi := hashBytes(key, f.params.Seed)
+	return f.testAndAddSync(lo, hi)
+}
+
+// TestAndAddStringSync is TestAndAddSync for a string key.
+func (f *Filter) TestAndAddStringSync(key string) bool {
+	lo, hi := hashString(key, f.params.Seed)
+	return f.testAndAddSync(lo, hi)
+}
+
+func (f *Filter) add(x, y uint64) {
+	m, k, w := f.params.M, f.params.K, f.words
+	for i := uint32(0); i < k; i++ {
+		pos, _ := bits.Mul64(x, m)
+		w[pos>>6] |= 1 << (pos & 63)
+		x += y
+		y += uint64(i)
+	}
+}
+
+func (f *Filter) test(x, y uint64) bool {
+	m, k, w := f.params.M, f.params.K, f.words
+	for i := uint32(0); i < k; i++ {
+		pos, _ := bits.Mul64(x, m)
+		if atomic.LoadUint64(&w[pos>>6])&(1<<(pos&63)) == 0 {
+			return false
+		}
+		x += y
+		y += uint64(i)
+	}
+	return true
+}
+
+// testAll is test without early exit, so that the loads of many keys can be
+// in flight at once.
+func (f *Filter) testAll(x, y uint64) bool {
+	m, k, w := f.params.M, f.params.K, f.words
+	acc := uint64(1)
+	for i := uint32(0); i < k; i++ {
+		pos, _ := bits.Mul64(x, m)
+		acc &= atomic.LoadUint64(&w[pos>>6]) >> (pos & 63)
+		x += y
+		y += uint64(i)
+	}
+	return acc != 0
+}
+
+func (f *Filter) testAndAdd(x, y uint64) bool {
+	m, k, w := f.params.M, f.params.K, f.words
+	var miss uint64
+	for i := uint32(0); i < k; i++ {
+		pos, _ := bits.Mul64(x, m)
+		mask := uint64(1) << (pos & 63)
+		miss |= mask &^ w[pos>>6]
+		w[pos>>6] |= mask
+		x += y
+		y += uint64(i)
+	}
+	return miss == 0
+}
+
+// testAndAddSync sets the key's bits with atomic ORs, skipping those already
+// set (most of them, once a filter fills up).
+func (f *Filter) testAndAddSync(x, y uint64) bool {
+	m, k, w := f.params.M, f.params.K, f.words
+	present := true
+	for i := uint32(0); i < k; i++ {
+		pos, _ := bits.Mul64(x, m)
+		p, mask := &w[pos>>6], uint64(1)<<(pos&63)
+		if atomic.LoadUint64(p)&mask == 0 && atomic.OrUint64(p, mask)&mask == 0 {
+			present = false
+		}
+		x += y
+		y += uint64(i)
+	}
+	return present
+}
+
+// touch loads every word the key probes and returns them XORed, so that a
+// batch's cache misses are all in flight before its bits are set.
+func (f *Filter) touch(x, y uint64) uint64 {
+	m, k, w := f.params.M, f.params.K, f.words
+	var acc uint64
+	for i := uint32(0); i < k; i++ {
+		pos, _ := bits.Mul64(x, m)
+		acc ^= w[pos>>6]
+		x += y
+		y += uint64(i)
+	}
+	return acc
+}
+
+// batch is how many keys AddMany and TestMany hash before probing.
+const batch = 32
+
+// AddMany inserts every key. It hashes a batch of keys first and then sets
+// their bits, so that the memory accesses of many keys overlap; for large
+// filters it is much faster than calling Add in a loop.
+func (f *Filter) AddMany(keys [][]byte) {
+	var h [batch][2]uint64
+	for len(keys) > 0 {
+		n := min(len(keys), batch)
+		for i, key := range keys[:n] {
+			h[i][0], h[i][1] = hashBytes(key, f.params.Seed)
+		}
+		f.addHashed(h[:n])
+		keys = keys[n:]
+	}
+}
+
+// AddManyStrings is AddMany for string keys.
+func (f *Filter) AddManyStrings(keys []string) {
+	var h [batch][2]uint64
+	for len(keys) > 0 {
+		n := min(len(keys), batch)
+		for i, key := range keys[:n] {
+			h[i][0], h[i][1] = hashString(key, f.params.Seed)
+		}
+		f.addHashed(h[:n])
+		keys = keys[n:]
+	}
+}
+
+func (f *Filter) addHashed(h [][2]uint64) {
+	var acc uint64
+	for _, h := range h {
+		acc ^= f.touch(h[0], h[1])
+	}
+	sink.Store(acc)
+	for _, h := range h {
+		f.add(h[0], h[1])
+	}
+}
+
+// TestMany appends to dst, for each key in order, whether it may have been
+// added, and returns the extended slice. Like AddMany it hashes a batch of
+// keys before probing; pass dst[:0] of a reused slice to avoid allocating.
+func (f *Filter) TestMany(keys [][]byte, dst []bool) []bool {
+	var h [batch][2]uint64
+	for len(keys) > 0 {
+		n := min(len(keys), batch)
+		for i, key := range keys[:n] {
+			h[i][0], h[i][1] = hashBytes(key, f.params.Seed)
+		}
+		for _, h := range h[:n] {
+			dst = append(dst, f.testAll(h[0], h[1]))
+		}
+		keys = keys[n:]
+	}
+	return dst
+}
+
+// TestManyStrings is TestMany for string keys.
+func (f *Filter) TestManyStrings(keys []string, dst []bool) []bool {
+	var h [batch][2]uint64
+	for len(keys) > 0 {
+		n := min(len(keys), batch)
+		for i, key := range keys[:n] {
+			h[i][0], h[i][1] = hashString(key, f.params.Seed)
+		}
+		for _, h := range h[:n] {
+			dst = append(dst, f.testAll(h[0], h[1]))
+		}
+		keys = keys[n:]
+	}
+	return dst
+}
+
+// sink keeps the prefetching loads of touch from being optimised away.
+var sink atomic.Uint64
+
+// ErrIncompatible is returned (wrapped, with what differs) when two filters
+// cannot be combined because their type, size, probe count or seed differ.
+var ErrIncompatible = errors.New("bloom: incompatible filters")
+
+func compatible(a, b Params) error {
+	switch {
+	case a.M != b.M:
+		return fmt.Errorf("%w: m = %d and %d bits", ErrIncompatible, a.M, b.M)
+	case a.K != b.K:
+		return fmt.Errorf("%w: k = %d and %d probes", ErrIncompatible, a.K, b.K)
+	case a.Seed != b.Seed:
+		return fmt.Errorf("%w: seeds %#x and %#x", ErrIncompatible, a.Seed, b.Seed)
+	}
+	return nil
+}
+
+// Union adds every key of g to f: afterwards f tests present every key added
+// to either. It fails, changing nothing, unless g has the same m, k and seed.
+func (f *Filter) Union(g *Filter) error {
+	if err := compatible(f.params, g.params); err != nil {
+		return err
+	}
+	for i, w := range g.words {
+		f.words[i] |= w
+	}
+	return nil
+}
+
+// Intersect keeps in f only the bits also set in g. Every key added to both
+// still tests present. The result can answer "present" more often than a
+// filter built from the common keys alone, because bits set by different
+// keys in f and g coincide. It fails, changing nothing, unless g has the same
+// m, k and seed.
+func (f *Filter) Intersect(g *Filter) error {
+	if err := compatible(f.params, g.params); err != nil {
+		return err
+	}
+	for i, w := range g.words {
+		f.words[i] &= w
+	}
+	return nil
+}
+
+// Clear removes every key.
+func (f *Filter) Clear() { clear(f.words) }
+
+// Clone returns an independent copy of f.
+func (f *Filter) Clone() *Filter {
+	return &Filter{words: append([]uint64(nil), f.words...), params: f.params}
+}
+
+// Equal reports whether f and g have the same parameters and bits, so that
+// they answer every Test alike.
+func (f *Filter) Equal(g *Filter) bool {
+	return compatible(f.params, g.params) == nil && equalWords(f.words, g.words)
+}
+
+// BitsSet returns the number of bits that are 1.
+func (f *Filter) BitsSet() uint64 { return popcount(f.words) }
+
+// FillRatio returns the fraction of bits that are 1.
+func (f *Filter) FillRatio() float64 {
+	return float64(f.BitsSet()) / float64(f.params.M)
+}
+
+// ApproxCount estimates how many distinct keys were added from the number of
+// bits set (Swamidass and Baldi): after n keys, X = m(1 - (1-1/m)^(kn)) bits
+// are expected to be set, solved here for n. For a filter at or below its
+// planned capacity the estimate is within about 1% of the truth. A filter
+// whose bits are all set returns math.MaxUint64.
+func (f *Filter) ApproxCount() uint64 {
+	return approxClassic(f.BitsSet(), f.params.M, f.params.K)
+}
+
+func approxClassic(x, m uint64, k uint32) uint64 {
+	if x >= m {
+		return math.MaxUint64
+	}
+	n := math.Log1p(-float64(x)/float64(m)) / (float64(k) * math.Log1p(-1/float64(m)))
+	return uint64(math.Round(n))
+}
+
+// EstimatedFPR returns the false-positive rate the filter has now: the
+// probability that k random positions all hit a set bit, FillRatio()^k.
+func (f *Filter) EstimatedFPR() float64 {
+	return math.Pow(f.FillRatio(), float64(f.params.K))
+}
+
+func popcount(w []uint64) uint64 {
+	var n int
+	for _, x := range w {
+		n += bits.OnesCount64(x)
+	}
+	return uint64(n)
+}
+
+func equalWords(a, b []uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,116 @@
+package bloom
+
+import (
+	"errors"
+	"math"
+	"testing"
+)
+
+func TestTextbookSizing(t *testing.T) {
+	p := Estimate(100_000, 0.01)
+	if p.M != 958_506 || p.K != 7 {
+		t.Errorf("Estimate(100000, 0.01) = m %d k %d, want m 958506 k 7", p.M, p.K)
+	}
+	p = Estimate(1_000_000, 0.01)
+	if p.M < 9_580_000 || p.M > 9_590_000 || p.K != 7 {
+		t.Errorf("Estimate(1e6, 0.01) = m %d k %d, want about 9.585 million bits and k 7", p.M, p.K)
+	}
+	if mib := float64(p.M) / 8 / (1 << 20); math.Abs(mib-1.14) > 0.005 {
+		t.Errorf("1e6 items at 1%% take %.3f MiB, want 1.14", mib)
+	}
+	if r := FalsePositiveRate(20_000_000, 1_000_000, 10); math.Abs(r-0.0000889)/0.0000889 > 0.005 {
+		t.Errorf("FalsePositiveRate(m=20n, k=10) = %g, want about 0.0000889", r)
+	}
+	if mib := float64(OptimalM(100_000_000, 0.01)) / 8 / (1 << 20); math.Abs(mib-114.3) > 0.1 {
+		t.Errorf("100 million URLs at 1%% take %.2f MiB, want about 114", mib)
+	}
+}
+
+func TestEstimateMeetsRate(t *testing.T) {
+	for _, n := range []uint64{1, 10, 1000, 1_000_000, 1_000_000_000} {
+		for _, p := range []float64{0.5, 0.1, 0.01, 0.001, 1e-4, 1e-6} {
+			e := Estimate(n, p)
+			// k is rounded to a whole number, which can cost up to ~1%.
+			if r := FalsePositiveRate(e.M, n, e.K); r > p*1.01 && n >= 1000 {
+				t.Errorf("classic n=%d p=%g: m=%d k=%d gives rate %g", n, p, e.M, e.K, r)
+			}
+			b := EstimateBlocked(n, p)
+			if b.M%BlockBits != 0 || b.K == 0 {
+				t.Fatalf("blocked n=%d p=%g: m=%d k=%d", n, p, b.M, b.K)
+			}
+			if r := BlockedFalsePositiveRate(b.M, n, b.K); r > p {
+				t.Errorf("blocked n=%d p=%g: m=%d k=%d gives rate %g", n, p, b.M, b.K, r)
+			}
+			// One block fewer must miss the target, or the estimate wastes bits.
+			if b.M > BlockBits {
+				if r := BlockedFalsePositiveRate(b.M-BlockBits, n, b.K); r <= p && n >= 1000 {
+					t.Errorf("blocked n=%d p=%g: one block fewer still gives %g", n, p, r)
+				}
+			}
+			if n >= 1000 && b.M < e.M {
+				t.Errorf("blocked n=%d p=%g needs %d bits, fewer than classic %d", n, p, b.M, e.M)
+			}
+		}
+	}
+}
+
+func TestBlockedRateFormula(t *testing.T) {
+	// The blocked layout never beats the classic one at the same m, n, k.
+	for _, k := range []uint32{1, 4, 8, 16} {
+		for _, n := range []uint64{1 << 10, 1 << 16, 1 << 20} {
+			m := uint64(1 << 24)
+			if c, b := FalsePositiveRate(m, n, k), BlockedFalsePositiveRate(m, n, k); b < c*(1-1e-6) {
+				t.Errorf("m=%d n=%d k=%d: blocked %g below classic %g", m, n, k, b, c)
+			}
+		}
+	}
+	// One block, one probe, Poisson(1) keys: sum_j e^-1/j! (1 - q^j) is
+	// 1 - exp(-(1-q)) with q = 511/512.
+	want := -math.Expm1(-1.0 / BlockBits)
+	if got := BlockedFalsePositiveRate(BlockBits, 1, 1); math.Abs(got-want) > 1e-12 {
+		t.Errorf("one block: %g, want %g", got, want)
+	}
+	if BlockedFalsePositiveRate(BlockBits, 0, 3) != 0 {
+		t.Error("empty blocked filter has a nonzero rate")
+	}
+}
+
+func TestInvalidParams(t *testing.T) {
+	for _, p := range []float64{0, 1, -0.5, 2, math.NaN(), math.Inf(1)} {
+		if _, err := New(1000, p); !errors.Is(err, ErrInvalidParams) {
+			t.Errorf("New(1000, %v): err = %v", p, err)
+		}
+		if _, err := NewBlocked(1000, p); !errors.Is(err, ErrInvalidParams) {
+			t.Errorf("NewBlocked(1000, %v): err = %v", p, err)
+		}
+	}
+	for _, c := range []struct {
+		m uint64
+		k uint32
+	}{{0, 3}, {100, 0}, {100, MaxK + 1}, {MaxBits + 1, 3}} {
+		if _, err := NewWithParams(c.m, c.k); !errors.Is(err, ErrInvalidParams) {
+			t.Errorf("NewWithParams(%d, %d): err = %v", c.m, c.k, err)
+		}
+		if _, err := NewBlockedWithParams(c.m, c.k); !errors.Is(err, ErrInvalidParams) {
+			t.Errorf("NewBlockedWithParams(%d, %d): err = %v", c.m, c.k, err)
+		}
+	}
+	if _, err := NewBlockedFromParams(Params{M: 1000, K: 3}); !errors.Is(err, ErrInvalidParams) {
+		t.Errorf("blocked m not a multiple of 512: err = %v", err)
+	}
+}
+
+func TestBlockSalts(t *testing.T) {
+	// The salts are part of the file format: pin a few of them.
+	want := map[int]uint64{0: 0xf49375d473ce9f29, 1: 0xe35d09253959c8d5, MaxK - 1: 0xc45dbbb1373db0e7}
+	for i, w := range want {
+		if blockSalts[i] != w {
+			t.Errorf("blockSalts[%d] = %#x, want %#x", i, blockSalts[i], w)
+		}
+	}
+	for i, s := range blockSalts {
+		if s&1 == 0 {
+			t.Errorf("blockSalts[%d] is even", i)
+		}
+	}
+}
