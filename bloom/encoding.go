@@ -363,7 +363,12 @@ func (f *Filter) MarshalBinary() ([]byte, error) {
 // UnmarshalBinary replaces f with the classic filter encoded in data, which
 // must hold exactly one filter. Errors are as for ReadFrom.
 func (f *Filter) UnmarshalBinary(data []byte) error {
-	return unmarshalAll(data, f.ReadFrom)
+	var g Filter
+	if err := unmarshalAll(data, g.ReadFrom); err != nil {
+		return err
+	}
+	*f = g
+	return nil
 }
 
 // WriteTo writes the filter to w in the bloomkit file format, streaming.
@@ -389,5 +394,10 @@ func (f *Blocked) MarshalBinary() ([]byte, error) {
 
 // UnmarshalBinary replaces f with the blocked filter encoded in data.
 func (f *Blocked) UnmarshalBinary(data []byte) error {
-	return unmarshalAll(data, f.ReadFrom)
+	var g Blocked
+	if err := unmarshalAll(data, g.ReadFrom); err != nil {
+		return err
+	}
+	*f = g
+	return nil
 }

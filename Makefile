@@ -1,0 +1,31 @@
+# bloomkit's tasks. `make test` is what CI runs (.ci/run) and what README.md gives.
+GO ?= go
+PKGS := ./...
+
+.PHONY: test test-short lint bench fuzz
+
+## test: vet, gofmt check, and every test with the race detector.
+test: lint
+	$(GO) test -race -count=1 $(PKGS)
+
+## test-short: the tests without the race detector, for a quick loop.
+test-short:
+	$(GO) test -count=1 $(PKGS)
+
+## lint: gofmt and go vet must be clean.
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+	$(GO) vet $(PKGS)
+	cd bench && $(GO) vet ./...
+
+## bench: the comparison against other Go filter libraries; writes bench/RESULTS.md.
+## BENCHFLAGS="-quick" runs a smaller version.
+bench:
+	cd bench && $(GO) run . -out RESULTS.md $(BENCHFLAGS)
+
+## fuzz: run each fuzz target for FUZZTIME (default 30s).
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test ./bloom -run '^$$' -fuzz '^FuzzFilterDecode$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./bloom -run '^$$' -fuzz '^FuzzBlockedDecode$$' -fuzztime $(FUZZTIME)

@@ -1,0 +1,334 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"time"
+)
+
+type environment struct {
+	command   string
+	date      time.Time
+	goVersion string
+	cpu       string
+	caches    string
+	memory    string
+	modules   []string
+	loadStart string
+	loadEnd   string
+	took      time.Duration
+}
+
+func collectEnv() *environment {
+	e := &environment{date: time.Now(), loadStart: loadavg()}
+	args := []string{"go", "run", "."}
+	for _, a := range os.Args[1:] {
+		if strings.ContainsAny(a, " \t'\"$") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		args = append(args, a)
+	}
+	e.command = "cd bench && " + strings.Join(args, " ")
+	if out, err := exec.Command("go", "version").Output(); err == nil {
+		e.goVersion = strings.TrimSpace(string(out))
+	} else {
+		e.goVersion = runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH + " (from runtime.Version; `go version` failed)"
+	}
+	e.cpu = cpuModel()
+	e.caches = cacheSizes()
+	e.memory = memTotal()
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			v := d.Version
+			if d.Replace != nil {
+				v = "=> " + d.Replace.Path
+				if d.Replace.Version != "" {
+					v += " " + d.Replace.Version
+				}
+			}
+			e.modules = append(e.modules, d.Path+" "+v)
+		}
+	}
+	return e
+}
+
+// cpuModel returns the model name, family and model from /proc/cpuinfo and
+// the number of logical CPUs.
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	defer f.Close()
+	fields := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			if len(fields) > 0 {
+				break // end of the first processor's block
+			}
+			continue
+		}
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if _, seen := fields[k]; !seen {
+			fields[k] = v
+		}
+	}
+	s := fields["model name"]
+	if s == "" {
+		s = "unknown"
+	}
+	if fam, ok := fields["cpu family"]; ok {
+		s += fmt.Sprintf(" (family %s, model %s)", fam, fields["model"])
+	}
+	return fmt.Sprintf("%s, %d logical CPUs, GOMAXPROCS %d", s, runtime.NumCPU(), runtime.GOMAXPROCS(0))
+}
+
+// cacheSizes reads cpu0's caches from sysfs, e.g. "L1d 48K, L2 1024K, L3 32768K".
+func cacheSizes() string {
+	var parts []string
+	for i := 0; i < 8; i++ {
+		dir := fmt.Sprintf("/sys/devices/system/cpu/cpu0/cache/index%d/", i)
+		level, err1 := os.ReadFile(dir + "level")
+		typ, err2 := os.ReadFile(dir + "type")
+		size, err3 := os.ReadFile(dir + "size")
+		if err1 != nil || err2 != nil || err3 != nil {
+			break
+		}
+		name := "L" + strings.TrimSpace(string(level))
+		switch strings.TrimSpace(string(typ)) {
+		case "Instruction":
+			continue
+		case "Data":
+			name += "d"
+		}
+		parts = append(parts, name+" "+strings.TrimSpace(string(size)))
+	}
+	if len(parts) == 0 {
+		return "unknown"
+	}
+	return strings.Join(parts, ", ") + " (per cpu0, from sysfs)"
+}
+
+func memTotal() string {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return "unknown"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			var kb uint64
+			fmt.Sscan(strings.TrimSpace(v), &kb)
+			return fmt.Sprintf("%.1f GiB", float64(kb)/(1<<20))
+		}
+	}
+	return "unknown"
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func f1(x float64) string { return fmt.Sprintf("%.1f", x) }
+
+func render(cfg *config, env *environment, rows []*row, stats []keyStats) string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+
+	w("# bloomkit compared with other Go filter libraries\n\n")
+	if cfg.quick {
+		w("**Smoke run (-quick): small sizes and few repetitions; not the numbers to quote.**\n\n")
+	}
+	w("- Command: `%s`\n", env.command)
+	w("- Date: %s (run took %s)\n", env.date.UTC().Format("2006-01-02 15:04 MST"), env.took.Round(time.Second))
+	w("- Go: `%s`\n", env.goVersion)
+	w("- CPU: %s; caches %s; memory %s\n", env.cpu, env.caches, env.memory)
+	w("- Load average (1, 5, 15 min) at start %s, at end %s\n", env.loadStart, env.loadEnd)
+	w("- Modules: %s\n\n", strings.Join(env.modules, ", "))
+
+	w("| n | p | library | k | bits/key | insert ns/op | hit ns/op | miss ns/op | batch ns/key | FPR measured | spread |\n")
+	w("|--:|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, r := range rows {
+		k := "-"
+		if r.k > 0 {
+			k = fmt.Sprint(r.k)
+		}
+		ins := f1(median(r.ins))
+		if r.lib.static {
+			ins += " (build)"
+		}
+		batch := ""
+		if len(r.batch) > 0 {
+			batch = f1(median(r.batch))
+		}
+		sp := max(spread(r.ins), spread(r.hit), spread(r.miss), spread(r.batch))
+		name := r.lib.name
+		if len(r.errs) > 0 {
+			name += " **(errors, see below)**"
+		}
+		w("| %s | %s | %s | %s | %.2f | %s | %s | %s | %s | %s | %.0f%% |\n",
+			human(r.n), rateStr(r.p), name, k, r.bitsPerKey(), ins, f1(median(r.hit)), f1(median(r.miss)),
+			batch, fprStr(r), 100*sp)
+	}
+	w("\n")
+
+	w("## Goals\n\n")
+	w("%s\n", goalsText(cfg, rows))
+
+	w("## How each number is measured\n\n")
+	w("All timings are single-goroutine, wall-clock `time.Now` differences around a loop over many keys (never per call), divided by the number of keys; ")
+	w("each cell is the **median of %d repetitions**. Repetitions are interleaved (repetition 1 of every library, then repetition 2, ...) so that background load hits every library alike; ", cfg.reps)
+	w("*spread* is the largest (max - min) / median among the row's timed columns. Every timing includes hashing: a string key goes in, a bool comes out.\n\n")
+	w("- **Keys**: `%s<i mod %d>%s<i>%s`, unique per index i; added keys are i in [0, n), absent keys i in [n, n + absent), so every hit on an absent key is a false positive. ", keyPrefix, siteMod, keyMiddle, keySuffix)
+	w("Keys are generated with `strconv.AppendUint` into one contiguous byte arena per key set (strings point into it; no per-key allocation). **Key generation is never inside a timed loop**; its measured cost is listed below so you can see it is the same for everybody.\n")
+	w("- **insert ns/op**: a fresh filter per repetition, all n keys added one call per key (`AddString`; blobloom `Add(xxh3.HashString(key))`), in index order; timed per chunk of %d keys and summed. ", cfg.chunk)
+	w("For n <= %s the insert keys are generated once and kept; above, they are regenerated chunk by chunk into one reused buffer on every pass (only the insert loop over each ready chunk is timed), so that 100M keys are never in memory at once. ", human(cfg.streamAbove))
+	w("For the static xor/fuse filters the column is the build: hashing all n keys with `xxh3.HashString` plus `Populate`/`PopulateBinaryFuse8`, per key.\n")
+	w("- **hit ns/op**: `TestString` (blobloom `Has(xxh3.HashString(key))`, xor `Contains(xxh3.HashString(key))`) on added keys sampled without replacement and shuffled (random order, so a big filter is visited as randomly as a real workload would), stored contiguously in that order. All of them must test present; this is checked.\n")
+	w("- **miss ns/op** and **FPR measured**: the same on the absent keys, in random order; FPR = absent keys that test present / absent keys.\n")
+	w("- **batch ns/key**: bloomkit `TestManyStrings` on the hit keys, %d keys a call, reusing the result slice; blank for libraries without a batch API.\n", batchSize)
+	w("- **bits/key**: actual memory: growth of `runtime.MemStats.HeapAlloc` (after `runtime.GC`) from before the filter is created to after it is filled, x 8 / n. It matched each library's own size (bit or fingerprint array) within 1%% unless a note was printed to stderr.\n")
+	w("- **k**: probes per key (bloomkit `Params().K`, bits-and-blooms `K()`, blobloom `Optimize`); xor and fuse filters read 3 fingerprints. Their rate is fixed by the 8-bit fingerprint (about 0.39%%), whatever p is; they are listed once per n as the space reference for a static set.\n\n")
+
+	w("Key sets:\n\n")
+	w("| n | hit keys looked up | absent keys | mean key length | key generation ns/key | insert keys |\n")
+	w("|--:|--:|--:|--:|--:|:--|\n")
+	for _, s := range stats {
+		mode := "generated once, kept"
+		if s.streamed {
+			mode = fmt.Sprintf("regenerated each pass in chunks, %.1f ns/key over %d keys", s.genInsert, s.insertKeys)
+		}
+		w("| %s | %d | %d | %.1f B | %.1f | %s |\n", human(s.n), s.hits, s.absent, s.meanLen, s.genNs, mode)
+	}
+	w("\n")
+
+	var errs []string
+	for _, r := range rows {
+		errs = append(errs, r.errs...)
+	}
+	if len(errs) > 0 {
+		w("## Errors\n\n")
+		for _, e := range errs {
+			w("- %s\n", e)
+		}
+		w("\n")
+	}
+
+	w("## Microbenchmarks\n\n")
+	w("`cd bench && go test -run '^$' -bench . -count 10 | tee new.txt` runs the same operations at 1M keys as `go test` benchmarks (for benchstat), ")
+	w("plus `BenchmarkConcurrent` (bloomkit `AddStringSync` + `TestString` at 1 and 2 goroutines) and `BenchmarkAddVsSync` (plain `AddString` against `AddStringSync`).\n")
+	return b.String()
+}
+
+func find(rows []*row, id string, n uint64, p float64) *row {
+	for _, r := range rows {
+		if r.lib.id == id && r.n == n && (r.p == p || r.lib.static) {
+			return r
+		}
+	}
+	return nil
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "**MET**"
+	}
+	return "**MISSED**"
+}
+
+// goalsText evaluates the three goals from this run's medians.
+func goalsText(cfg *config, rows []*row) string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+
+	gn, note := cfg.goalN, ""
+	if !contains(cfg.sizes, gn) && len(cfg.sizes) > 0 {
+		gn = cfg.sizes[0]
+		for _, n := range cfg.sizes {
+			gn = max(gn, n)
+		}
+		note = fmt.Sprintf(" (measured at n=%s: this run has no n=%s)", human(gn), human(cfg.goalN))
+	}
+
+	// (a) Blocked vs blobloom.
+	var lines []string
+	all, any := true, false
+	for _, p := range cfg.rates {
+		a, o := find(rows, "blocked", gn, p), find(rows, "blobloom", gn, p)
+		if a == nil || o == nil {
+			continue
+		}
+		any = true
+		hit, miss := median(a.hit)/median(o.hit), median(a.miss)/median(o.miss)
+		ok := hit <= 0.8 && miss <= 0.8
+		all = all && ok
+		lines = append(lines, fmt.Sprintf("  - p=%s: hit %.2f (%.1f vs %.1f ns), miss %.2f (%.1f vs %.1f ns); bits/key %.2f vs %.2f; FPR %s vs %s: %s",
+			rateStr(p), hit, median(a.hit), median(o.hit), miss, median(a.miss), median(o.miss),
+			a.bitsPerKey(), o.bitsPerKey(), fprStr(a), fprStr(o), verdict(ok)))
+	}
+	if any {
+		w("- (a) bloomkit Blocked time / blobloom time at n=%s%s, goal <= 0.80 for hit and miss: %s\n", human(gn), note, verdict(all))
+		w("%s\n", strings.Join(lines, "\n"))
+	} else {
+		w("- (a) bloomkit Blocked / blobloom: not measured in this run\n")
+	}
+
+	// (b) bits-and-blooms vs bloomkit Filter.
+	lines, all, any = nil, true, false
+	for _, p := range cfg.rates {
+		o, a := find(rows, "bab", gn, p), find(rows, "filter", gn, p)
+		if a == nil || o == nil {
+			continue
+		}
+		any = true
+		hit, miss, ins := median(o.hit)/median(a.hit), median(o.miss)/median(a.miss), median(o.ins)/median(a.ins)
+		ok := hit >= 1.5 && miss >= 1.5 && ins >= 1.5
+		all = all && ok
+		lines = append(lines, fmt.Sprintf("  - p=%s: hit %.2fx (%.1f vs %.1f ns), miss %.2fx (%.1f vs %.1f ns), insert %.2fx (%.1f vs %.1f ns); bits/key %.2f vs %.2f, k %d vs %d; FPR %s vs %s: %s",
+			rateStr(p), hit, median(o.hit), median(a.hit), miss, median(o.miss), median(a.miss), ins, median(o.ins), median(a.ins),
+			o.bitsPerKey(), a.bitsPerKey(), o.k, a.k, fprStr(o), fprStr(a), verdict(ok)))
+	}
+	if any {
+		w("- (b) bits-and-blooms time / bloomkit Filter time at n=%s%s, goal >= 1.5x for hit, miss and insert at the same memory and rate: %s\n", human(gn), note, verdict(all))
+		w("%s\n", strings.Join(lines, "\n"))
+	} else {
+		w("- (b) bits-and-blooms / bloomkit Filter: not measured in this run\n")
+	}
+
+	// (c) TestMany at the big n.
+	if r := find(rows, "filter", cfg.big, cfg.bigP); cfg.big > 0 && r != nil && r.big {
+		cnote := ""
+		if cfg.big != 100_000_000 {
+			cnote = " (the goal is stated for n=100M)"
+		}
+		v := median(r.batch)
+		w("- (c) bloomkit Filter TestManyStrings at n=%s%s, p=%s, %d keys a call: %.1f ns/key, goal <= 35 ns/key: %s\n",
+			human(cfg.big), cnote, rateStr(cfg.bigP), batchSize, v, verdict(v <= 35))
+	} else {
+		w("- (c) bloomkit Filter TestMany at n=100M: not measured in this run\n")
+	}
+	return b.String()
+}
+
+func contains(s []uint64, v uint64) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

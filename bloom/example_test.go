@@ -1,0 +1,124 @@
+package bloom_test
+
+import (
+	"bytes"
+	"fmt"
+	"sync"
+
+	"github.com/bloomkit/bloomkit/bloom"
+)
+
+func Example() {
+	// A filter for 1 million URLs at a 1% false-positive rate.
+	seen, err := bloom.New(1_000_000, 0.01)
+	if err != nil {
+		panic(err)
+	}
+	for _, url := range []string{"https://a.example/", "https://b.example/"} {
+		if seen.TestAndAddString(url) {
+			fmt.Println("already crawled", url)
+			continue
+		}
+		fmt.Println("crawl", url)
+	}
+	fmt.Println(seen.TestString("https://a.example/"), seen.TestString("https://c.example/"))
+	// Output:
+	// crawl https://a.example/
+	// crawl https://b.example/
+	// true false
+}
+
+func ExampleEstimate() {
+	p := bloom.Estimate(100_000_000, 0.01)
+	fmt.Printf("classic: %d bits (%.1f MiB), k = %d\n", p.M, float64(p.M)/8/(1<<20), p.K)
+	b := bloom.EstimateBlocked(100_000_000, 0.01)
+	fmt.Printf("blocked: %d bits (%.1f MiB), k = %d\n", b.M, float64(b.M)/8/(1<<20), b.K)
+	fmt.Printf("rate at twice the items: %.3f\n", bloom.FalsePositiveRate(p.M, 200_000_000, p.K))
+	// Output:
+	// classic: 958505838 bits (114.3 MiB), k = 7
+	// blocked: 989590528 bits (118.0 MiB), k = 6
+	// rate at twice the items: 0.157
+}
+
+func ExampleNewBlocked() {
+	f, err := bloom.NewBlocked(10_000, 0.001)
+	if err != nil {
+		panic(err)
+	}
+	f.AddManyStrings([]string{"alice@example.com", "bob@example.com"})
+	fmt.Println(f.TestManyStrings([]string{"bob@example.com", "eve@example.com"}, nil))
+	// Output: [true false]
+}
+
+func ExampleNewFromParams() {
+	// A random secret seed makes the bits a key sets unpredictable, against
+	// crafted keys; it is saved with the filter.
+	p := bloom.Estimate(1000, 0.01)
+	p.Seed = bloom.RandomSeed()
+	f, err := bloom.NewFromParams(p)
+	if err != nil {
+		panic(err)
+	}
+	f.AddString("x")
+	fmt.Println(f.TestString("x"))
+	// Output: true
+}
+
+func ExampleFilter_WriteTo() {
+	f, _ := bloom.New(1000, 0.01)
+	f.AddString("spam@example.com")
+
+	var file bytes.Buffer // an *os.File works the same way
+	if _, err := f.WriteTo(&file); err != nil {
+		panic(err)
+	}
+	var g bloom.Filter
+	if _, err := g.ReadFrom(&file); err != nil {
+		panic(err)
+	}
+	fmt.Println(g.TestString("spam@example.com"), g.Params() == f.Params())
+	// Output: true true
+}
+
+func ExampleFilter_Union() {
+	a, _ := bloom.New(1000, 0.01)
+	b, _ := bloom.New(1000, 0.01)
+	a.AddString("from a")
+	b.AddString("from b")
+	if err := a.Union(b); err != nil {
+		panic(err)
+	}
+	fmt.Println(a.TestString("from a"), a.TestString("from b"))
+
+	c, _ := bloom.New(5000, 0.01)
+	fmt.Println(a.Union(c))
+	// Output:
+	// true true
+	// bloom: incompatible filters: m = 9586 and 47926 bits
+}
+
+func ExampleFilter_AddStringSync() {
+	f, _ := bloom.New(100_000, 0.01)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 1000 {
+				f.AddStringSync(fmt.Sprintf("worker %d item %d", w, i))
+			}
+		}()
+	}
+	wg.Wait()
+	fmt.Println(f.TestString("worker 3 item 999"), f.ApproxCount())
+	// Output: true 4005
+}
+
+func ExampleFilter_ApproxCount() {
+	f, _ := bloom.New(10_000, 0.01)
+	for i := range 5000 {
+		f.AddString(fmt.Sprint(i))
+	}
+	fmt.Printf("about %d items, %.0f%% of bits set, rate now %.4f\n", f.ApproxCount(), 100*f.FillRatio(), f.EstimatedFPR())
+	// Output: about 4993 items, 31% of bits set, rate now 0.0002
+}
