@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/bloomkit/bloomkit/internal/format"
 )
 
 var update = flag.Bool("update", false, "write golden files that are missing (never overwrites)")
@@ -151,9 +153,9 @@ func sample(t testing.TB) []byte {
 // resign recomputes the header and trailer checksums after a forgery, so
 // that the decoder's other checks are reached.
 func resign(b []byte) []byte {
-	binary.LittleEndian.PutUint32(b[72:], crc32.Checksum(b[:72], castagnoli))
+	binary.LittleEndian.PutUint32(b[72:], crc32.Checksum(b[:72], format.Castagnoli))
 	if len(b) >= headerSize+4 {
-		binary.LittleEndian.PutUint32(b[len(b)-4:], crc32.Checksum(b[:len(b)-4], castagnoli))
+		binary.LittleEndian.PutUint32(b[len(b)-4:], crc32.Checksum(b[:len(b)-4], format.Castagnoli))
 	}
 	return b
 }
@@ -233,8 +235,8 @@ func TestDecodeEveryTruncation(t *testing.T) {
 // forgedHuge returns a valid header announcing a filter of MaxBits bits,
 // followed by a little payload.
 func forgedHuge() []byte {
-	h := header{typ: TypeClassic, params: Params{M: MaxBits, K: 7}, payloadLen: MaxBits / 8}
-	return append(h.marshal(), make([]byte, 1<<16)...)
+	h := format.Header{Type: TypeClassic, M: MaxBits, K: 7, PayloadLen: MaxBits / 8}
+	return append(h.Marshal(), make([]byte, 1<<16)...)
 }
 
 func TestForgedSizeDoesNotAllocate(t *testing.T) {
@@ -255,7 +257,7 @@ func TestForgedSizeDoesNotAllocate(t *testing.T) {
 		}
 		// A 1 TiB header on a 64 KiB stream may cost at most the eager
 		// allocation, never the announced size.
-		if grew := after.TotalAlloc - before.TotalAlloc; grew > eagerBytes+(4<<20) {
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > format.EagerBytes+(4<<20) {
 			t.Errorf("%s: reading a forged header allocated %d MiB", name, grew>>20)
 		}
 	}
@@ -330,5 +332,32 @@ func TestLargeRoundTrip(t *testing.T) {
 	}
 	if !g.Equal(f) || g.Params() != f.Params() {
 		t.Error("file round trip changed the filter")
+	}
+}
+
+func TestReadAnyType(t *testing.T) {
+	for _, l := range layouts {
+		f := mustNew(t, l, 1000, 0.01)
+		f.AddString("k")
+		b, _ := f.MarshalBinary()
+		g, err := Read(bytes.NewReader(b))
+		if err != nil {
+			t.Fatalf("%s: %v", l.name, err)
+		}
+		if !g.TestString("k") || g.(filter).Params() != f.Params() {
+			t.Errorf("%s: Read returned a different filter", l.name)
+		}
+		var buf bytes.Buffer
+		if _, err := g.WriteTo(&buf); err != nil || !bytes.Equal(buf.Bytes(), b) {
+			t.Errorf("%s: re-encoding after Read differs (%v)", l.name, err)
+		}
+	}
+	b := sample(t)
+	b[10] = format.TypeCuckoo
+	if _, err := Read(bytes.NewReader(resign(b))); !errors.Is(err, ErrType) {
+		t.Errorf("cuckoo file: err = %v", err)
+	}
+	if _, err := Read(bytes.NewReader(b[:40])); !errors.Is(err, ErrTruncated) {
+		t.Errorf("short file: err = %v", err)
 	}
 }

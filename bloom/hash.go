@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 
+	"github.com/bloomkit/bloomkit/internal/format"
 	"github.com/zeebo/xxh3"
 )
 
@@ -12,7 +13,7 @@ import (
 // (XXH3_128bits_withSeed). The function, and the way probe positions are
 // derived from it, are part of the format: they never change for files that
 // carry this identifier.
-const HashXXH3 = 1
+const HashXXH3 = format.HashXXH3
 
 // hashBytes returns the two 64-bit halves of the key's 128-bit hash.
 func hashBytes(key []byte, seed uint64) (lo, hi uint64) {

@@ -1,0 +1,352 @@
+// Package format is the bloomkit file format shared by every filter type:
+// an 80-byte header that names the format version, the filter type, the hash
+// and the parameters and carries its own CRC-32C; a payload; and a CRC-32C
+// trailer over everything before it. docs/format.md describes it for users;
+// the filter packages re-export the error values.
+package format
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+	"os"
+)
+
+// Magic is the first eight bytes of every bloomkit filter file.
+const Magic = "bloomkit"
+
+// Version is the format version written; every version up to it is read.
+const Version = 1
+
+// HashXXH3 is hash id 1: XXH3-128 with the header's seed.
+const HashXXH3 = 1
+
+// HeaderSize is the size of the fixed header in bytes.
+const HeaderSize = 80
+
+// MaxPayload is the largest payload a reader believes a header about:
+// 1 TiB plus room for per-type metadata.
+const MaxPayload = 1<<40 + 1<<20
+
+// Filter types recorded in the header. Numbers are never reused.
+const (
+	TypeClassic  = 1 // bloom.Filter
+	TypeBlocked  = 2 // bloom.Blocked
+	TypeCounting = 3 // bloom.Counting
+	TypeScalable = 4 // bloom.Scalable
+	TypeWindow   = 5 // bloom.Window
+	TypeCuckoo   = 6 // cuckoo.Filter
+)
+
+// TypeName returns a short lower-case name for a filter type.
+func TypeName(t uint8) string {
+	switch t {
+	case TypeClassic:
+		return "classic"
+	case TypeBlocked:
+		return "blocked"
+	case TypeCounting:
+		return "counting"
+	case TypeScalable:
+		return "scalable"
+	case TypeWindow:
+		return "window"
+	case TypeCuckoo:
+		return "cuckoo"
+	}
+	return fmt.Sprintf("unknown type %d", t)
+}
+
+// Errors for bad input; each kind of damage has its own.
+var (
+	ErrBadMagic  = errors.New("bloomkit: not a bloomkit filter (bad magic)")
+	ErrVersion   = errors.New("bloomkit: unsupported format version")
+	ErrType      = errors.New("bloomkit: wrong filter type")
+	ErrHash      = errors.New("bloomkit: unknown hash function")
+	ErrCorrupt   = errors.New("bloomkit: corrupt filter data")
+	ErrChecksum  = errors.New("bloomkit: checksum mismatch")
+	ErrTruncated = errors.New("bloomkit: truncated filter data")
+	ErrTooLarge  = errors.New("bloomkit: filter too large")
+)
+
+// Castagnoli is the CRC-32C table used for every checksum.
+var Castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Header is the decoded fixed header. The meaning of M, K, N and P is the
+// filter type's: for Bloom filters bits, probes, planned items and rate.
+type Header struct {
+	Type       uint8
+	Seed       uint64
+	M          uint64
+	K          uint32
+	N          uint64
+	P          float64
+	Count      uint64 // items added, for types that count them
+	PayloadLen uint64 // bytes between header and trailer
+}
+
+// Marshal returns the 80 header bytes, header CRC included.
+func (h *Header) Marshal() []byte {
+	b := make([]byte, HeaderSize)
+	copy(b, Magic)
+	binary.LittleEndian.PutUint16(b[8:], Version)
+	b[10] = h.Type
+	b[11] = HashXXH3
+	// b[12:16] flags, b[36:40] and b[76:80] reserved: zero in version 1.
+	binary.LittleEndian.PutUint64(b[16:], h.Seed)
+	binary.LittleEndian.PutUint64(b[24:], h.M)
+	binary.LittleEndian.PutUint32(b[32:], h.K)
+	binary.LittleEndian.PutUint64(b[40:], h.N)
+	binary.LittleEndian.PutUint64(b[48:], math.Float64bits(h.P))
+	binary.LittleEndian.PutUint64(b[56:], h.Count)
+	binary.LittleEndian.PutUint64(b[64:], h.PayloadLen)
+	binary.LittleEndian.PutUint32(b[72:], crc32.Checksum(b[:72], Castagnoli))
+	return b
+}
+
+// ParseHeader decodes and checks 80 header bytes: magic, version, header
+// CRC, hash id, flags, reserved bytes and the payload limit.
+func ParseHeader(b []byte) (Header, error) {
+	var h Header
+	if len(b) < HeaderSize {
+		return h, fmt.Errorf("%w: in the header", ErrTruncated)
+	}
+	if string(b[:8]) != Magic {
+		return h, ErrBadMagic
+	}
+	if v := binary.LittleEndian.Uint16(b[8:]); v == 0 || v > Version {
+		return h, fmt.Errorf("%w: version %d, this build reads 1 to %d", ErrVersion, v, Version)
+	}
+	if got, want := binary.LittleEndian.Uint32(b[72:]), crc32.Checksum(b[:72], Castagnoli); got != want {
+		return h, fmt.Errorf("%w: header CRC-32C is %#08x, want %#08x", ErrChecksum, got, want)
+	}
+	if b[11] != HashXXH3 {
+		return h, fmt.Errorf("%w: hash id %d", ErrHash, b[11])
+	}
+	if flags := binary.LittleEndian.Uint32(b[12:]); flags != 0 {
+		return h, fmt.Errorf("%w: unknown flags %#x", ErrCorrupt, flags)
+	}
+	if binary.LittleEndian.Uint32(b[36:]) != 0 || binary.LittleEndian.Uint32(b[76:]) != 0 {
+		return h, fmt.Errorf("%w: reserved header bytes are not zero", ErrCorrupt)
+	}
+	h = Header{
+		Type:       b[10],
+		Seed:       binary.LittleEndian.Uint64(b[16:]),
+		M:          binary.LittleEndian.Uint64(b[24:]),
+		K:          binary.LittleEndian.Uint32(b[32:]),
+		N:          binary.LittleEndian.Uint64(b[40:]),
+		P:          math.Float64frombits(binary.LittleEndian.Uint64(b[48:])),
+		Count:      binary.LittleEndian.Uint64(b[56:]),
+		PayloadLen: binary.LittleEndian.Uint64(b[64:]),
+	}
+	if h.PayloadLen > MaxPayload {
+		return h, fmt.Errorf("%w: payload of %d bytes, the limit is %d", ErrTooLarge, h.PayloadLen, uint64(MaxPayload))
+	}
+	return h, nil
+}
+
+// ReadHeader reads and checks a header. If want is not 0 the header must be
+// of that type.
+func ReadHeader(r io.Reader, want uint8) (Header, error) {
+	b := make([]byte, HeaderSize)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return Header{}, Truncated(err, "header")
+	}
+	h, err := ParseHeader(b)
+	if err != nil {
+		return h, err
+	}
+	if want != 0 && h.Type != want {
+		return h, fmt.Errorf("%w: file holds a %s filter, want %s", ErrType, TypeName(h.Type), TypeName(want))
+	}
+	return h, nil
+}
+
+// Truncated turns an EOF from reading what into ErrTruncated and wraps any
+// other error with context.
+func Truncated(err error, what string) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%w: in the %s", ErrTruncated, what)
+	}
+	return fmt.Errorf("bloomkit: reading the %s: %w", what, err)
+}
+
+// CRCWriter counts and checksums what passes through it.
+type CRCWriter struct {
+	W   io.Writer
+	CRC uint32
+	N   int64
+}
+
+func (c *CRCWriter) Write(p []byte) (int, error) {
+	n, err := c.W.Write(p)
+	c.CRC = crc32.Update(c.CRC, Castagnoli, p[:n])
+	c.N += int64(n)
+	return n, err
+}
+
+// WriteTrailer writes the CRC of everything written so far.
+func (c *CRCWriter) WriteTrailer() error {
+	var t [4]byte
+	binary.LittleEndian.PutUint32(t[:], c.CRC)
+	if _, err := c.Write(t[:]); err != nil {
+		return fmt.Errorf("bloomkit: writing checksum: %w", err)
+	}
+	return nil
+}
+
+// CRCReader counts and checksums what passes through it.
+type CRCReader struct {
+	R   io.Reader
+	CRC uint32
+	N   int64
+}
+
+func (c *CRCReader) Read(p []byte) (int, error) {
+	n, err := c.R.Read(p)
+	c.CRC = crc32.Update(c.CRC, Castagnoli, p[:n])
+	c.N += int64(n)
+	return n, err
+}
+
+// ReadTrailer reads the 4-byte trailer and checks it against the CRC of
+// everything read before it.
+func (c *CRCReader) ReadTrailer() error {
+	sum := c.CRC
+	var t [4]byte
+	if _, err := io.ReadFull(c, t[:]); err != nil {
+		return Truncated(err, "checksum")
+	}
+	if got := binary.LittleEndian.Uint32(t[:]); got != sum {
+		return fmt.Errorf("%w: file CRC-32C is %#08x, data gives %#08x", ErrChecksum, got, sum)
+	}
+	return nil
+}
+
+// chunkWords is how many words are converted at a time: 64 KiB.
+const chunkWords = 8192
+
+// WriteWords writes words little-endian through a 64 KiB buffer.
+func WriteWords(w io.Writer, words []uint64) error {
+	buf := make([]byte, 8*min(len(words), chunkWords))
+	for len(words) > 0 {
+		n := min(len(words), chunkWords)
+		for i, x := range words[:n] {
+			binary.LittleEndian.PutUint64(buf[8*i:], x)
+		}
+		if _, err := w.Write(buf[:8*n]); err != nil {
+			return fmt.Errorf("bloomkit: writing payload: %w", err)
+		}
+		words = words[n:]
+	}
+	return nil
+}
+
+// EagerBytes is the payload size up to which ReadWords allocates the whole
+// payload at once even when the input's length is unknown.
+const EagerBytes = 64 << 20
+
+// ReadWords reads n little-endian words, allocating them with alloc (which
+// must return n zeroed words). Unless known says the input is long enough,
+// memory grows with the data actually read (doubling from EagerBytes), so a
+// forged header on a short stream cannot make it allocate a huge slice.
+func ReadWords(r io.Reader, n uint64, known bool, alloc func(uint64) []uint64) ([]uint64, error) {
+	size := n
+	if !known && n*8 > EagerBytes {
+		size = EagerBytes / 8
+	}
+	words := alloc(size)
+	buf := make([]byte, 8*min(n, chunkWords))
+	var done uint64
+	for done < n {
+		c := min(n-done, chunkWords)
+		if _, err := io.ReadFull(r, buf[:8*c]); err != nil {
+			return nil, Truncated(err, "payload")
+		}
+		if done+c > uint64(len(words)) {
+			bigger := alloc(min(n, 2*uint64(len(words))))
+			copy(bigger, words)
+			words = bigger
+		}
+		for i := range c {
+			words[done+i] = binary.LittleEndian.Uint64(buf[8*i:])
+		}
+		done += c
+	}
+	return words, nil
+}
+
+// Remaining returns how many bytes r still holds, when r can tell.
+func Remaining(r io.Reader) (int64, bool) {
+	switch r := r.(type) {
+	case interface{ Len() int }: // bytes.Reader, bytes.Buffer, strings.Reader
+		return int64(r.Len()), true
+	case *os.File:
+		fi, err := r.Stat()
+		if err != nil || !fi.Mode().IsRegular() {
+			return 0, false
+		}
+		off, err := r.Seek(0, io.SeekCurrent)
+		if err != nil {
+			return 0, false
+		}
+		return fi.Size() - off, true
+	}
+	return 0, false
+}
+
+// CheckAvailable fails with ErrTruncated when the input is known to hold
+// fewer bytes than the payload and trailer that h announces.
+func CheckAvailable(h Header, avail int64, known bool) error {
+	if known && uint64(avail) < h.PayloadLen+4 {
+		return fmt.Errorf("%w: %d bytes left, the header announces %d", ErrTruncated, avail, h.PayloadLen+4)
+	}
+	return nil
+}
+
+// WriteWordsFile writes a whole file whose payload is words.
+func WriteWordsFile(w io.Writer, h Header, words []uint64) (int64, error) {
+	cw := &CRCWriter{W: w}
+	h.PayloadLen = uint64(len(words)) * 8
+	if _, err := cw.Write(h.Marshal()); err != nil {
+		return cw.N, fmt.Errorf("bloomkit: writing header: %w", err)
+	}
+	if err := WriteWords(cw, words); err != nil {
+		return cw.N, err
+	}
+	return cw.N, cw.WriteTrailer()
+}
+
+// ReadWordsFile reads a whole file of type want whose payload is words: it
+// checks the header, asks payloadWords how many words the header's
+// parameters call for, reads them with ReadWords and checks the trailer. It
+// never reads past the trailer.
+func ReadWordsFile(r io.Reader, want uint8, payloadWords func(Header) (uint64, error), alloc func(uint64) []uint64) (Header, []uint64, int64, error) {
+	avail, known := Remaining(r)
+	cr := &CRCReader{R: r}
+	h, err := ReadHeader(cr, want)
+	if err != nil {
+		return h, nil, cr.N, err
+	}
+	nw, err := payloadWords(h)
+	if err != nil {
+		return h, nil, cr.N, err
+	}
+	if h.PayloadLen != nw*8 {
+		return h, nil, cr.N, fmt.Errorf("%w: payload of %d bytes, parameters call for %d", ErrCorrupt, h.PayloadLen, nw*8)
+	}
+	if err := CheckAvailable(h, avail-HeaderSize, known); err != nil {
+		return h, nil, cr.N, err
+	}
+	words, err := ReadWords(cr, nw, known, alloc)
+	if err != nil {
+		return h, nil, cr.N, err
+	}
+	if err := cr.ReadTrailer(); err != nil {
+		return h, nil, cr.N, err
+	}
+	return h, words, cr.N, nil
+}
