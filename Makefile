@@ -2,11 +2,23 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test test-short lint bench fuzz
+.PHONY: test test-short lint bench fuzz deps
 
-## test: vet, gofmt check, and every test with the race detector.
-test: lint
+## test: installs redis when missing (as root), checks gofmt and go vet, and
+## runs every test with the race detector.
+test: deps lint
 	$(GO) test -race -count=1 $(PKGS)
+
+## deps: install what the tests need from Debian: redis-server and redis-cli
+## (run as root; does nothing when they are already there).
+deps:
+	@if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools >/dev/null; \
+		else echo "redis-server/redis-cli missing: run 'sudo make deps' or install redis-server and redis-tools"; fi; \
+	fi
+	@command -v redis-server >/dev/null && redis-server --version || true
 
 ## test-short: the tests without the race detector, for a quick loop.
 test-short:

@@ -331,3 +331,19 @@ func (f *Blocked) EstimatedFPR() float64 {
 	}
 	return sum / float64(f.blocks)
 }
+
+// Locate returns where key's bits lie in a blocked filter with parameters
+// p: the index of its 512-bit block and, appended to dst, the offset (0 to
+// 511) of each of its p.K probes within the block, in probe order (offsets
+// may repeat). Bit j of block b is bit j%64 of the filter's 64-bit word
+// 8b + j/64 (docs/format.md). It lets code that keeps a blocked filter's
+// bits elsewhere, such as in Redis, set and test exactly the bits a Blocked
+// would.
+func Locate(p Params, key []byte, dst []uint16) (block uint64, offsets []uint16) {
+	lo, hi := hashBytes(key, p.Seed)
+	block, _ = bits.Mul64(hi, p.M/BlockBits)
+	for _, s := range blockSalts[:min(p.K, MaxK)] {
+		dst = append(dst, uint16((lo*s)>>55))
+	}
+	return block, dst
+}

@@ -461,3 +461,31 @@ func TestBlockedAlignment(t *testing.T) {
 		}
 	}
 }
+
+func TestLocateMatchesBlocked(t *testing.T) {
+	f, _ := NewBlocked(10_000, 0.01)
+	var offs []uint16
+	for i := range 2000 {
+		k := []byte(key("locate", i))
+		f.Add(k)
+		var b uint64
+		b, offs = Locate(f.Params(), k, offs[:0])
+		if b >= f.blocks || len(offs) != int(f.params.K) {
+			t.Fatalf("Locate(%q) = block %d, %d offsets", k, b, len(offs))
+		}
+		for _, o := range offs {
+			if f.words[8*b+uint64(o/64)]&(1<<(o%64)) == 0 {
+				t.Fatalf("Locate(%q) names bit %d of block %d, which Add did not set", k, o, b)
+			}
+		}
+	}
+	// And the other way: setting exactly the located bits makes Test true.
+	g, _ := NewBlockedFromParams(f.Params())
+	b, offs := Locate(g.Params(), []byte("x"), nil)
+	for _, o := range offs {
+		g.words[8*b+uint64(o/64)] |= 1 << (o % 64)
+	}
+	if !g.TestString("x") || g.BitsSet() == 0 {
+		t.Error("bits set from Locate do not make the key present")
+	}
+}
