@@ -1,0 +1,27 @@
+// Package bloom implements Bloom filters: compact sets that answer "have I
+// seen this key?" with no false negatives and a false-positive rate chosen
+// when the filter is sized.
+//
+// Two layouts share one API:
+//
+//   - Filter, the classic layout: m bits, k of them set per key. The fewest
+//     bits for a given rate; a lookup touches up to k cache lines.
+//   - Blocked: all k bits of a key in one 512-bit block (a cache line), so a
+//     lookup costs one cache miss, for a few percent more bits.
+//
+// Size a filter from the number of distinct keys n you expect and the rate p
+// you accept with New(n, p) or NewBlocked(n, p); Estimate and
+// EstimateBlocked return the sizes without building anything, and
+// NewWithParams builds a filter of exactly m bits and k probes.
+//
+// Every key is hashed once with XXH3-128 and its k positions are derived from
+// the hash. The hash, the derivation and the seed are part of the file format
+// (docs/format.md), which WriteTo, ReadFrom, MarshalBinary and UnmarshalBinary
+// use: a versioned header, the bits and a CRC-32C, so a filter saved today
+// reads and answers identically in every later version, and damaged input is
+// reported with a distinct error rather than half-used.
+//
+// The Test methods are safe for concurrent use; so are the Sync methods
+// (AddSync, TestAndAddSync, ...) among themselves and with Test. Other methods
+// need exclusive access; see Filter.
+package bloom
