@@ -54,6 +54,7 @@ func NewBlockedFromParams(p Params) (*Blocked, error) {
 // alignedWords returns n zero words whose first word starts a cache line.
 func alignedWords(n uint64) []uint64 {
 	w := make([]uint64, n+7)
+	adviseHugePages(w)
 	off := (64 - uintptr(unsafe.Pointer(&w[0]))%64) % 64 / 8
 	return w[off : off+uintptr(n) : off+uintptr(n)]
 }

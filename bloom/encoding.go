@@ -66,7 +66,13 @@ func paramsHeader(typ uint8, p Params) format.Header {
 	return format.Header{Type: typ, Seed: p.Seed, M: p.M, K: p.K, N: p.N, P: p.P}
 }
 
-func plainAlloc(n uint64) []uint64 { return make([]uint64, n) }
+func plainAlloc(n uint64) []uint64 {
+	w := make([]uint64, n)
+	if n > 0 {
+		adviseHugePages(w)
+	}
+	return w
+}
 
 func classicWords(h format.Header) (uint64, error) {
 	p, err := headerParams(h)

@@ -50,7 +50,7 @@ func NewFromParams(p Params) (*Filter, error) {
 	if err := p.validate(false); err != nil {
 		return nil, err
 	}
-	return &Filter{words: make([]uint64, (p.M+63)/64), params: p}, nil
+	return &Filter{words: plainAlloc((p.M + 63) / 64), params: p}, nil
 }
 
 // Params returns the filter's size, probe count, seed and plan.
