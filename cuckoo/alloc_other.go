@@ -1,0 +1,5 @@
+//go:build !linux
+
+package cuckoo
+
+func adviseHugePages([]uint64) {}
