@@ -46,3 +46,5 @@ FUZZTIME ?= 30s
 fuzz:
 	$(GO) test ./bloom -run '^$$' -fuzz '^FuzzFilterDecode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./bloom -run '^$$' -fuzz '^FuzzBlockedDecode$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./cuckoo -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./cuckoo -run '^$$' -fuzz '^FuzzOperations$$' -fuzztime $(FUZZTIME)
