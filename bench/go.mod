@@ -1,19 +1,29 @@
 module github.com/bloomkit/bloomkit/bench
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/FastFilter/xorfilter v0.4.1
 	github.com/bits-and-blooms/bloom/v3 v3.7.1
 	github.com/bloomkit/bloomkit v0.0.0-00010101000000-000000000000
+	github.com/linvon/cuckoo-filter v0.4.0
+	github.com/seiflotfy/cuckoofilter v0.0.0-20240715131351-a2f2c23f1771
 	github.com/zeebo/xxh3 v1.1.0
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/dgryski/go-metro v0.0.0-20200812162917-85c65e2d0165 // indirect
+	github.com/redis/go-redis/v9 v9.23.0 // indirect
+	github.com/tylertreat/BoomFilters v0.0.0-20251001182300-5b3723cc64ae // indirect
+	go.uber.org/atomic v1.12.0 // indirect
 )
 
 require (
 	github.com/bits-and-blooms/bitset v1.24.2 // indirect
 	github.com/greatroar/blobloom v0.8.1
-	github.com/klauspost/cpuid/v2 v2.2.10 // indirect
-	golang.org/x/sys v0.30.0 // indirect
+	github.com/klauspost/cpuid/v2 v2.4.0 // indirect
+	golang.org/x/sys v0.49.0
 )
 
 replace github.com/bloomkit/bloomkit => ../

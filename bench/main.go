@@ -18,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 type config struct {
@@ -37,16 +39,32 @@ type config struct {
 	seed        uint64
 }
 
+// series holds one timing, in ns per key, a value a repetition: by the wall
+// clock (time.Now) and by the CPU time of the measuring thread.
+type series struct{ wall, cpu []float64 }
+
+func (s *series) add(wall, cpu time.Duration, keys uint64) {
+	s.wall = append(s.wall, nsPer(wall, keys))
+	s.cpu = append(s.cpu, nsPer(cpu, keys))
+}
+
+func (s *series) get(cpu bool) []float64 {
+	if cpu {
+		return s.cpu
+	}
+	return s.wall
+}
+
 // row is one line of the table: one library at one n and p.
 type row struct {
 	lib        *lib
 	n          uint64
 	p          float64 // 0 for static filters
 	big        bool
-	ins        []float64 // ns per key, one value a repetition
-	hit        []float64
-	miss       []float64
-	batch      []float64
+	ins        series
+	hit        series
+	miss       series
+	batch      series
 	heap       uint64 // measured bytes (first repetition)
 	nominal    uint64
 	k          int
@@ -73,6 +91,9 @@ func logf(format string, args ...any) {
 }
 
 func main() {
+	// The timed loops run on this goroutine; keep it on one thread so that
+	// the thread's CPU time is its CPU time.
+	runtime.LockOSThread()
 	cfg, err := parseFlags()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -256,9 +277,9 @@ func runSize(cfg *config, n uint64, rates []float64, big bool) ([]*row, keyStats
 	for rep := 0; rep < cfg.reps; rep++ {
 		for _, r := range rows {
 			dst = measure(r, src, hitSet.keys, absSet.keys, dst, rep)
-			logf("n=%s p=%s rep %d/%d %-26s insert %6.1f  hit %6.1f  miss %6.1f  batch %6s ns/key  FPR %s",
-				human(n), rateStr(r.p), rep+1, cfg.reps, r.lib.name, last(r.ins), last(r.hit), last(r.miss),
-				batchStr(r), fprStr(r))
+			logf("n=%s p=%s rep %d/%d %-24s insert %6.1f  hit %6.1f  miss %6.1f  batch %6s ns/key  FPR %s  (cpu %.1f %.1f %.1f)",
+				human(n), rateStr(r.p), rep+1, cfg.reps, r.lib.name, last(r.ins.wall), last(r.hit.wall), last(r.miss.wall),
+				batchStr(r), fprStr(r), last(r.ins.cpu), last(r.hit.cpu), last(r.miss.cpu))
 			for _, e := range r.errs {
 				logf("ERROR: %s", e)
 			}
@@ -272,10 +293,10 @@ func runSize(cfg *config, n uint64, rates []float64, big bool) ([]*row, keyStats
 func last(v []float64) float64 { return v[len(v)-1] }
 
 func batchStr(r *row) string {
-	if len(r.batch) == 0 {
+	if len(r.batch.wall) == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.1f", last(r.batch))
+	return fmt.Sprintf("%.1f", last(r.batch.wall))
 }
 
 func heapAlloc() uint64 {
@@ -294,18 +315,21 @@ func measure(r *row, src *insertSource, hits, absent []string, dst []bool, rep i
 	if err != nil {
 		panic(fmt.Sprintf("%s: %v", r.lib.name, err))
 	}
-	var ins time.Duration
+	var insW, insC time.Duration
 	src.each(func(keys []string) {
-		t := time.Now()
+		t := now()
 		in.add(keys)
-		ins += time.Since(t)
+		w, c := t.since()
+		insW, insC = insW+w, insC+c
 	})
-	t := time.Now()
+	t := now()
 	err = in.finish()
-	ins += time.Since(t)
+	w, c := t.since()
+	insW, insC = insW+w, insC+c
 	if err != nil {
 		panic(fmt.Sprintf("%s: build: %v", r.lib.name, err))
 	}
+	r.ins.add(insW, insC, r.n)
 	runtime.GC()
 	if rep == 0 {
 		r.heap = heapAlloc() - before
@@ -315,18 +339,19 @@ func measure(r *row, src *insertSource, hits, absent []string, dst []bool, rep i
 			logf("note: %s heap growth %d B differs from its nominal size %d B", r.lib.name, r.heap, r.nominal)
 		}
 	}
-	r.ins = append(r.ins, nsPer(ins, r.n))
 
-	t = time.Now()
-	c := in.count(hits)
-	r.hit = append(r.hit, nsPer(time.Since(t), uint64(len(hits))))
-	if c != len(hits) {
-		r.errs = append(r.errs, fmt.Sprintf("%s n=%d: %d of %d added keys tested absent", r.lib.name, r.n, len(hits)-c, len(hits)))
+	t = now()
+	cnt := in.count(hits)
+	w, c = t.since()
+	r.hit.add(w, c, uint64(len(hits)))
+	if cnt != len(hits) {
+		r.errs = append(r.errs, fmt.Sprintf("%s n=%d: %d of %d added keys tested absent", r.lib.name, r.n, len(hits)-cnt, len(hits)))
 	}
 
-	t = time.Now()
+	t = now()
 	fp := in.count(absent)
-	r.miss = append(r.miss, nsPer(time.Since(t), uint64(len(absent))))
+	w, c = t.since()
+	r.miss.add(w, c, uint64(len(absent)))
 	if rep == 0 {
 		r.fp, r.absent = fp, len(absent)
 	} else if fp != r.fp {
@@ -334,14 +359,38 @@ func measure(r *row, src *insertSource, hits, absent []string, dst []bool, rep i
 	}
 
 	if r.lib.batch {
-		t = time.Now()
-		c, dst = in.countBatch(hits, dst)
-		r.batch = append(r.batch, nsPer(time.Since(t), uint64(len(hits))))
-		if c != len(hits) {
-			r.errs = append(r.errs, fmt.Sprintf("%s n=%d: batch: %d of %d added keys tested absent", r.lib.name, r.n, len(hits)-c, len(hits)))
+		t = now()
+		cnt, dst = in.countBatch(hits, dst)
+		w, c = t.since()
+		r.batch.add(w, c, uint64(len(hits)))
+		if cnt != len(hits) {
+			r.errs = append(r.errs, fmt.Sprintf("%s n=%d: batch: %d of %d added keys tested absent", r.lib.name, r.n, len(hits)-cnt, len(hits)))
 		}
 	}
 	return dst
+}
+
+// stamp is a point in time by the wall clock and by the CPU time of the
+// calling thread (main locks itself to one thread, so that this is the
+// measuring goroutine's CPU time).
+type stamp struct {
+	wall time.Time
+	cpu  time.Duration
+}
+
+func now() stamp { return stamp{time.Now(), threadCPU()} }
+
+func (s stamp) since() (wall, cpu time.Duration) {
+	c := threadCPU()
+	return time.Since(s.wall), c - s.cpu
+}
+
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
 }
 
 func nsPer(d time.Duration, n uint64) float64 { return float64(d.Nanoseconds()) / float64(n) }

@@ -160,33 +160,11 @@ func render(cfg *config, env *environment, rows []*row, stats []keyStats) string
 	w("- Load average (1, 5, 15 min) at start %s, at end %s\n", env.loadStart, env.loadEnd)
 	w("- Modules: %s\n\n", strings.Join(env.modules, ", "))
 
-	w("| n | p | library | k | bits/key | insert ns/op | hit ns/op | miss ns/op | batch ns/key | FPR measured | spread |\n")
-	w("|--:|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|\n")
-	for _, r := range rows {
-		k := "-"
-		if r.k > 0 {
-			k = fmt.Sprint(r.k)
-		}
-		ins := f1(median(r.ins))
-		if r.lib.static {
-			ins += " (build)"
-		}
-		batch := ""
-		if len(r.batch) > 0 {
-			batch = f1(median(r.batch))
-		}
-		sp := max(spread(r.ins), spread(r.hit), spread(r.miss), spread(r.batch))
-		name := r.lib.name
-		if len(r.errs) > 0 {
-			name += " **(errors, see below)**"
-		}
-		w("| %s | %s | %s | %s | %.2f | %s | %s | %s | %s | %s | %.0f%% |\n",
-			human(r.n), rateStr(r.p), name, k, r.bitsPerKey(), ins, f1(median(r.hit)), f1(median(r.miss)),
-			batch, fprStr(r), 100*sp)
-	}
+	writeTable(&b, rows, false)
 	w("\n")
 
 	w("## Goals\n\n")
+	w("Evaluated on the wall-clock medians above; the thread-CPU-time ratio follows in brackets.\n\n")
 	w("%s\n", goalsText(cfg, rows))
 
 	w("## How each number is measured\n\n")
@@ -202,8 +180,11 @@ func render(cfg *config, env *environment, rows []*row, stats []keyStats) string
 	w("- **miss ns/op** and **FPR measured**: the same on the absent keys, in random order; FPR = absent keys that test present / absent keys.\n")
 	w("- **batch ns/key**: bloomkit `TestManyStrings` on the hit keys, %d keys a call, reusing the result slice; blank for libraries without a batch API.\n", batchSize)
 	w("- **bits/key**: actual memory: growth of `runtime.MemStats.HeapAlloc` (after `runtime.GC`) from before the filter is created to after it is filled, x 8 / n. It matched each library's own size (bit or fingerprint array) within 1%% unless a note was printed to stderr.\n")
-	w("- **k**: probes per key (bloomkit `Params().K`, bits-and-blooms `K()`, blobloom `Optimize`); xor and fuse filters read 3 fingerprints. Their rate is fixed by the 8-bit fingerprint (about 0.39%%), whatever p is; they are listed once per n as the space reference for a static set.\n\n")
+	w("- **k**: probes per key (bloomkit `Params().K`, bits-and-blooms `K()`, blobloom `Optimize`); xor and fuse filters read 3 fingerprints. Their rate is fixed by the 8-bit fingerprint (about 0.39%%), whatever p is; they are listed once per n as the space reference for a static set.\n")
 
+	w("- **Thread CPU time**: every loop is also timed by the CPU time of the measuring thread (`CLOCK_THREAD_CPUTIME_ID`; the goroutine is locked to its thread). It leaves out the time the thread waited for a CPU, so on a shared, oversubscribed machine it is the steadier number (cache pollution by other processes stays in both). The same table in CPU time:\n\n")
+	writeTable(&b, rows, true)
+	w("\n")
 	w("Key sets:\n\n")
 	w("| n | hit keys looked up | absent keys | mean key length | key generation ns/key | insert keys |\n")
 	w("|--:|--:|--:|--:|--:|:--|\n")
@@ -232,6 +213,35 @@ func render(cfg *config, env *environment, rows []*row, stats []keyStats) string
 	w("`cd bench && go test -run '^$' -bench . -count 10 | tee new.txt` runs the same operations at 1M keys as `go test` benchmarks (for benchstat), ")
 	w("plus `BenchmarkConcurrent` (bloomkit `AddStringSync` + `TestString` at 1 and 2 goroutines) and `BenchmarkAddVsSync` (plain `AddString` against `AddStringSync`).\n")
 	return b.String()
+}
+
+// writeTable writes the main table, in wall-clock or thread CPU time.
+func writeTable(b *strings.Builder, rows []*row, cpu bool) {
+	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	w("| n | p | library | k | bits/key | insert ns/op | hit ns/op | miss ns/op | batch ns/key | FPR measured | spread |\n")
+	w("|--:|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, r := range rows {
+		k := "-"
+		if r.k > 0 {
+			k = fmt.Sprint(r.k)
+		}
+		ins := f1(median(r.ins.get(cpu)))
+		if r.lib.static {
+			ins += " (build)"
+		}
+		batch := ""
+		if len(r.batch.get(cpu)) > 0 {
+			batch = f1(median(r.batch.get(cpu)))
+		}
+		sp := max(spread(r.ins.get(cpu)), spread(r.hit.get(cpu)), spread(r.miss.get(cpu)), spread(r.batch.get(cpu)))
+		name := r.lib.name
+		if len(r.errs) > 0 {
+			name += " **(errors, see below)**"
+		}
+		w("| %s | %s | %s | %s | %.2f | %s | %s | %s | %s | %s | %.0f%% |\n",
+			human(r.n), rateStr(r.p), name, k, r.bitsPerKey(), ins, f1(median(r.hit.get(cpu))), f1(median(r.miss.get(cpu))),
+			batch, fprStr(r), 100*sp)
+	}
 }
 
 func find(rows []*row, id string, n uint64, p float64) *row {
@@ -273,11 +283,12 @@ func goalsText(cfg *config, rows []*row) string {
 			continue
 		}
 		any = true
-		hit, miss := median(a.hit)/median(o.hit), median(a.miss)/median(o.miss)
+		hit, miss := ratio(a.hit, o.hit, false), ratio(a.miss, o.miss, false)
 		ok := hit <= 0.8 && miss <= 0.8
 		all = all && ok
-		lines = append(lines, fmt.Sprintf("  - p=%s: hit %.2f (%.1f vs %.1f ns), miss %.2f (%.1f vs %.1f ns); bits/key %.2f vs %.2f; FPR %s vs %s: %s",
-			rateStr(p), hit, median(a.hit), median(o.hit), miss, median(a.miss), median(o.miss),
+		lines = append(lines, fmt.Sprintf("  - p=%s: hit %.2f (%.1f vs %.1f ns) [cpu %.2f], miss %.2f (%.1f vs %.1f ns) [cpu %.2f]; bits/key %.2f vs %.2f; FPR %s vs %s: %s",
+			rateStr(p), hit, median(a.hit.wall), median(o.hit.wall), ratio(a.hit, o.hit, true),
+			miss, median(a.miss.wall), median(o.miss.wall), ratio(a.miss, o.miss, true),
 			a.bitsPerKey(), o.bitsPerKey(), fprStr(a), fprStr(o), verdict(ok)))
 	}
 	if any {
@@ -295,11 +306,13 @@ func goalsText(cfg *config, rows []*row) string {
 			continue
 		}
 		any = true
-		hit, miss, ins := median(o.hit)/median(a.hit), median(o.miss)/median(a.miss), median(o.ins)/median(a.ins)
+		hit, miss, ins := ratio(o.hit, a.hit, false), ratio(o.miss, a.miss, false), ratio(o.ins, a.ins, false)
 		ok := hit >= 1.5 && miss >= 1.5 && ins >= 1.5
 		all = all && ok
-		lines = append(lines, fmt.Sprintf("  - p=%s: hit %.2fx (%.1f vs %.1f ns), miss %.2fx (%.1f vs %.1f ns), insert %.2fx (%.1f vs %.1f ns); bits/key %.2f vs %.2f, k %d vs %d; FPR %s vs %s: %s",
-			rateStr(p), hit, median(o.hit), median(a.hit), miss, median(o.miss), median(a.miss), ins, median(o.ins), median(a.ins),
+		lines = append(lines, fmt.Sprintf("  - p=%s: hit %.2fx (%.1f vs %.1f ns) [cpu %.2fx], miss %.2fx (%.1f vs %.1f ns) [cpu %.2fx], insert %.2fx (%.1f vs %.1f ns) [cpu %.2fx]; bits/key %.2f vs %.2f, k %d vs %d; FPR %s vs %s: %s",
+			rateStr(p), hit, median(o.hit.wall), median(a.hit.wall), ratio(o.hit, a.hit, true),
+			miss, median(o.miss.wall), median(a.miss.wall), ratio(o.miss, a.miss, true),
+			ins, median(o.ins.wall), median(a.ins.wall), ratio(o.ins, a.ins, true),
 			o.bitsPerKey(), a.bitsPerKey(), o.k, a.k, fprStr(o), fprStr(a), verdict(ok)))
 	}
 	if any {
@@ -315,14 +328,17 @@ func goalsText(cfg *config, rows []*row) string {
 		if cfg.big != 100_000_000 {
 			cnote = " (the goal is stated for n=100M)"
 		}
-		v := median(r.batch)
-		w("- (c) bloomkit Filter TestManyStrings at n=%s%s, p=%s, %d keys a call: %.1f ns/key, goal <= 35 ns/key: %s\n",
-			human(cfg.big), cnote, rateStr(cfg.bigP), batchSize, v, verdict(v <= 35))
+		v := median(r.batch.wall)
+		w("- (c) bloomkit Filter TestManyStrings at n=%s%s, p=%s, %d keys a call: %.1f ns/key [cpu %.1f], goal <= 35 ns/key: %s\n",
+			human(cfg.big), cnote, rateStr(cfg.bigP), batchSize, v, median(r.batch.cpu), verdict(v <= 35))
 	} else {
 		w("- (c) bloomkit Filter TestMany at n=100M: not measured in this run\n")
 	}
 	return b.String()
 }
+
+// ratio is median(a) / median(b) in wall-clock or CPU time.
+func ratio(a, b series, cpu bool) float64 { return median(a.get(cpu)) / median(b.get(cpu)) }
 
 func contains(s []uint64, v uint64) bool {
 	for _, x := range s {

@@ -26,11 +26,16 @@ type Interface interface {
 var (
 	_ Interface = (*Filter)(nil)
 	_ Interface = (*Blocked)(nil)
+	_ Interface = (*Counting)(nil)
+	_ Interface = (*Scalable)(nil)
+	_ Interface = (*Window)(nil)
 )
 
 // Read reads one filter of any type of this package from r and returns it
-// (a *Filter or a *Blocked). Errors are as for Filter.ReadFrom; a filter
-// of a type this package does not hold (a cuckoo filter, say) gives ErrType.
+// (a *Filter, *Blocked, *Counting, *Scalable or *Window; a Window reads the
+// time from time.Now until given another clock with SetClock). Errors are
+// as for Filter.ReadFrom; a filter of a type this package does not hold (a
+// cuckoo filter, say) gives ErrType.
 func Read(r io.Reader) (Interface, error) {
 	hdr := make([]byte, headerSize)
 	if _, err := io.ReadFull(r, hdr); err != nil {
@@ -49,6 +54,12 @@ func Read(r io.Reader) (Interface, error) {
 		f = new(Filter)
 	case TypeBlocked:
 		f = new(Blocked)
+	case TypeCounting:
+		f = new(Counting)
+	case TypeScalable:
+		f = new(Scalable)
+	case TypeWindow:
+		f = new(Window)
 	default:
 		return nil, fmt.Errorf("%w: the bloom package does not read %s filters", ErrType, format.TypeName(h.Type))
 	}

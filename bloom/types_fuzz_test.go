@@ -1,0 +1,106 @@
+package bloom
+
+import (
+	"bytes"
+	"testing"
+)
+
+// addTypeSeeds adds the sample encoding of every type (each fuzz target
+// also gets the other types' files, which must fail with ErrType), cut and
+// forged variants, to f's corpus. More seeds, found by fuzzing, are in
+// testdata/fuzz/<target>/.
+func addTypeSeeds(f *testing.F) {
+	for _, c := range typeCases {
+		b, err := c.sample(f).MarshalBinary()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+		f.Add(b[:headerSize+20])
+		f.Add(resign(append([]byte(nil), b...)))
+		huge := append([]byte(nil), b...)
+		put64(huge, 64, 1<<40) // payload length
+		f.Add(resign(huge))
+	}
+	f.Add([]byte(Magic))
+}
+
+// fuzzDecode decodes data into g, checking the error or the re-encoding,
+// and reports whether it decoded. Mutations rarely keep the checksums
+// right, so data with a full header is also tried with its checksums
+// recomputed (resigned), to reach the checks behind them.
+func fuzzDecode(t *testing.T, g codec, data []byte) bool {
+	if len(data) >= headerSize {
+		if ok := decodeOnce(t, g, resign(append([]byte(nil), data...))); ok {
+			return true
+		}
+	}
+	return decodeOnce(t, g, data)
+}
+
+func decodeOnce(t *testing.T, g codec, data []byte) bool {
+	if err := g.UnmarshalBinary(data); err != nil {
+		checkDecodeError(t, err)
+		return false
+	}
+	g.TestString("probe")
+	g.Test([]byte("probe"))
+	g.ApproxCount()
+	g.EstimatedFPR()
+	again, err := g.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(again, data) {
+		t.Fatal("decoded filter re-encodes differently")
+	}
+	return true
+}
+
+// fuzzAdd checks that a decoded filter is usable: adding does not panic,
+// and the key is found.
+func fuzzAdd(t *testing.T, g Interface) {
+	g.AddString("added")
+	if !g.TestString("added") {
+		t.Fatal("a key added to a decoded filter tests absent")
+	}
+}
+
+// FuzzCountingDecode: no input may panic the counting decoder or make it
+// allocate without bound; what decodes re-encodes to the same bytes.
+func FuzzCountingDecode(f *testing.F) {
+	addTypeSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var c Counting
+		if fuzzDecode(t, &c, data) {
+			fuzzAdd(t, &c)
+			c.RemoveString("added")
+			c.CountString("probe")
+		}
+	})
+}
+
+// FuzzScalableDecode is FuzzCountingDecode for scalable filters.
+func FuzzScalableDecode(f *testing.F) {
+	addTypeSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var s Scalable
+		// Adding may grow the chain by a link as large as the file says;
+		// only try it when that link is small.
+		if fuzzDecode(t, &s, data) && s.links[len(s.links)-1].capacity <= 1<<16 && s.cfg.Growth <= 1<<8 {
+			fuzzAdd(t, &s)
+		}
+	})
+}
+
+// FuzzWindowDecode is FuzzCountingDecode for windows.
+func FuzzWindowDecode(f *testing.F) {
+	addTypeSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var w Window
+		w.SetClock(goldenClock)
+		if fuzzDecode(t, &w, data) {
+			fuzzAdd(t, &w)
+		}
+	})
+}

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/bloomkit/bloomkit/bloom"
+	"github.com/bloomkit/bloomkit/cuckoo"
+	"github.com/bloomkit/bloomkit/internal/format"
+)
+
+// This file knows the filter types: how build makes each one and how the
+// other subcommands load any filter file. A type whose package is not in
+// this build is listed with a nil make function and refused with a clear
+// message.
+
+// newFilter is a filter being built: add inserts a key (an error when the
+// filter is full, for types that can be), and WriteTo saves it.
+type newFilter struct {
+	add     func(key []byte) error
+	addMany func(keys [][]byte) error // adds a batch; faster for big filters
+	io.WriterTo
+}
+
+// kind is a filter type build can make.
+type kind struct {
+	name  string
+	about string
+	// make returns an empty filter for n keys at rate p with the given seed,
+	// or is nil when this build does not have the type.
+	make func(n uint64, p float64, seed uint64) (*newFilter, error)
+	// missing says what is not in this build when make is nil.
+	missing string
+}
+
+var kinds = []kind{
+	{name: "classic", about: "the fewest bits for a rate; k cache lines a lookup", make: makeClassic},
+	{name: "blocked", about: "one cache line a lookup, a few % more bits; the fastest", make: makeBlocked},
+	{name: "counting", about: "4-bit counters, so keys can be removed; 4x the memory", make: makeCounting},
+	{name: "scalable", about: "grows past n while keeping the total rate at most p", make: makeScalable},
+	{name: "cuckoo", about: "removal and counting in fewer bits than counting Bloom", make: makeCuckoo},
+}
+
+func findKind(name string) (*kind, error) {
+	var names []string
+	for i := range kinds {
+		if kinds[i].name == name {
+			return &kinds[i], nil
+		}
+		names = append(names, kinds[i].name)
+	}
+	return nil, fmt.Errorf("unknown --type %q: want one of %s", name, strings.Join(names, ", "))
+}
+
+func makeClassic(n uint64, p float64, seed uint64) (*newFilter, error) {
+	ps := bloom.Estimate(n, p)
+	ps.Seed = seed
+	f, err := bloom.NewFromParams(ps)
+	if err != nil {
+		return nil, err
+	}
+	return &newFilter{
+		add:      func(k []byte) error { f.Add(k); return nil },
+		addMany:  func(k [][]byte) error { f.AddMany(k); return nil },
+		WriterTo: f,
+	}, nil
+}
+
+func makeBlocked(n uint64, p float64, seed uint64) (*newFilter, error) {
+	ps := bloom.EstimateBlocked(n, p)
+	ps.Seed = seed
+	f, err := bloom.NewBlockedFromParams(ps)
+	if err != nil {
+		return nil, err
+	}
+	return &newFilter{
+		add:      func(k []byte) error { f.Add(k); return nil },
+		addMany:  func(k [][]byte) error { f.AddMany(k); return nil },
+		WriterTo: f,
+	}, nil
+}
+
+func makeCounting(n uint64, p float64, seed uint64) (*newFilter, error) {
+	ps := bloom.Estimate(n, p)
+	ps.Seed = seed
+	f, err := bloom.NewCountingFromParams(ps)
+	if err != nil {
+		return nil, err
+	}
+	return &newFilter{
+		add:      func(k []byte) error { f.Add(k); return nil },
+		addMany:  func(k [][]byte) error { addEach(f.Add, k); return nil },
+		WriterTo: f,
+	}, nil
+}
+
+func makeScalable(n uint64, p float64, seed uint64) (*newFilter, error) {
+	f, err := bloom.NewScalableWith(bloom.ScalableConfig{Capacity: n, Rate: p, Seed: seed})
+	if err != nil {
+		return nil, err
+	}
+	return &newFilter{
+		add:      func(k []byte) error { f.Add(k); return nil },
+		addMany:  func(k [][]byte) error { addEach(f.Add, k); return nil },
+		WriterTo: f,
+	}, nil
+}
+
+func makeCuckoo(n uint64, p float64, seed uint64) (*newFilter, error) {
+	f, err := cuckoo.NewWithConfig(cuckoo.Config{Capacity: n, Rate: p, Seed: seed})
+	if err != nil {
+		return nil, err
+	}
+	return &newFilter{
+		add:      f.Add,
+		addMany:  func(k [][]byte) error { _, err := f.AddMany(k); return err },
+		WriterTo: f,
+	}, nil
+}
+
+func addEach(add func([]byte), keys [][]byte) {
+	for _, k := range keys {
+		add(k)
+	}
+}
+
+// parseSeed reads --seed: a number (decimal or 0x hex) or "random".
+func parseSeed(s string) (uint64, error) {
+	if s == "random" {
+		return bloom.RandomSeed(), nil
+	}
+	v, err := strconv.ParseUint(s, 0, 64)
+	if err != nil {
+		return 0, fmt.Errorf("--seed %q: want a number or \"random\"", s)
+	}
+	return v, nil
+}
+
+// loaded is a filter read from a file, with what info reports about it.
+type loaded struct {
+	path    string
+	hdr     format.Header
+	version uint16 // format version of the file
+	size    int64  // file size in bytes
+	f       any    // *bloom.Filter, *bloom.Blocked, or another type's filter
+}
+
+// tester is what test needs of a filter.
+type tester interface{ Test(key []byte) bool }
+
+// testAndAdder is what dedup needs of a filter.
+type testAndAdder interface {
+	TestAndAdd(key []byte) bool
+	io.WriterTo
+}
+
+// loadFilter reads the whole filter file at path. A damaged, truncated or
+// foreign file is an error (naming the file); a filter is never returned
+// half-read, and bytes after the checksum are refused too.
+func loadFilter(path string) (*loaded, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	fi, err := file.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if fi.IsDir() {
+		return nil, fmt.Errorf("%s: is a directory", path)
+	}
+	raw := make([]byte, format.HeaderSize)
+	if _, err := io.ReadFull(file, raw); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, format.Truncated(err, "header"))
+	}
+	hdr, err := format.ParseHeader(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	// Read the file from its start again: by seeking, so that the decoder
+	// knows the file's size (a header announcing more than the file holds
+	// fails before any allocation), or for a pipe by replaying the header.
+	var r io.Reader = file
+	if _, err := file.Seek(0, io.SeekStart); err != nil {
+		r = io.MultiReader(bytes.NewReader(raw), file)
+	}
+	var f any
+	switch hdr.Type {
+	case format.TypeCuckoo:
+		f, err = cuckoo.Read(r)
+	default:
+		f, err = bloom.Read(r)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var one [1]byte
+	if n, _ := io.ReadFull(file, one[:]); n != 0 {
+		rest, _ := file.Seek(0, io.SeekCurrent)
+		return nil, fmt.Errorf("%s: %w: %d bytes after the filter's checksum", path, bloom.ErrCorrupt, fi.Size()-rest+1)
+	}
+	return &loaded{path: path, hdr: hdr, version: binary.LittleEndian.Uint16(raw[8:]), size: fi.Size(), f: f}, nil
+}
+
+// typeName names a loaded filter's type as the file header does.
+func (l *loaded) typeName() string { return format.TypeName(l.hdr.Type) }
+
+// describeErr adds a hint to the errors people meet most.
+func describeErr(err error) string {
+	msg := err.Error()
+	switch {
+	case errors.Is(err, bloom.ErrBadMagic):
+		msg += " (is it a bloomkit filter file?)"
+	case errors.Is(err, bloom.ErrTruncated):
+		msg += " (was the file cut short while being copied or written?)"
+	case errors.Is(err, bloom.ErrChecksum):
+		msg += " (the file is damaged)"
+	}
+	return msg
+}

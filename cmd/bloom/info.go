@@ -1,0 +1,226 @@
+package main
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/bloomkit/bloomkit/bloom"
+	"github.com/bloomkit/bloomkit/cuckoo"
+	"github.com/bloomkit/bloomkit/internal/format"
+)
+
+func init() {
+	register(command{name: "info", summary: "describe a filter file: type, size, items, fill, rate, checksum", run: runInfo})
+}
+
+var infoHelp = help{
+	name:     "info",
+	synopsis: `info [--json] FILE...`,
+	about: `Describes each filter FILE: its type, parameters (bits m, probes k, seed, and
+the keys and rate it was planned for), the number of items (estimated from
+the bits set, for Bloom filters), the fill ratio, the false-positive rate it
+has now, its size, and whether its checksums hold.
+
+The whole file is read and checked. A damaged or truncated file is
+reported with what its header says and exit status 2; its contents are not
+used.`,
+	examples: `bloom info urls.bf
+bloom info --json urls.bf | jq .estimated_fpr`,
+}
+
+// infoResult is what info reports about one file; --json prints it as is.
+type infoResult struct {
+	File         string   `json:"file"`
+	Type         string   `json:"type"`
+	FormatVer    int      `json:"format_version"`
+	SizeBytes    int64    `json:"size_bytes"`
+	M            uint64   `json:"m"`
+	K            uint32   `json:"k"`
+	Seed         uint64   `json:"seed"`
+	PlannedN     uint64   `json:"planned_n"`
+	PlannedP     float64  `json:"planned_p"`
+	Items        *uint64  `json:"items,omitempty"`
+	ItemsExact   bool     `json:"items_exact"`
+	FillRatio    *float64 `json:"fill_ratio,omitempty"`
+	EstimatedFPR *float64 `json:"estimated_fpr,omitempty"`
+	// Cuckoo filters only.
+	FingerprintBits uint32   `json:"fingerprint_bits,omitempty"`
+	Tables          int      `json:"tables,omitempty"`
+	LoadFactor      *float64 `json:"load_factor,omitempty"`
+	Checksum        string   `json:"checksum"` // ok, mismatch or unverified
+	Error           string   `json:"error,omitempty"`
+}
+
+func runInfo(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlags("info")
+	asJSON := fs.Bool("json", false, "print JSON (one object per file)")
+	files, code, ok := parseFlags(fs, infoHelp, args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if len(files) == 0 {
+		return usageErr(stderr, "info", "missing the filter FILE")
+	}
+	status := exitOK
+	for i, path := range files {
+		res, err := describe(path)
+		if err != nil {
+			failf(stderr, "info", "%s", describeErr(err))
+			status = exitError
+			if res == nil {
+				continue
+			}
+		}
+		if *asJSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(res); err != nil {
+				return failf(stderr, "info", "stdout: %v", err)
+			}
+			continue
+		}
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		printInfo(stdout, res)
+	}
+	return status
+}
+
+// describe reads the filter at path. When the header is sound but the rest
+// is not, it returns the header's description along with the error.
+func describe(path string) (*infoResult, error) {
+	l, err := loadFilter(path)
+	if err != nil {
+		hdr, version, herr := readHeaderOnly(path)
+		if herr != nil {
+			return nil, err
+		}
+		res := headerInfo(path, hdr, version)
+		if fi, err := os.Stat(path); err == nil {
+			res.SizeBytes = fi.Size()
+		}
+		if errors.Is(err, bloom.ErrChecksum) {
+			res.Checksum = "mismatch"
+		}
+		res.Error = strings.TrimPrefix(err.Error(), path+": ")
+		return res, err
+	}
+	res := headerInfo(path, l.hdr, l.version)
+	res.SizeBytes = l.size
+	res.Checksum = "ok"
+	if c, ok := l.f.(interface{ ApproxCount() uint64 }); ok {
+		v := c.ApproxCount()
+		res.Items = &v
+	}
+	if l.hdr.Count != 0 {
+		v := l.hdr.Count
+		res.Items, res.ItemsExact = &v, true
+	}
+	if c, ok := l.f.(interface{ FillRatio() float64 }); ok {
+		v := c.FillRatio()
+		res.FillRatio = &v
+	}
+	if c, ok := l.f.(interface{ EstimatedFPR() float64 }); ok {
+		v := c.EstimatedFPR()
+		res.EstimatedFPR = &v
+	}
+	if c, ok := l.f.(*cuckoo.Filter); ok {
+		v := c.LoadFactor()
+		res.LoadFactor, res.FingerprintBits, res.Tables = &v, c.Config().FingerprintBits, c.Tables()
+	}
+	return res, nil
+}
+
+func headerInfo(path string, h format.Header, version uint16) *infoResult {
+	return &infoResult{
+		File: path, Type: format.TypeName(h.Type), FormatVer: int(version),
+		M: h.M, K: h.K, Seed: h.Seed, PlannedN: h.N, PlannedP: h.P, Checksum: "unverified",
+	}
+}
+
+// readHeaderOnly reads and checks just the header of a file, and returns
+// it with the file's format version.
+func readHeaderOnly(path string) (format.Header, uint16, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return format.Header{}, 0, err
+	}
+	defer f.Close()
+	raw := make([]byte, format.HeaderSize)
+	if _, err := io.ReadFull(f, raw); err != nil {
+		return format.Header{}, 0, err
+	}
+	h, err := format.ParseHeader(raw)
+	return h, binary.LittleEndian.Uint16(raw[8:]), err
+}
+
+func printInfo(w io.Writer, r *infoResult) {
+	row := func(k, v string) { fmt.Fprintf(w, "%-13s %s\n", k+":", v) }
+	row("file", r.File)
+	row("type", r.Type)
+	row("size", fmt.Sprintf("%s (%s bytes)", humanBytes(uint64(r.SizeBytes)), commas(uint64(r.SizeBytes))))
+	switch r.Type {
+	case "scalable":
+		// The header's m is the bits of every link together and k the
+		// number of links.
+		row("bits (m)", commas(r.M)+" in all links")
+		row("links", fmt.Sprint(r.K))
+	case "cuckoo":
+		// The header's m is the first table's buckets and k their size.
+		row("buckets", commas(r.M)+" in the first table")
+		row("bucket size", fmt.Sprint(r.K))
+		if r.FingerprintBits != 0 {
+			row("fingerprint", fmt.Sprintf("%d bits", r.FingerprintBits))
+			row("tables", fmt.Sprint(r.Tables))
+		}
+	case "counting":
+		row("counters (m)", commas(r.M)+" of 4 bits")
+		row("probes (k)", fmt.Sprint(r.K))
+	default:
+		row("bits (m)", commas(r.M))
+		row("probes (k)", fmt.Sprint(r.K))
+	}
+	row("seed", fmt.Sprintf("%d", r.Seed))
+	if r.Type == "scalable" {
+		row("planned", fmt.Sprintf("%s keys in the first link, at most %s in all", commas(r.PlannedN), formatPlanned(r.PlannedP)))
+	} else if r.Type == "cuckoo" {
+		row("planned", fmt.Sprintf("%s keys in the first table at %s", commas(r.PlannedN), formatPlanned(r.PlannedP)))
+	} else if r.PlannedN > 0 || r.PlannedP > 0 {
+		row("planned", fmt.Sprintf("%s keys at %s", commas(r.PlannedN), formatPlanned(r.PlannedP)))
+	} else {
+		row("planned", "sized by hand")
+	}
+	if r.Items != nil {
+		v := commas(*r.Items)
+		if !r.ItemsExact {
+			v = "about " + v + " (estimated from the bits set)"
+		}
+		if r.PlannedN > 0 && *r.Items > r.PlannedN && r.Type != "scalable" && r.Type != "cuckoo" {
+			v += ", more than planned"
+		}
+		row("items", v)
+	}
+	if r.LoadFactor != nil {
+		row("load factor", fmt.Sprintf("%.2f%% of the slots", 100**r.LoadFactor))
+	}
+	if r.FillRatio != nil {
+		row("fill ratio", fmt.Sprintf("%.2f%%", 100**r.FillRatio))
+	}
+	if r.EstimatedFPR != nil {
+		row("rate now", formatRate(*r.EstimatedFPR))
+	}
+	switch r.Checksum {
+	case "ok":
+		row("checksum", "ok (CRC-32C of header and data)")
+	case "mismatch":
+		row("checksum", "MISMATCH: the file is damaged")
+	default:
+		row("checksum", "not verified: "+r.Error)
+	}
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestInfoGolden(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "keys.txt", keys("key-", 1000))
+	bloomIn(t, dir, "", "build", "-n", "1000", "-p", "1%", "-o", "classic.bf", "keys.txt").want(t, exitOK, "build")
+	bloomIn(t, dir, "", "build", "-n", "2000", "-p", "0.1%", "--type", "blocked", "--seed", "7", "-o", "blocked.bf", "keys.txt").want(t, exitOK, "build")
+	for _, c := range []struct {
+		golden string
+		args   []string
+	}{
+		{"info-classic.txt", []string{"classic.bf"}},
+		{"info-blocked.txt", []string{"blocked.bf"}},
+		{"info-two.txt", []string{"classic.bf", "blocked.bf"}},
+		{"info-classic.json", []string{"--json", "classic.bf"}},
+		{"info-blocked.json", []string{"blocked.bf", "--json"}},
+	} {
+		t.Run(c.golden, func(t *testing.T) {
+			r := bloomIn(t, dir, "", append([]string{"info"}, c.args...)...).want(t, exitOK, "info")
+			golden(t, c.golden, r.stdout)
+		})
+	}
+	var res infoResult
+	r := bloomIn(t, dir, "", "info", "--json", "classic.bf").want(t, exitOK, "info")
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Items == nil || *res.Items < 980 || *res.Items > 1020 || res.Checksum != "ok" ||
+		res.EstimatedFPR == nil || *res.EstimatedFPR > 0.012 || *res.EstimatedFPR < 0.008 {
+		t.Errorf("info of 1,000 keys at 1%%: %+v", res)
+	}
+}
+
+// Damaged files are reported with their own error and never used: test
+// answers nothing, info shows only the header, merge writes nothing.
+func TestCorruptFiles(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "keys.txt", keys("k", 100))
+	bloomIn(t, dir, "", "build", "-n", "100", "-o", "good.bf", "keys.txt").want(t, exitOK, "build")
+	good, err := os.ReadFile(filepath.Join(dir, "good.bf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, msg string
+		data      []byte
+		header    bool // info can still describe the header
+	}{
+		{"empty.bf", "truncated filter data: in the header", nil, false},
+		{"short.bf", "truncated filter data: in the header", good[:40], false},
+		{"trunc.bf", "truncated filter data", good[:len(good)-10], true},
+		{"notrailer.bf", "truncated filter data: in the checksum", good[:len(good)-4], true},
+		{"flip.bf", "checksum mismatch: file CRC-32C", flip(good, 100), true},
+		{"header.bf", "checksum mismatch: header CRC-32C", flip(good, 30), false},
+		{"magic.bf", "not a bloomkit filter (bad magic)", append([]byte("BLOOMKIT"), good[8:]...), false},
+		{"trailing.bf", "bytes after the filter's checksum", append(bytes.Clone(good), "junk"...), true},
+		{"text.bf", "bad magic", []byte(strings.Repeat("hello world\n", 20)), false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			writeFile(t, dir, c.name, string(c.data))
+			r := bloomIn(t, dir, "k1\n", "test", c.name).want(t, exitError, "test")
+			if r.stdout != "" || !strings.Contains(r.stderr, "bloom test: "+c.name+": ") || !strings.Contains(r.stderr, c.msg) {
+				t.Errorf("test: stdout %q stderr %q, want %q", r.stdout, r.stderr, c.msg)
+			}
+			bloomIn(t, dir, "", "test", c.name, "k1").want(t, exitError, "test key")
+			r = bloomIn(t, dir, "", "info", c.name).want(t, exitError, "info")
+			if !strings.Contains(r.stderr, "bloom info: "+c.name+": ") || !strings.Contains(r.stderr, c.msg) {
+				t.Errorf("info: stderr %q, want %q", r.stderr, c.msg)
+			}
+			if c.header != strings.Contains(r.stdout, "type:") {
+				t.Errorf("info stdout: %q", r.stdout)
+			}
+			if strings.Contains(r.stdout, "items:") || strings.Contains(r.stdout, "checksum:     ok") {
+				t.Errorf("info used a damaged file:\n%s", r.stdout)
+			}
+			r = bloomIn(t, dir, "", "merge", "-o", "out.bf", "good.bf", c.name).want(t, exitError, "merge")
+			if !strings.Contains(r.stderr, c.name) {
+				t.Errorf("merge: %q", r.stderr)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "out.bf")); err == nil {
+				t.Errorf("merge wrote a file from a damaged input")
+			}
+		})
+	}
+	r := bloomIn(t, dir, "", "info", "--json", "flip.bf").want(t, exitError, "info --json")
+	var res infoResult
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || res.Checksum != "mismatch" || res.Items != nil {
+		t.Errorf("info --json of a damaged file: %v %+v", err, res)
+	}
+	r = bloomIn(t, dir, "", "info", "missing.bf", "good.bf").want(t, exitError, "info missing")
+	if !strings.Contains(r.stderr, "missing.bf: no such file") || !strings.Contains(r.stdout, "file:         good.bf") {
+		t.Errorf("info missing + good: stdout %q stderr %q", r.stdout, r.stderr)
+	}
+	bloomIn(t, dir, "", "info").want(t, exitError, "info without a file")
+	bloomIn(t, dir, "", "test").want(t, exitError, "test without a file")
+}
+
+func TestMerge(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "a.txt", keys("a", 500))
+	writeFile(t, dir, "b.txt", keys("b", 500))
+	writeFile(t, dir, "c.txt", keys("c", 500))
+	for _, typ := range []string{"classic", "blocked"} {
+		t.Run(typ, func(t *testing.T) {
+			build := func(out string, in ...string) {
+				args := append([]string{"build", "-n", "2000", "-p", "1%", "--type", typ, "-o", out}, in...)
+				bloomIn(t, dir, "", args...).want(t, exitOK, "build "+out)
+			}
+			build(typ+"-a.bf", "a.txt")
+			build(typ+"-b.bf", "b.txt")
+			build(typ+"-c.bf", "c.txt")
+			build(typ+"-all.bf", "a.txt", "b.txt", "c.txt")
+			bloomIn(t, dir, "", "merge", "-o", typ+"-merged.bf", typ+"-a.bf", typ+"-b.bf", typ+"-c.bf").want(t, exitOK, "merge")
+			// The union is bit for bit the filter built from all keys.
+			merged, _ := os.ReadFile(filepath.Join(dir, typ+"-merged.bf"))
+			all, _ := os.ReadFile(filepath.Join(dir, typ+"-all.bf"))
+			if len(merged) == 0 || !bytes.Equal(merged, all) {
+				t.Errorf("merged file (%d bytes) differs from the filter built from every key (%d bytes)", len(merged), len(all))
+			}
+			// OUT may be an input.
+			bloomIn(t, dir, "", "merge", "-o", typ+"-a.bf", typ+"-a.bf", typ+"-b.bf", typ+"-c.bf").want(t, exitOK, "merge into an input")
+			again, _ := os.ReadFile(filepath.Join(dir, typ+"-a.bf"))
+			if !bytes.Equal(again, all) {
+				t.Errorf("merge into an input differs")
+			}
+		})
+	}
+	// Incompatible inputs: the error names the files and what differs.
+	writeFile(t, dir, "k.txt", keys("k", 10))
+	bloomIn(t, dir, "", "build", "-n", "2000", "-p", "1%", "--seed", "9", "-o", "seed9.bf", "k.txt").want(t, exitOK, "build")
+	bloomIn(t, dir, "", "build", "-n", "3000", "-p", "1%", "-o", "bigger.bf", "k.txt").want(t, exitOK, "build")
+	bloomIn(t, dir, "", "build", "-n", "2000", "-p", "0.1%", "-o", "rate.bf", "k.txt").want(t, exitOK, "build")
+	for _, c := range []struct {
+		files []string
+		msg   string
+	}{
+		{[]string{"classic-all.bf", "blocked-all.bf"}, "blocked-all.bf holds a blocked filter and classic-all.bf a classic one"},
+		{[]string{"classic-all.bf", "seed9.bf"}, "classic-all.bf and seed9.bf differ, so they cannot be merged: bloom: incompatible filters: seeds 0x0 and 0x9"},
+		{[]string{"classic-all.bf", "bigger.bf"}, "classic-all.bf and bigger.bf differ, so they cannot be merged: bloom: incompatible filters: m = 19171 and 28756 bits"},
+		{[]string{"classic-all.bf", "rate.bf"}, "m = 19171 and 28756 bits"},
+		{[]string{"classic-all.bf", "nope.bf"}, "nope.bf: no such file"},
+	} {
+		r := bloomIn(t, dir, "", append([]string{"merge", "-o", "bad.bf"}, c.files...)...).want(t, exitError, "merge")
+		if !strings.Contains(r.stderr, c.msg) {
+			t.Errorf("merge %v: %q, want %q", c.files, r.stderr, c.msg)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "bad.bf")); err == nil {
+			t.Fatalf("merge %v wrote its output", c.files)
+		}
+	}
+	bloomIn(t, dir, "", "merge", "classic-a.bf").want(t, exitError, "merge without -o")
+	bloomIn(t, dir, "", "merge", "-o", "x.bf").want(t, exitError, "merge without inputs")
+}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/bloomkit/bloomkit/server"
+)
+
+func init() {
+	register(command{name: "serve", summary: "run the RedisBloom-compatible server (BF.*, CF.* over the Redis protocol)", run: runServe})
+}
+
+var serveHelp = help{
+	name:     "serve",
+	synopsis: "serve [--addr host:port] [--dir path] [--appendfsync always|everysec|no] [flags]",
+	about: `Runs bloomkit's server: the Redis protocol (RESP2, RESP3 after HELLO 3) with
+RedisBloom's BF.* and CF.* commands, so go-redis, redis-py and redis-cli code
+written for RedisBloom works unchanged. Writes go to an append-only log in --dir
+and to snapshots (SAVE, BGSAVE, and on SIGTERM/SIGINT); start-up loads them.
+
+Every flag can also be set by an environment variable: BLOOMKIT_ADDR, BLOOMKIT_DIR,
+BLOOMKIT_APPENDFSYNC, BLOOMKIT_REQUIREPASS, BLOOMKIT_TLS_CERT, BLOOMKIT_TLS_KEY,
+BLOOMKIT_MAXMEMORY, BLOOMKIT_METRICS_ADDR, BLOOMKIT_LOG_LEVEL, BLOOMKIT_LOG_FORMAT.
+Flags win over the environment. docs/operations.md is the manual.`,
+	examples: `bloom serve
+redis-cli -p 6479 BF.ADD urls https://a.example
+bloom serve --addr 0.0.0.0:6479 --requirepass s3cret --tls-cert c.pem --tls-key k.pem
+bloom serve --appendfsync always --maxmemory 4GiB --metrics-addr 127.0.0.1:9479`,
+}
+
+func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	env := func(name, def string) string {
+		if v, ok := os.LookupEnv(name); ok {
+			return v
+		}
+		return def
+	}
+	fs := newFlags("serve")
+	addr := fs.String("addr", env("BLOOMKIT_ADDR", "127.0.0.1:6479"), "listen address")
+	dir := fs.String("dir", env("BLOOMKIT_DIR", "bloomkit-data"), "data directory (snapshot and append-only log)")
+	fsync := fs.String("appendfsync", env("BLOOMKIT_APPENDFSYNC", "everysec"), "fsync the log: always, everysec or no")
+	pass := fs.String("requirepass", env("BLOOMKIT_REQUIREPASS", ""), "password clients must AUTH with")
+	cert := fs.String("tls-cert", env("BLOOMKIT_TLS_CERT", ""), "TLS certificate (PEM); with --tls-key enables TLS")
+	key := fs.String("tls-key", env("BLOOMKIT_TLS_KEY", ""), "TLS private key (PEM)")
+	maxmem := fs.String("maxmemory", env("BLOOMKIT_MAXMEMORY", "0"), "memory limit for filters, e.g. 4GiB, 512mb (0: 90% of RAM)")
+	metrics := fs.String("metrics-addr", env("BLOOMKIT_METRICS_ADDR", ""), "serve Prometheus /metrics and /healthz here")
+	level := fs.String("log-level", env("BLOOMKIT_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
+	format := fs.String("log-format", env("BLOOMKIT_LOG_FORMAT", "text"), "log format: text or json")
+	pos, code, ok := parseFlags(fs, serveHelp, args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return usageErr(stderr, "serve", "unexpected argument %q", pos[0])
+	}
+	limit, err := parseMemory(*maxmem)
+	if err != nil {
+		return usageErr(stderr, "serve", "--maxmemory: %v", err)
+	}
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(*level)); err != nil {
+		return usageErr(stderr, "serve", "--log-level: %v", err)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	var logger *slog.Logger
+	switch *format {
+	case "text":
+		logger = slog.New(slog.NewTextHandler(stderr, opts))
+	case "json":
+		logger = slog.New(slog.NewJSONHandler(stderr, opts))
+	default:
+		return usageErr(stderr, "serve", "--log-format must be text or json")
+	}
+	if (*cert == "") != (*key == "") {
+		return usageErr(stderr, "serve", "--tls-cert and --tls-key go together")
+	}
+	srv, err := server.New(server.Config{
+		Addr: *addr, Dir: *dir, AppendFsync: *fsync, RequirePass: *pass,
+		TLSCert: *cert, TLSKey: *key, MaxMemory: limit, MetricsAddr: *metrics, Logger: logger,
+	})
+	if err != nil {
+		return failf(stderr, "serve", "%v", err)
+	}
+	if err := srv.Listen(); err != nil {
+		srv.Close()
+		return failf(stderr, "serve", "%v", err)
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sig)
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve() }()
+	select {
+	case s := <-sig:
+		logger.Info("signal received; saving and shutting down", "signal", s.String())
+		if err := srv.Shutdown(); err != nil {
+			return failf(stderr, "serve", "shutdown: %v", err)
+		}
+		<-done
+		logger.Info("bye")
+		return exitOK
+	case err := <-done:
+		srv.Close()
+		if err != nil {
+			return failf(stderr, "serve", "%v", err)
+		}
+		return exitOK
+	}
+}
+
+// parseMemory reads sizes like Redis's maxmemory: plain bytes, or with a
+// unit k/kb/m/mb/g/gb (powers of 1024, as Redis) or KiB/MiB/GiB.
+func parseMemory(s string) (uint64, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	units := []struct {
+		suffix string
+		mult   uint64
+	}{{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"tib", 1 << 40},
+		{"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"tb", 1 << 40},
+		{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"t", 1 << 40}, {"b", 1}}
+	mult := uint64(1)
+	for _, u := range units {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSuffix(t, u.suffix), u.mult
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
+	if err != nil || v < 0 {
+		return 0, errors.New("not a size: " + strconv.Quote(s))
+	}
+	if v*float64(mult) >= 1<<63 {
+		return 0, fmt.Errorf("size too large: %s", s)
+	}
+	return uint64(v * float64(mult)), nil
+}

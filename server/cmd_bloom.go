@@ -1,0 +1,483 @@
+package server
+
+import (
+	"strings"
+
+	"github.com/bloomkit/bloomkit/server/rb"
+)
+
+// RedisBloom 8.x defaults and limits.
+const (
+	bfDefaultError     = 0.01
+	bfDefaultCapacity  = 100
+	bfDefaultExpansion = 2
+	bfErrorCap         = 0.25
+	bfMaxCapacity      = 1 << 30
+	bfMaxExpansion     = 32768
+
+	cfDefaultCapacity   = 1024
+	cfDefaultBucketSize = 2
+	cfDefaultMaxIter    = 20
+	cfDefaultExpansion  = 1
+	cfMaxExpansions     = 32
+	cfMaxCapacity       = 1 << 30
+)
+
+const (
+	errWrongType = "WRONGTYPE Operation against a key holding the wrong kind of value"
+	errNotFound  = "ERR not found"
+	errExists    = "ERR item exists"
+	errNoMemory  = "ERR Insufficient memory to create filter"
+)
+
+func wrongArity(name string) string {
+	return "ERR wrong number of arguments for '" + name + "' command"
+}
+
+// lookup statuses, as RedisBloom's getValue.
+type status int
+
+const (
+	stOK status = iota
+	stEmpty
+	stMismatch
+)
+
+func statusErr(st status) string {
+	switch st {
+	case stEmpty:
+		return errNotFound
+	case stMismatch:
+		return errWrongType
+	}
+	return errExists
+}
+
+func (s *Server) bloomKey(key []byte) (*rb.Bloom, status) {
+	e := s.db.getb(key)
+	if e == nil {
+		return nil, stEmpty
+	}
+	if e.kind != KindBloom {
+		return nil, stMismatch
+	}
+	return e.bf, stOK
+}
+
+func (s *Server) cuckooKey(key []byte) (*rb.Cuckoo, status) {
+	e := s.db.getb(key)
+	if e == nil {
+		return nil, stEmpty
+	}
+	if e.kind != KindCuckoo {
+		return nil, stMismatch
+	}
+	return e.cf, stOK
+}
+
+// argIndex finds word among args[1:] case-insensitively (RMUtil_ArgIndex).
+func argIndex(args [][]byte, word string) int {
+	for i := 1; i < len(args); i++ {
+		if strings.EqualFold(string(args[i]), word) {
+			return i
+		}
+	}
+	return -1
+}
+
+func (s *Server) createBloom(key []byte, e float64, capacity uint64, expansion uint32, nonScaling bool) (*rb.Bloom, string) {
+	n, err := rb.BloomCreateBytes(capacity, e, nonScaling)
+	if err != nil {
+		if err == rb.ErrTooLarge {
+			return nil, errNoMemory
+		}
+		return nil, "ERR could not create filter"
+	}
+	if err := s.db.allow(n); err != nil {
+		return nil, errNoMemory
+	}
+	s.db.used -= n // NewBloom's own allow call counts it again
+	b, err := rb.NewBloom(capacity, e, expansion, nonScaling, s.db.allow)
+	if err != nil {
+		if err == rb.ErrInvalid {
+			return nil, "ERR could not create filter"
+		}
+		return nil, errNoMemory
+	}
+	s.db.put(string(key), &entry{kind: KindBloom, bf: b})
+	return b, ""
+}
+
+// BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]
+func cmdBFReserve(s *Server, c *Session, args [][]byte, r *Reply) {
+	if len(args) < 4 || len(args) > 7 {
+		r.Error(wrongArity("bf.reserve"))
+		return
+	}
+	e, ok := parseFloat(args[2])
+	if !ok {
+		r.Error("ERR bad error rate")
+		return
+	}
+	if !(e > 0 && e < 1) {
+		r.Error("ERR error rate must be in the range (0.000000, 1.000000)")
+		return
+	}
+	if e > bfErrorCap {
+		e = bfErrorCap
+	}
+	capacity, ok := parseInt(args[3])
+	if !ok {
+		r.Error("ERR bad capacity")
+		return
+	}
+	if capacity < 1 || capacity > bfMaxCapacity {
+		r.Error("ERR capacity must be in the range [1, 1073741824]")
+		return
+	}
+	nonScaling := argIndex(args, "NONSCALING") != -1
+	expansion := int64(bfDefaultExpansion)
+	if loc := argIndex(args, "EXPANSION"); loc != -1 {
+		if loc+1 == len(args) {
+			r.Error("ERR no expansion")
+			return
+		}
+		if expansion, ok = parseInt(args[loc+1]); !ok {
+			r.Error("ERR bad expansion")
+			return
+		}
+		if expansion == 0 {
+			nonScaling = true
+		} else if nonScaling {
+			r.Error("Nonscaling filters cannot expand")
+			return
+		}
+		if expansion < 0 || expansion > bfMaxExpansion {
+			r.Error("ERR expansion must be in the range [0, 32768]")
+			return
+		}
+	}
+	if _, st := s.bloomKey(args[1]); st != stEmpty {
+		r.Error(statusErr(st))
+		return
+	}
+	if _, msg := s.createBloom(args[1], e, uint64(capacity), uint32(expansion), nonScaling); msg != "" {
+		r.Error(msg)
+		return
+	}
+	r.OK()
+}
+
+type bfInsertOpts struct {
+	capacity   int64
+	errorRate  float64
+	expansion  int64
+	nonScaling bool
+	autocreate bool
+	multi      bool
+}
+
+func defaultBFOpts() bfInsertOpts {
+	return bfInsertOpts{capacity: bfDefaultCapacity, errorRate: bfDefaultError, expansion: bfDefaultExpansion, autocreate: true}
+}
+
+func (s *Server) bfInsertCommon(key []byte, items [][]byte, o bfInsertOpts, r *Reply) {
+	b, st := s.bloomKey(key)
+	if st == stEmpty && o.autocreate {
+		var msg string
+		if b, msg = s.createBloom(key, o.errorRate, uint64(o.capacity), uint32(o.expansion), o.nonScaling); msg != "" {
+			r.Error(msg)
+			return
+		}
+	} else if st != stOK {
+		r.Error(statusErr(st))
+		return
+	}
+	if !o.multi {
+		added, err := b.Add(items[0])
+		if err != nil {
+			r.Error(bfAddErr(err))
+			return
+		}
+		r.Bool(added)
+		return
+	}
+	// The reply array stops at the first error, so collect first.
+	res := make([]int8, 0, len(items))
+	var failure error
+	for _, it := range items {
+		added, err := b.Add(it)
+		if err != nil {
+			failure = err
+			break
+		}
+		if added {
+			res = append(res, 1)
+		} else {
+			res = append(res, 0)
+		}
+	}
+	n := len(res)
+	if failure != nil {
+		n++
+	}
+	r.Array(n)
+	for _, v := range res {
+		r.Bool(v == 1)
+	}
+	if failure != nil {
+		r.Error(bfAddErr(failure))
+	}
+}
+
+func bfAddErr(err error) string {
+	if err == rb.ErrFull || err == rb.ErrInsert {
+		return err.Error()
+	}
+	return rb.ErrInsert.Error()
+}
+
+// BF.ADD key item / BF.MADD key item...
+func cmdBFAdd(s *Server, c *Session, args [][]byte, r *Reply) {
+	o := defaultBFOpts()
+	o.multi = len(args[0]) > 3 && (args[0][3] == 'm' || args[0][3] == 'M')
+	if (o.multi && len(args) < 3) || (!o.multi && len(args) != 3) {
+		r.Error(wrongArity(lowerName(args[0])))
+		return
+	}
+	s.bfInsertCommon(args[1], args[2:], o, r)
+}
+
+// BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION x] [NOCREATE] [NONSCALING] ITEMS item...
+func cmdBFInsert(s *Server, c *Session, args [][]byte, r *Reply) {
+	o := defaultBFOpts()
+	o.multi = true
+	if len(args) < 4 {
+		r.Error(wrongArity("bf.insert"))
+		return
+	}
+	items := -1
+	pos := 2
+	for pos < len(args) && items < 0 {
+		a := args[pos]
+		var c0 byte
+		if len(a) > 0 {
+			c0 = lowerByte(a[0])
+		}
+		switch c0 {
+		case 'i':
+			pos++
+			items = pos
+		case 'e':
+			pos++
+			if pos == len(args) {
+				r.Error(wrongArity("bf.insert"))
+				return
+			}
+			if len(a) > 1 && lowerByte(a[1]) == 'r' {
+				v, ok := parseFloat(args[pos])
+				if !ok || !(v > 0 && v < 1) {
+					r.Error("Bad error rate")
+					return
+				}
+				if v > bfErrorCap {
+					v = bfErrorCap
+				}
+				o.errorRate = v
+			} else {
+				v, ok := parseInt(args[pos])
+				if !ok || v < 0 || v > bfMaxExpansion {
+					r.Error("Bad expansion")
+					return
+				}
+				o.expansion = v
+			}
+			pos++
+		case 'c':
+			pos++
+			if pos == len(args) {
+				r.Error(wrongArity("bf.insert"))
+				return
+			}
+			v, ok := parseInt(args[pos])
+			if !ok || v < 1 || v > bfMaxCapacity {
+				r.Error("Bad capacity")
+				return
+			}
+			o.capacity = v
+			pos++
+		case 'n':
+			if len(a) > 2 && lowerByte(a[2]) == 'c' {
+				o.autocreate = false
+			} else {
+				o.nonScaling = true
+			}
+			pos++
+		default:
+			r.Error("Unknown argument received")
+			return
+		}
+	}
+	if o.expansion == 0 {
+		o.nonScaling = true
+	}
+	if items < 0 || items == len(args) {
+		r.Error(wrongArity("bf.insert"))
+		return
+	}
+	s.bfInsertCommon(args[1], args[items:], o, r)
+}
+
+// BF.EXISTS key item / BF.MEXISTS key item...
+func cmdBFExists(s *Server, c *Session, args [][]byte, r *Reply) {
+	multi := len(args[0]) > 3 && (args[0][3] == 'm' || args[0][3] == 'M')
+	if (multi && len(args) < 3) || (!multi && len(args) != 3) {
+		r.Error(wrongArity(lowerName(args[0])))
+		return
+	}
+	b, st := s.bloomKey(args[1])
+	if multi {
+		r.Array(len(args) - 2)
+	}
+	for _, it := range args[2:] {
+		r.Bool(st == stOK && b.Exists(it))
+	}
+}
+
+// BF.CARD key
+func cmdBFCard(s *Server, c *Session, args [][]byte, r *Reply) {
+	if len(args) != 2 {
+		r.Error(wrongArity("bf.card"))
+		return
+	}
+	b, st := s.bloomKey(args[1])
+	switch st {
+	case stEmpty:
+		r.Int(0)
+	case stMismatch:
+		r.Error(errWrongType)
+	default:
+		r.Uint(b.Size)
+	}
+}
+
+// BF.INFO key [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION]
+func cmdBFInfo(s *Server, c *Session, args [][]byte, r *Reply) {
+	if len(args) != 2 && len(args) != 3 {
+		r.Error(wrongArity("bf.info"))
+		return
+	}
+	b, st := s.bloomKey(args[1])
+	if st != stOK {
+		r.Error(statusErr(st))
+		return
+	}
+	expansion := func() {
+		if b.NonScaling() {
+			r.Null()
+		} else {
+			r.Int(int64(b.Growth))
+		}
+	}
+	fields := []struct {
+		word, name string
+		val        func()
+	}{
+		{"capacity", "Capacity", func() { r.Uint(b.Capacity()) }},
+		{"size", "Size", func() { r.Uint(b.MemUsage()) }},
+		{"filters", "Number of filters", func() { r.Int(int64(len(b.Links))) }},
+		{"items", "Number of items inserted", func() { r.Uint(b.Size) }},
+		{"expansion", "Expansion rate", expansion},
+	}
+	if len(args) == 3 {
+		for _, f := range fields {
+			if strings.EqualFold(string(args[2]), f.word) {
+				if r.resp3 {
+					r.Map(1)
+					r.Simple(f.name)
+				} else {
+					r.Array(1)
+				}
+				f.val()
+				return
+			}
+		}
+		r.Error("Invalid information value")
+		return
+	}
+	r.Map(len(fields))
+	for _, f := range fields {
+		r.Simple(f.name)
+		f.val()
+	}
+}
+
+// BF.SCANDUMP key iterator
+func cmdBFScanDump(s *Server, c *Session, args [][]byte, r *Reply) {
+	if len(args) != 3 {
+		r.Error(wrongArity("bf.scandump"))
+		return
+	}
+	b, st := s.bloomKey(args[1])
+	if st != stOK {
+		r.Error(statusErr(st))
+		return
+	}
+	it, ok := parseInt(args[2])
+	if !ok {
+		r.Error("Second argument must be numeric")
+		return
+	}
+	r.Array(2)
+	if it == 0 {
+		r.Int(1)
+		r.Bulk(b.Header())
+		return
+	}
+	next, chunk := b.Chunk(it)
+	r.Int(next)
+	r.Bulk(chunk)
+}
+
+// BF.LOADCHUNK key iterator data
+func cmdBFLoadChunk(s *Server, c *Session, args [][]byte, r *Reply) {
+	if len(args) != 4 {
+		r.Error(wrongArity("bf.loadchunk"))
+		return
+	}
+	it, ok := parseInt(args[2])
+	if !ok {
+		r.Error("ERR Second argument must be numeric")
+		return
+	}
+	b, st := s.bloomKey(args[1])
+	if st == stEmpty && it == 1 {
+		nb, err := rb.LoadBloomHeader(args[3], s.db.allow)
+		if err != nil {
+			r.Error(err.Error())
+			return
+		}
+		nb.AllowAlloc = s.db.allow
+		s.db.put(string(args[1]), &entry{kind: KindBloom, bf: nb})
+		r.OK()
+		return
+	} else if st != stOK {
+		r.Error(statusErr(st))
+		return
+	}
+	if err := b.LoadChunk(it, args[3]); err != nil {
+		r.Error(err.Error())
+		return
+	}
+	s.db.dirty++
+	r.OK()
+}
+
+func lowerByte(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+func lowerName(b []byte) string { return strings.ToLower(string(b)) }

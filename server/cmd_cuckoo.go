@@ -1,0 +1,358 @@
+package server
+
+import (
+	"github.com/bloomkit/bloomkit/server/rb"
+)
+
+func (s *Server) createCuckoo(key []byte, capacity uint64, bucketSize, maxIter, expansion uint16) (*rb.Cuckoo, string) {
+	if capacity < 2*uint64(bucketSize) {
+		return nil, "ERR Could not create filter"
+	}
+	n := rb.CuckooCreateBytes(capacity, bucketSize)
+	if err := s.db.allow(n); err != nil {
+		return nil, errNoMemory
+	}
+	s.db.used -= n // NewCuckoo's own allow call counts it again
+	cf, err := rb.NewCuckoo(capacity, bucketSize, maxIter, expansion, s.db.allow)
+	if err != nil {
+		return nil, errNoMemory
+	}
+	s.db.put(string(key), &entry{kind: KindCuckoo, cf: cf})
+	return cf, ""
+}
+
+// CF.RESERVE key capacity [BUCKETSIZE b] [MAXITERATIONS m] [EXPANSION x]
+func cmdCFReserve(s *Server, c *Session, args [][]byte, r *Reply) {
+	if len(args) < 3 || len(args)%2 == 0 {
+		r.Error(wrongArity("cf.reserve"))
+		return
+	}
+	capacity, ok := parseInt(args[2])
+	if !ok {
+		r.Error("Bad capacity")
+		return
+	}
+	opt := func(name string, def, lo, hi int64) (int64, bool) {
+		loc := argIndex(args, name)
+		if loc == -1 {
+			return def, true
+		}
+		if loc+1 >= len(args) {
+			r.Error("Couldn't parse " + name)
+			return 0, false
+		}
+		v, ok := parseInt(args[loc+1])
+		if !ok {
+			r.Error("Couldn't parse " + name)
+			return 0, false
+		}
+		if v < lo || v > hi {
+			r.Error(name + ": value must be in the range [" + itoa(lo) + ", " + itoa(hi) + "]")
+			return 0, false
+		}
+		return v, true
+	}
+	maxIter, ok := opt("MAXITERATIONS", cfDefaultMaxIter, 1, 65535)
+	if !ok {
+		return
+	}
+	bucketSize, ok := opt("BUCKETSIZE", cfDefaultBucketSize, 1, 255)
+	if !ok {
+		return
+	}
+	expansion, ok := opt("EXPANSION", cfDefaultExpansion, 0, 32768)
+	if !ok {
+		return
+	}
+	if bucketSize*2 > capacity || capacity > cfMaxCapacity {
+		r.Error("Capacity must be in the range [2 * BUCKETSIZE, 1073741824]")
+		return
+	}
+	if _, st := s.cuckooKey(args[1]); st != stEmpty {
+		r.Error(statusErr(st))
+		return
+	}
+	if _, msg := s.createCuckoo(args[1], uint64(capacity), uint16(bucketSize), uint16(maxIter), uint16(expansion)); msg != "" {
+		r.Error(msg)
+		return
+	}
+	r.OK()
+}
+
+type cfInsertOpts struct {
+	nx, autocreate, multi bool
+	capacity              int64
+}
+
+func (s *Server) cfInsertCommon(key []byte, items [][]byte, o cfInsertOpts, r *Reply) {
+	cf, st := s.cuckooKey(key)
+	if st == stEmpty && o.autocreate {
+		var msg string
+		if cf, msg = s.createCuckoo(key, uint64(o.capacity), cfDefaultBucketSize, cfDefaultMaxIter, cfDefaultExpansion); msg != "" {
+			r.Error(msg)
+			return
+		}
+	} else if st != stOK {
+		r.Error(statusErr(st))
+		return
+	}
+	if len(cf.Filters) >= cfMaxExpansions {
+		r.Error("Maximum expansions reached")
+		return
+	}
+	if o.multi {
+		r.Array(len(items))
+	}
+	// RESP3 booleans for CF.ADD, CF.ADDNX and CF.INSERT; CF.INSERTNX keeps integers.
+	boolReply := r.resp3 && (!o.nx || !o.multi)
+	for _, it := range items {
+		var res rb.InsertStatus
+		if o.nx {
+			res = cf.InsertUnique(it)
+		} else {
+			res = cf.Insert(it)
+		}
+		switch res {
+		case rb.Inserted, rb.Exists:
+			if boolReply {
+				r.Bool(res == rb.Inserted)
+			} else {
+				r.Int(int64(res))
+			}
+		default:
+			if !o.multi {
+				if res == rb.NoSpace {
+					r.Error("Filter is full")
+				} else {
+					r.Error("ERR Insufficient memory")
+				}
+				return
+			}
+			if r.resp3 && !o.nx {
+				r.Bool(false)
+			} else {
+				r.Int(-1)
+			}
+		}
+	}
+}
+
+// CF.ADD key item / CF.ADDNX key item
+func cmdCFAdd(s *Server, c *Session, args [][]byte, r *Reply) {
+	nx := lowerByte(args[0][len(args[0])-1]) == 'x'
+	if len(args) != 3 {
+		r.Error(wrongArity(lowerName(args[0])))
+		return
+	}
+	s.cfInsertCommon(args[1], args[2:], cfInsertOpts{nx: nx, autocreate: true, capacity: cfDefaultCapacity}, r)
+}
+
+// CF.INSERT / CF.INSERTNX key [CAPACITY c] [NOCREATE] ITEMS item...
+func cmdCFInsert(s *Server, c *Session, args [][]byte, r *Reply) {
+	name := lowerName(args[0])
+	o := cfInsertOpts{nx: name[len(name)-1] == 'x', autocreate: true, multi: true, capacity: cfDefaultCapacity}
+	if len(args) < 4 {
+		r.Error(wrongArity(name))
+		return
+	}
+	pos, items := 2, -1
+	for pos < len(args) && items < 0 {
+		var c0 byte
+		if len(args[pos]) > 0 {
+			c0 = lowerByte(args[pos][0])
+		}
+		switch c0 {
+		case 'c':
+			pos++
+			if pos == len(args) {
+				r.Error(wrongArity(name))
+				return
+			}
+			v, ok := parseInt(args[pos])
+			if !ok {
+				r.Error("Bad capacity")
+				return
+			}
+			if v < 2*cfDefaultBucketSize || v > cfMaxCapacity {
+				r.Error("Capacity must be in the range [cf-bucket-size * 2, 1073741824]")
+				return
+			}
+			o.capacity = v
+			pos++
+		case 'i':
+			pos++
+			items = pos
+		case 'n':
+			o.autocreate = false
+			pos++
+		default:
+			r.Error("Unknown argument received")
+			return
+		}
+	}
+	if items < 0 || items == len(args) {
+		r.Error(wrongArity(name))
+		return
+	}
+	s.cfInsertCommon(args[1], args[items:], o, r)
+}
+
+// CF.EXISTS / CF.MEXISTS / CF.COUNT
+func cmdCFCheck(s *Server, c *Session, args [][]byte, r *Reply) {
+	name := lowerName(args[0])
+	multi := len(name) > 3 && name[3] == 'm'
+	count := name[len(name)-1] == 't'
+	if (multi && len(args) < 3) || (!multi && len(args) != 3) {
+		r.Error(wrongArity(name))
+		return
+	}
+	cf, st := s.cuckooKey(args[1])
+	if multi {
+		r.Array(len(args) - 2)
+	}
+	for _, it := range args[2:] {
+		switch {
+		case count && st == stOK:
+			r.Uint(cf.Count(it))
+		case count:
+			r.Int(0)
+		default:
+			r.Bool(st == stOK && cf.Exists(it))
+		}
+	}
+}
+
+// CF.DEL key item
+func cmdCFDel(s *Server, c *Session, args [][]byte, r *Reply) {
+	if len(args) != 3 {
+		r.Error(wrongArity("cf.del"))
+		return
+	}
+	cf, st := s.cuckooKey(args[1])
+	if st != stOK {
+		r.Error("Not found")
+		return
+	}
+	r.Bool(cf.Delete(args[2]))
+}
+
+// CF.COMPACT key (RedisBloom has it, undocumented)
+func cmdCFCompact(s *Server, c *Session, args [][]byte, r *Reply) {
+	if len(args) != 2 {
+		r.Error(wrongArity("cf.compact"))
+		return
+	}
+	cf, st := s.cuckooKey(args[1])
+	if st != stOK {
+		r.Error("Cuckoo filter was not found")
+		return
+	}
+	cf.Compact(true)
+	s.db.recount()
+	r.OK()
+}
+
+// CF.INFO key
+func cmdCFInfo(s *Server, c *Session, args [][]byte, r *Reply) {
+	if len(args) != 2 {
+		r.Error(wrongArity("cf.info"))
+		return
+	}
+	cf, st := s.cuckooKey(args[1])
+	if st != stOK {
+		r.Error(statusErr(st))
+		return
+	}
+	r.Map(8)
+	r.Simple("Size")
+	r.Uint(cf.MemUsage())
+	r.Simple("Number of buckets")
+	r.Uint(cf.NumBuckets)
+	r.Simple("Number of filters")
+	r.Int(int64(len(cf.Filters)))
+	r.Simple("Number of items inserted")
+	r.Uint(cf.NumItems)
+	r.Simple("Number of items deleted")
+	r.Uint(cf.NumDeletes)
+	r.Simple("Bucket size")
+	r.Int(int64(cf.BucketSize))
+	r.Simple("Expansion rate")
+	r.Int(int64(cf.Expansion))
+	r.Simple("Max iterations")
+	r.Int(int64(cf.MaxIterations))
+}
+
+// CF.SCANDUMP key iterator
+func cmdCFScanDump(s *Server, c *Session, args [][]byte, r *Reply) {
+	if len(args) != 3 {
+		r.Error(wrongArity("cf.scandump"))
+		return
+	}
+	pos, ok := parseInt(args[2])
+	if !ok || pos < 0 {
+		r.Error("Invalid position")
+		return
+	}
+	cf, st := s.cuckooKey(args[1])
+	if st != stOK {
+		r.Error(statusErr(st))
+		return
+	}
+	r.Array(2)
+	if cf.NumItems == 0 {
+		r.Int(0)
+		r.Null()
+		return
+	}
+	if pos == 0 {
+		r.Int(1)
+		r.Bulk(cf.Header())
+		return
+	}
+	next, chunk := cf.Chunk(pos)
+	if chunk == nil {
+		r.Int(0)
+		r.Null()
+		return
+	}
+	r.Int(next)
+	r.Bulk(chunk)
+}
+
+// CF.LOADCHUNK key iterator data
+func cmdCFLoadChunk(s *Server, c *Session, args [][]byte, r *Reply) {
+	if len(args) != 4 {
+		r.Error(wrongArity("cf.loadchunk"))
+		return
+	}
+	cf, st := s.cuckooKey(args[1])
+	pos, ok := parseInt(args[2])
+	if !ok || pos == 0 {
+		r.Error("Invalid position")
+		return
+	}
+	if pos == 1 {
+		if st != stEmpty {
+			r.Error(statusErr(st))
+			return
+		}
+		ncf, err := rb.LoadCuckooHeader(args[3], 65536, s.db.allow)
+		if err != nil {
+			r.Error(err.Error())
+			return
+		}
+		ncf.AllowAlloc = s.db.allow
+		s.db.put(string(args[1]), &entry{kind: KindCuckoo, cf: ncf})
+		r.OK()
+		return
+	}
+	if st != stOK {
+		r.Error(statusErr(st))
+		return
+	}
+	if err := cf.LoadChunk(pos, args[3]); err != nil {
+		r.Error(err.Error())
+		return
+	}
+	r.OK()
+}

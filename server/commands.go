@@ -1,0 +1,158 @@
+package server
+
+import (
+	"strconv"
+	"strings"
+)
+
+type handlerFunc func(s *Server, c *Session, args [][]byte, r *Reply)
+
+// command describes one command: its handler and what COMMAND INFO reports.
+type command struct {
+	name     string
+	arity    int // Redis convention: n exact, -n at least n
+	flags    []string
+	first    int // first key position (0 = none)
+	last     int
+	step     int
+	write    bool // logged to the append-only file when it succeeds
+	noauth   bool // allowed before AUTH
+	checkOwn bool // the handler checks its own arity (RedisBloom commands)
+	fn       handlerFunc
+	idx      int // position in commandList (per-server metric children)
+}
+
+// commandList is the table in a fixed order.
+var commandList []*command
+
+var commandTable map[string]*command
+
+func init() {
+	list := []*command{
+		// RedisBloom Bloom commands.
+		{name: "bf.reserve", arity: -4, flags: []string{"write", "denyoom"}, first: 1, last: 1, step: 1, write: true, checkOwn: true, fn: cmdBFReserve},
+		{name: "bf.add", arity: 3, flags: []string{"write", "denyoom"}, first: 1, last: 1, step: 1, write: true, checkOwn: true, fn: cmdBFAdd},
+		{name: "bf.madd", arity: -3, flags: []string{"write", "denyoom"}, first: 1, last: 1, step: 1, write: true, checkOwn: true, fn: cmdBFAdd},
+		{name: "bf.insert", arity: -4, flags: []string{"write", "denyoom"}, first: 1, last: 1, step: 1, write: true, checkOwn: true, fn: cmdBFInsert},
+		{name: "bf.exists", arity: 3, flags: []string{"readonly"}, first: 1, last: 1, step: 1, checkOwn: true, fn: cmdBFExists},
+		{name: "bf.mexists", arity: -3, flags: []string{"readonly"}, first: 1, last: 1, step: 1, checkOwn: true, fn: cmdBFExists},
+		{name: "bf.info", arity: -2, flags: []string{"readonly"}, first: 1, last: 1, step: 1, checkOwn: true, fn: cmdBFInfo},
+		{name: "bf.card", arity: 2, flags: []string{"readonly"}, first: 1, last: 1, step: 1, checkOwn: true, fn: cmdBFCard},
+		{name: "bf.scandump", arity: 3, flags: []string{"readonly"}, first: 1, last: 1, step: 1, checkOwn: true, fn: cmdBFScanDump},
+		{name: "bf.loadchunk", arity: 4, flags: []string{"write", "denyoom"}, first: 1, last: 1, step: 1, write: true, checkOwn: true, fn: cmdBFLoadChunk},
+		// RedisBloom cuckoo commands.
+		{name: "cf.reserve", arity: -3, flags: []string{"write", "denyoom"}, first: 1, last: 1, step: 1, write: true, checkOwn: true, fn: cmdCFReserve},
+		{name: "cf.add", arity: 3, flags: []string{"write", "denyoom"}, first: 1, last: 1, step: 1, write: true, checkOwn: true, fn: cmdCFAdd},
+		{name: "cf.addnx", arity: 3, flags: []string{"write", "denyoom"}, first: 1, last: 1, step: 1, write: true, checkOwn: true, fn: cmdCFAdd},
+		{name: "cf.insert", arity: -4, flags: []string{"write", "denyoom"}, first: 1, last: 1, step: 1, write: true, checkOwn: true, fn: cmdCFInsert},
+		{name: "cf.insertnx", arity: -4, flags: []string{"write", "denyoom"}, first: 1, last: 1, step: 1, write: true, checkOwn: true, fn: cmdCFInsert},
+		{name: "cf.exists", arity: 3, flags: []string{"readonly"}, first: 1, last: 1, step: 1, checkOwn: true, fn: cmdCFCheck},
+		{name: "cf.mexists", arity: -3, flags: []string{"readonly"}, first: 1, last: 1, step: 1, checkOwn: true, fn: cmdCFCheck},
+		{name: "cf.count", arity: 3, flags: []string{"readonly"}, first: 1, last: 1, step: 1, checkOwn: true, fn: cmdCFCheck},
+		{name: "cf.del", arity: 3, flags: []string{"write"}, first: 1, last: 1, step: 1, write: true, checkOwn: true, fn: cmdCFDel},
+		{name: "cf.compact", arity: 2, flags: []string{"write"}, first: 1, last: 1, step: 1, write: true, checkOwn: true, fn: cmdCFCompact},
+		{name: "cf.info", arity: 2, flags: []string{"readonly"}, first: 1, last: 1, step: 1, checkOwn: true, fn: cmdCFInfo},
+		{name: "cf.scandump", arity: 3, flags: []string{"readonly"}, first: 1, last: 1, step: 1, checkOwn: true, fn: cmdCFScanDump},
+		{name: "cf.loadchunk", arity: 4, flags: []string{"write", "denyoom"}, first: 1, last: 1, step: 1, write: true, checkOwn: true, fn: cmdCFLoadChunk},
+		// Connection commands.
+		{name: "ping", arity: -1, flags: []string{"fast"}, fn: cmdPing},
+		{name: "echo", arity: 2, flags: []string{"fast"}, fn: cmdEcho},
+		{name: "hello", arity: -1, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, noauth: true, fn: cmdHello},
+		{name: "auth", arity: -2, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, noauth: true, fn: cmdAuth},
+		{name: "client", arity: -2, flags: []string{"noscript", "loading", "stale"}, fn: cmdClient},
+		{name: "select", arity: 2, flags: []string{"loading", "stale", "fast"}, fn: cmdSelect},
+		{name: "quit", arity: -1, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, noauth: true, fn: cmdQuit},
+		{name: "command", arity: -1, flags: []string{"loading", "stale"}, fn: cmdCommand},
+		{name: "config", arity: -2, flags: []string{"admin", "loading", "stale"}, fn: cmdConfig},
+		{name: "multi", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"}, fn: cmdMulti},
+		{name: "exec", arity: 1, flags: []string{"noscript", "loading", "stale", "skip_slowlog"}, fn: nil},
+		{name: "discard", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"}, fn: cmdDiscard},
+		{name: "watch", arity: -2, flags: []string{"noscript", "loading", "stale", "fast"}, fn: cmdWatch},
+		{name: "unwatch", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"}, fn: cmdWatch},
+		{name: "info", arity: -1, flags: []string{"loading", "stale"}, fn: cmdInfo},
+		// Keyspace commands.
+		{name: "del", arity: -2, flags: []string{"write"}, first: 1, last: -1, step: 1, write: true, fn: cmdDel},
+		{name: "unlink", arity: -2, flags: []string{"write", "fast"}, first: 1, last: -1, step: 1, write: true, fn: cmdDel},
+		{name: "exists", arity: -2, flags: []string{"readonly", "fast"}, first: 1, last: -1, step: 1, fn: cmdExists},
+		{name: "type", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, fn: cmdType},
+		{name: "keys", arity: 2, flags: []string{"readonly"}, fn: cmdKeys},
+		{name: "scan", arity: -2, flags: []string{"readonly"}, fn: cmdScan},
+		{name: "rename", arity: 3, flags: []string{"write"}, first: 1, last: 2, step: 1, write: true, fn: cmdRename},
+		{name: "expire", arity: -3, flags: []string{"write", "fast"}, first: 1, last: 1, step: 1, write: true, fn: cmdExpire},
+		{name: "pexpire", arity: -3, flags: []string{"write", "fast"}, first: 1, last: 1, step: 1, write: true, fn: cmdExpire},
+		{name: "expireat", arity: -3, flags: []string{"write", "fast"}, first: 1, last: 1, step: 1, write: true, fn: cmdExpire},
+		{name: "pexpireat", arity: -3, flags: []string{"write", "fast"}, first: 1, last: 1, step: 1, write: true, fn: cmdExpire},
+		{name: "ttl", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, fn: cmdTTL},
+		{name: "pttl", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, fn: cmdTTL},
+		{name: "persist", arity: 2, flags: []string{"write", "fast"}, first: 1, last: 1, step: 1, write: true, fn: cmdPersist},
+		{name: "dbsize", arity: 1, flags: []string{"readonly", "fast"}, fn: cmdDBSize},
+		{name: "flushall", arity: -1, flags: []string{"write"}, write: true, fn: cmdFlush},
+		{name: "flushdb", arity: -1, flags: []string{"write"}, write: true, fn: cmdFlush},
+		// Persistence.
+		{name: "save", arity: 1, flags: []string{"admin", "noscript"}, fn: cmdSave},
+		{name: "bgsave", arity: -1, flags: []string{"admin", "noscript"}, fn: cmdBGSave},
+		{name: "lastsave", arity: 1, flags: []string{"fast"}, fn: cmdLastSave},
+	}
+	commandTable = make(map[string]*command, len(list))
+	for i, c := range list {
+		c.idx = i
+		commandTable[c.name] = c
+	}
+	commandList = list
+}
+
+// arityOK checks Redis's arity convention.
+func (c *command) arityOK(n int) bool {
+	if c.arity >= 0 {
+		return n == c.arity
+	}
+	return n >= -c.arity
+}
+
+func unknownCommand(args [][]byte) string {
+	var b strings.Builder
+	b.WriteString("ERR unknown command '")
+	b.WriteString(trimArg(args[0]))
+	b.WriteString("', with args beginning with: ")
+	for _, a := range args[1:] {
+		b.WriteString("'")
+		b.WriteString(trimArg(a))
+		b.WriteString("' ")
+		if b.Len() > 256 {
+			break
+		}
+	}
+	return b.String()
+}
+
+func trimArg(a []byte) string {
+	if len(a) > 128 {
+		a = a[:128]
+	}
+	return strings.Map(func(r rune) rune {
+		if r < ' ' {
+			return ' '
+		}
+		return r
+	}, string(a))
+}
+
+// lookupCommand finds a command by name, case-insensitively, without
+// allocating for names of ordinary length.
+func lookupCommand(name []byte) (*command, bool) {
+	var buf [32]byte
+	if len(name) > len(buf) {
+		c, ok := commandTable[strings.ToLower(string(name))]
+		return c, ok
+	}
+	for i, ch := range name {
+		if ch >= 'A' && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		buf[i] = ch
+	}
+	c, ok := commandTable[string(buf[:len(name)])]
+	return c, ok
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

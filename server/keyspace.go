@@ -1,0 +1,256 @@
+package server
+
+import (
+	"errors"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/bloomkit/bloomkit/server/rb"
+)
+
+// Kind is the type of a key's value.
+type Kind uint8
+
+// Value kinds, with the names TYPE reports (RedisBloom's module type names).
+const (
+	KindBloom  Kind = 1
+	KindCuckoo Kind = 2
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindBloom:
+		return "MBbloom--"
+	case KindCuckoo:
+		return "MBbloomCF"
+	}
+	return "none"
+}
+
+// entry is one key's value.
+type entry struct {
+	kind     Kind
+	bf       *rb.Bloom
+	cf       *rb.Cuckoo
+	expireAt int64 // unix milliseconds; 0 = no expiry
+}
+
+// keyOverhead approximates the per-key bookkeeping cost counted against
+// --maxmemory besides the key bytes and the filter's arrays.
+const keyOverhead = 160
+
+func (e *entry) dataBytes() uint64 {
+	switch e.kind {
+	case KindBloom:
+		return e.bf.MemUsage()
+	case KindCuckoo:
+		return e.cf.MemUsage()
+	}
+	return 0
+}
+
+// errOOM is returned when an allocation would exceed the memory limit.
+var errOOM = errors.New("allocation exceeds maxmemory")
+
+// DB is the keyspace: key → filter, with expiry. All access goes through
+// the server's single mutex (mu), like Redis's single thread.
+type DB struct {
+	mu      sync.Mutex
+	keys    map[string]*entry
+	used    uint64 // bytes accounted: keys + filters
+	limit   uint64 // 0 = none
+	now     func() time.Time
+	dirty   uint64 // mutations since start (changes whenever state changes)
+	expired uint64 // keys removed by expiry
+	// loading is set while the log is replayed: keys do not expire then
+	// (as in Redis), so replay reproduces the original history.
+	loading bool
+	// onExpire is told about each key removed by expiry (the server logs
+	// a DEL so that a later replay does not depend on the clock).
+	onExpire func(key string)
+}
+
+func newDB(limit uint64, now func() time.Time) *DB {
+	if now == nil {
+		now = time.Now
+	}
+	return &DB{keys: map[string]*entry{}, limit: limit, now: now}
+}
+
+func (db *DB) nowMs() int64 { return db.now().UnixMilli() }
+
+// allow is the filters' allocation check against the memory limit.
+func (db *DB) allow(n uint64) error {
+	if db.limit != 0 && db.used+n > db.limit {
+		return errOOM
+	}
+	db.used += n
+	return nil
+}
+
+// get returns the live entry for key, removing it first if expired.
+func (db *DB) get(key string) *entry {
+	e, ok := db.keys[key]
+	if !ok {
+		return nil
+	}
+	if e.expireAt != 0 && !db.loading && e.expireAt <= db.nowMs() {
+		db.expire(key, e)
+		return nil
+	}
+	return e
+}
+
+func (db *DB) expire(key string, e *entry) {
+	db.drop(key, e)
+	db.expired++
+	if db.onExpire != nil {
+		db.onExpire(key)
+	}
+}
+
+// getb is get for a key given as bytes, without allocating.
+func (db *DB) getb(key []byte) *entry {
+	e, ok := db.keys[string(key)]
+	if !ok {
+		return nil
+	}
+	if e.expireAt != 0 {
+		return db.get(string(key))
+	}
+	return e
+}
+
+// drop removes key and releases its filter's memory.
+func (db *DB) drop(key string, e *entry) {
+	db.remove(key, e)
+	e.free()
+}
+
+func (e *entry) free() {
+	switch e.kind {
+	case KindBloom:
+		e.bf.Free()
+	case KindCuckoo:
+		e.cf.Free()
+	}
+}
+
+// remove takes key out of the keyspace without releasing its filter
+// (RENAME moves it).
+func (db *DB) remove(key string, e *entry) {
+	delete(db.keys, key)
+	sub := e.dataBytes() + uint64(len(key)) + keyOverhead
+	if sub > db.used {
+		sub = db.used
+	}
+	db.used -= sub
+	db.dirty++
+}
+
+// put stores a new entry whose filter memory was already accounted by allow.
+func (db *DB) put(key string, e *entry) {
+	if old, ok := db.keys[key]; ok {
+		db.drop(key, old)
+	}
+	db.keys[key] = e
+	db.used += uint64(len(key)) + keyOverhead
+	// the filter's arrays were counted by allow; the struct overheads of
+	// MemUsage beyond the arrays are small and added here.
+	db.used += e.dataBytes() - dataArrays(e)
+	db.dirty++
+}
+
+func dataArrays(e *entry) uint64 {
+	switch e.kind {
+	case KindBloom:
+		return e.bf.DataBytes()
+	case KindCuckoo:
+		return e.cf.DataBytes()
+	}
+	return 0
+}
+
+// recount recomputes the memory accounting from scratch.
+func (db *DB) recount() {
+	var n uint64
+	for k, e := range db.keys {
+		n += uint64(len(k)) + keyOverhead + e.dataBytes()
+	}
+	db.used = n
+}
+
+// attach makes a filter's growth allocations go through the limit check.
+func (db *DB) attach(e *entry) {
+	switch e.kind {
+	case KindBloom:
+		e.bf.AllowAlloc = db.allow
+	case KindCuckoo:
+		e.cf.AllowAlloc = db.allow
+	}
+}
+
+func (db *DB) flush() {
+	if len(db.keys) > 0 {
+		db.dirty++
+	}
+	for _, e := range db.keys {
+		e.free()
+	}
+	db.keys = map[string]*entry{}
+	db.used = 0
+}
+
+// expireSome removes up to max expired keys, sampling like Redis's active
+// expiry; it reports how many were removed.
+func (db *DB) expireSome(max int) int {
+	now := db.nowMs()
+	n, seen := 0, 0
+	for k, e := range db.keys { // map order is random
+		if seen >= max*4 || n >= max {
+			break
+		}
+		seen++
+		if e.expireAt != 0 && e.expireAt <= now {
+			db.expire(k, e)
+			n++
+		}
+	}
+	return n
+}
+
+// sortedKeys lists live keys ordered by their scan hash (SCAN's cursor order).
+func (db *DB) scanOrder() []scanKey {
+	now := db.nowMs()
+	out := make([]scanKey, 0, len(db.keys))
+	for k, e := range db.keys {
+		if e.expireAt != 0 && e.expireAt <= now {
+			continue
+		}
+		out = append(out, scanKey{scanHash(k), k})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].h != out[j].h {
+			return out[i].h < out[j].h
+		}
+		return out[i].k < out[j].k
+	})
+	return out
+}
+
+type scanKey struct {
+	h uint64
+	k string
+}
+
+// scanHash is FNV-1a with the top bit cleared, so cursors stay positive and
+// next-cursor values (h+1) never wrap to 0.
+func scanHash(k string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(k); i++ {
+		h ^= uint64(k[i])
+		h *= 1099511628211
+	}
+	return h >> 1
+}

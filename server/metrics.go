@@ -1,0 +1,174 @@
+package server
+
+import (
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// maxFilterSeries bounds the per-filter metric series (the first N keys in
+// key order are exported).
+const maxFilterSeries = 1000
+
+type metrics struct {
+	reg          *prometheus.Registry
+	commands     *prometheus.CounterVec
+	errors       *prometheus.CounterVec
+	latency      *prometheus.HistogramVec
+	authFailures prometheus.Counter
+	saves        prometheus.Counter
+	// per-command children, indexed by command.idx; the last is "unknown".
+	perCmd []cmdMetrics
+}
+
+type cmdMetrics struct {
+	count, errs prometheus.Counter
+	lat         prometheus.Observer
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		commands: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bloomkit_commands_total", Help: "Commands processed, by command.",
+		}, []string{"cmd"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bloomkit_command_errors_total", Help: "Commands answered with an error reply, by command.",
+		}, []string{"cmd"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "bloomkit_command_duration_seconds",
+			Help:    "Time to execute a command (excluding network I/O), by command.",
+			Buckets: []float64{1e-6, 5e-6, 1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 1e-2, 0.1, 1},
+		}, []string{"cmd"}),
+		authFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "bloomkit_auth_failures_total", Help: "Failed AUTH / HELLO AUTH attempts.",
+		}),
+		saves: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "bloomkit_snapshots_total", Help: "Snapshots written.",
+		}),
+	}
+	for _, c := range append(append([]*command{}, commandList...), &command{name: "unknown"}) {
+		m.perCmd = append(m.perCmd, cmdMetrics{
+			count: m.commands.WithLabelValues(c.name),
+			errs:  m.errors.WithLabelValues(c.name),
+			lat:   m.latency.WithLabelValues(c.name),
+		})
+	}
+	return m
+}
+
+func (m *metrics) observe(cmd *command, start time.Time, failed bool) {
+	if m == nil {
+		return
+	}
+	i := len(m.perCmd) - 1
+	if cmd != nil {
+		i = cmd.idx
+	}
+	pc := &m.perCmd[i]
+	pc.count.Inc()
+	if failed {
+		pc.errs.Inc()
+	}
+	pc.lat.Observe(time.Since(start).Seconds())
+}
+
+func (m *metrics) register(s *Server) {
+	m.reg.MustRegister(m.commands, m.errors, m.latency, m.authFailures, m.saves,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		&stateCollector{s: s})
+}
+
+func (m *metrics) handler(s *Server) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if s.closed.Load() {
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write([]byte("ok\n"))
+	})
+	return mux
+}
+
+var (
+	descKeys      = prometheus.NewDesc("bloomkit_keys", "Keys in the keyspace.", nil, nil)
+	descMemory    = prometheus.NewDesc("bloomkit_memory_used_bytes", "Bytes used by keys and filters.", nil, nil)
+	descMaxMemory = prometheus.NewDesc("bloomkit_memory_limit_bytes", "Effective memory limit (maxmemory).", nil, nil)
+	descClients   = prometheus.NewDesc("bloomkit_connected_clients", "Open client connections.", nil, nil)
+	descExpired   = prometheus.NewDesc("bloomkit_expired_keys_total", "Keys removed by expiry.", nil, nil)
+	descAOF       = prometheus.NewDesc("bloomkit_aof_size_bytes", "Size of the append-only log.", nil, nil)
+	descLastSave  = prometheus.NewDesc("bloomkit_last_save_timestamp_seconds", "Unix time of the last snapshot.", nil, nil)
+	descFill      = prometheus.NewDesc("bloomkit_filter_fill_ratio", "Fraction of bits (Bloom) or slots (cuckoo) in use.", []string{"key", "type"}, nil)
+	descRate      = prometheus.NewDesc("bloomkit_filter_estimated_fpr", "False-positive rate implied by the filter's current fill.", []string{"key", "type"}, nil)
+	descItems     = prometheus.NewDesc("bloomkit_filter_items", "Items counted by the filter (BF.CARD / CF items inserted).", []string{"key", "type"}, nil)
+	descBytes     = prometheus.NewDesc("bloomkit_filter_size_bytes", "The filter's size as BF.INFO/CF.INFO report it.", []string{"key", "type"}, nil)
+)
+
+// stateCollector reads the keyspace at scrape time.
+type stateCollector struct{ s *Server }
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descKeys, descMemory, descMaxMemory, descClients, descExpired, descAOF, descLastSave, descFill, descRate, descItems, descBytes} {
+		ch <- d
+	}
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.s
+	ch <- prometheus.MustNewConstMetric(descClients, prometheus.GaugeValue, float64(s.clients.Load()))
+	ch <- prometheus.MustNewConstMetric(descAOF, prometheus.GaugeValue, float64(s.aofSize()))
+	ch <- prometheus.MustNewConstMetric(descLastSave, prometheus.GaugeValue, float64(s.lastSave.Load()))
+	type row struct {
+		key, typ                 string
+		fill, rate, items, bytes float64
+	}
+	s.db.mu.Lock()
+	ch <- prometheus.MustNewConstMetric(descKeys, prometheus.GaugeValue, float64(len(s.db.keys)))
+	ch <- prometheus.MustNewConstMetric(descMemory, prometheus.GaugeValue, float64(s.db.used))
+	ch <- prometheus.MustNewConstMetric(descMaxMemory, prometheus.GaugeValue, float64(s.db.limit))
+	ch <- prometheus.MustNewConstMetric(descExpired, prometheus.CounterValue, float64(s.db.expired))
+	names := make([]string, 0, len(s.db.keys))
+	for k := range s.db.keys {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	if len(names) > maxFilterSeries {
+		names = names[:maxFilterSeries]
+	}
+	rows := make([]row, 0, len(names))
+	for _, k := range names {
+		e := s.db.keys[k]
+		switch e.kind {
+		case KindBloom:
+			rows = append(rows, row{k, "bloom", e.bf.FillRatio(), e.bf.EstimatedFPR(), float64(e.bf.Size), float64(e.bf.MemUsage())})
+		case KindCuckoo:
+			rows = append(rows, row{k, "cuckoo", e.cf.FillRatio(), e.cf.EstimatedFPR(), float64(e.cf.NumItems), float64(e.cf.MemUsage())})
+		}
+	}
+	s.db.mu.Unlock()
+	for _, r := range rows {
+		ch <- prometheus.MustNewConstMetric(descFill, prometheus.GaugeValue, r.fill, r.key, r.typ)
+		ch <- prometheus.MustNewConstMetric(descRate, prometheus.GaugeValue, r.rate, r.key, r.typ)
+		ch <- prometheus.MustNewConstMetric(descItems, prometheus.GaugeValue, r.items, r.key, r.typ)
+		ch <- prometheus.MustNewConstMetric(descBytes, prometheus.GaugeValue, r.bytes, r.key, r.typ)
+	}
+}
+
+func pid() int { return os.Getpid() }
+
+func splitHostPort(a string) (string, string) {
+	h, p, err := net.SplitHostPort(a)
+	if err != nil {
+		return a, ""
+	}
+	return h, p
+}

@@ -1,0 +1,9 @@
+//go:build !unix
+
+package rb
+
+const mmapThreshold = 1 << 62
+
+func allocLarge(n uint64) ([]byte, error) { return nil, ErrTooLarge }
+
+func freeLarge(b []byte) {}

@@ -1,0 +1,482 @@
+package rb
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	mbits "math/bits"
+)
+
+// Option bits stored in a Bloom chain's header, as RedisBloom defines them.
+const (
+	OptNoRound    = 1 // bit count not rounded to a power of two
+	OptEntsIsBits = 2 // legacy: capacity given as log2(bits)
+	OptForce64    = 4 // 64-bit hashing (MurmurHash64A)
+	OptNoScaling  = 8 // never grows; adds to a full filter fail
+)
+
+// Errors returned by the Bloom chain. Their texts are RedisBloom's wire errors.
+var (
+	// ErrFull is returned by Add on a full non-scaling filter.
+	ErrFull = errors.New("ERR non scaling filter is full")
+	// ErrInsert is returned when a new link cannot be created.
+	ErrInsert = errors.New("ERR problem inserting into filter")
+	// ErrBadData is returned by LoadBloomHeader and LoadChunk for inconsistent input.
+	ErrBadData = errors.New("ERR received bad data")
+	// ErrNoLink is returned by LoadChunk for an offset past the last link.
+	ErrNoLink = errors.New("ERR invalid offset - no link found")
+	// ErrChunkTooBig is returned by LoadChunk for a chunk overrunning its link.
+	ErrChunkTooBig = errors.New("ERR invalid chunk - Too big for current filter")
+	// ErrInvalid is returned when sizing parameters are out of range.
+	ErrInvalid = errors.New("ERR could not create filter")
+	// ErrTooLarge is returned when an allocation is refused by the memory check.
+	ErrTooLarge = errors.New("ERR Insufficient memory to create filter")
+)
+
+// MaxChunk is the largest SCANDUMP chunk, as in RedisBloom (16 MiB).
+const MaxChunk = 16 << 20
+
+const (
+	errorTightening = 0.5
+	ln2Squared      = 0.480453013918201
+	ln2             = 0.693147180559945
+	linkHeaderLen   = 53
+	chainHeaderLen  = 20
+)
+
+// Link is one sub-filter of a Bloom chain (RedisBloom's SBLink).
+type Link struct {
+	Bytes   uint64  // size of Data
+	Bits    uint64  // Bytes*8: the bit modulus (unless N2 > 0)
+	Size    uint64  // items counted in this link
+	Error   float64 // this link's false-positive target
+	BPE     float64 // bits per element
+	Hashes  uint32  // k
+	Entries uint64  // capacity
+	N2      uint8   // log2 of bits for legacy power-of-two filters, else 0
+	Data    []byte
+}
+
+// Bloom is a RedisBloom scalable Bloom filter (SBChain).
+type Bloom struct {
+	Size    uint64 // items inserted (counted)
+	Options uint32
+	Growth  uint32
+	Links   []Link
+
+	// AllowAlloc, if set, is asked before any bit array of n bytes is
+	// allocated; an error refuses the allocation. It is not persisted.
+	AllowAlloc func(n uint64) error
+}
+
+// BloomSizing is the layout RedisBloom gives one link.
+type BloomSizing struct {
+	Bytes  uint64
+	Bits   uint64
+	BPE    float64
+	Hashes uint32
+}
+
+// SizeLink computes a NOROUND link's layout for capacity entries and error rate e
+// without allocating, exactly as RedisBloom's bloom_init does.
+func SizeLink(entries uint64, e float64) (BloomSizing, error) {
+	if entries < 1 || !(e > 0) || e >= 1 {
+		return BloomSizing{}, ErrInvalid
+	}
+	bpe := -(math.Log(e) / ln2Squared)
+	if bpe < 0 {
+		bpe = -bpe
+	}
+	fb := float64(entries) * bpe
+	if fb >= 1<<63 {
+		return BloomSizing{}, ErrTooLarge
+	}
+	bits := uint64(fb)
+	if bits == 0 {
+		bits = 1
+	}
+	var bytes uint64
+	if bits%64 != 0 {
+		bytes = (bits/64 + 1) * 8
+	} else {
+		bytes = bits / 8
+	}
+	return BloomSizing{Bytes: bytes, Bits: bytes * 8, BPE: bpe, Hashes: uint32(math.Ceil(ln2 * bpe))}, nil
+}
+
+// NewBloom creates a chain with one link, as BF.RESERVE does. A scaling
+// filter's first link uses half of errorRate.
+func NewBloom(capacity uint64, errorRate float64, growth uint32, nonScaling bool, allow func(uint64) error) (*Bloom, error) {
+	if capacity == 0 || !(errorRate > 0) || errorRate >= 1 {
+		return nil, ErrInvalid
+	}
+	b := &Bloom{Options: OptNoRound | OptForce64, Growth: growth, AllowAlloc: allow}
+	tight := errorTightening
+	if nonScaling {
+		b.Options |= OptNoScaling
+		tight = 1
+	}
+	if err := b.addLink(capacity, errorRate*tight); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// BloomCreateBytes is the number of bit-array bytes NewBloom would allocate.
+func BloomCreateBytes(capacity uint64, errorRate float64, nonScaling bool) (uint64, error) {
+	tight := errorTightening
+	if nonScaling {
+		tight = 1
+	}
+	s, err := SizeLink(capacity, errorRate*tight)
+	return s.Bytes, err
+}
+
+func (b *Bloom) addLink(entries uint64, e float64) error {
+	s, err := SizeLink(entries, e)
+	if err != nil {
+		return err
+	}
+	if b.AllowAlloc != nil {
+		if err := b.AllowAlloc(s.Bytes); err != nil {
+			return err
+		}
+	}
+	data, err := safeMake(s.Bytes)
+	if err != nil {
+		return err
+	}
+	b.Links = append(b.Links, Link{
+		Bytes: s.Bytes, Bits: s.Bits, Error: e, BPE: s.BPE, Hashes: s.Hashes,
+		Entries: entries, Data: data,
+	})
+	return nil
+}
+
+// safeMake allocates n zero bytes, refusing sizes Go cannot allocate.
+// Arrays of mmapThreshold bytes or more are mapped outside the Go heap and
+// must be released with freeBytes.
+func safeMake(n uint64) (b []byte, err error) {
+	if n > 1<<40 {
+		return nil, ErrTooLarge
+	}
+	if n >= mmapThreshold {
+		return allocLarge(n)
+	}
+	defer func() {
+		if recover() != nil {
+			b, err = nil, ErrTooLarge
+		}
+	}()
+	return make([]byte, n), nil
+}
+
+// freeBytes releases an array from safeMake.
+func freeBytes(b []byte) {
+	if uint64(cap(b)) >= mmapThreshold {
+		freeLarge(b[:cap(b)])
+	}
+}
+
+// Free releases the filter's arrays; the filter must not be used afterwards.
+// Filters that are simply dropped are reclaimed by the garbage collector
+// except for arrays of 1 MiB or more, which only Free returns to the system.
+func (b *Bloom) Free() {
+	for i := range b.Links {
+		freeBytes(b.Links[i].Data)
+		b.Links[i].Data = nil
+	}
+	b.Links = nil
+}
+
+type hashPair struct{ a, b uint64 }
+
+func bloomHash(item []byte) hashPair {
+	a := MurmurHash64A(item, 0xc6a4a7935bd1e995)
+	return hashPair{a, MurmurHash64A(item, a)}
+}
+
+func (l *Link) mod() uint64 {
+	if l.N2 > 0 {
+		return 1 << l.N2
+	}
+	return l.Bits
+}
+
+func (l *Link) check(h hashPair) bool {
+	mod := l.mod()
+	for i := uint64(0); i < uint64(l.Hashes); i++ {
+		x := (h.a + i*h.b) % mod
+		if l.Data[x>>3]&(1<<(x&7)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// add sets the item's bits and reports whether any was unset.
+func (l *Link) add(h hashPair) bool {
+	mod := l.mod()
+	found := false
+	for i := uint64(0); i < uint64(l.Hashes); i++ {
+		x := (h.a + i*h.b) % mod
+		m := byte(1) << (x & 7)
+		if l.Data[x>>3]&m == 0 {
+			l.Data[x>>3] |= m
+			found = true
+		}
+	}
+	return found
+}
+
+// Exists reports whether item is (probably) in the filter.
+func (b *Bloom) Exists(item []byte) bool {
+	h := bloomHash(item)
+	for i := len(b.Links) - 1; i >= 0; i-- {
+		if b.Links[i].check(h) {
+			return true
+		}
+	}
+	return false
+}
+
+// Add inserts item. It returns true if the item was new (set at least one
+// bit), false if it was reported present; ErrFull for a full non-scaling
+// filter, or the allocation error when a new link was refused.
+func (b *Bloom) Add(item []byte) (bool, error) {
+	h := bloomHash(item)
+	for i := len(b.Links) - 1; i >= 0; i-- {
+		if b.Links[i].check(h) {
+			return false, nil
+		}
+	}
+	cur := &b.Links[len(b.Links)-1]
+	if cur.Size >= cur.Entries {
+		if b.Options&OptNoScaling != 0 {
+			return false, ErrFull
+		}
+		if err := b.addLink(cur.Entries*uint64(b.Growth), cur.Error*errorTightening); err != nil {
+			if err == ErrTooLarge || err == ErrInvalid {
+				return false, ErrInsert
+			}
+			return false, err
+		}
+		cur = &b.Links[len(b.Links)-1]
+	}
+	if cur.add(h) {
+		cur.Size++
+		b.Size++
+		return true, nil
+	}
+	return false, nil
+}
+
+// NonScaling reports whether the filter never grows.
+func (b *Bloom) NonScaling() bool { return b.Options&OptNoScaling != 0 }
+
+// Capacity is the sum of the links' capacities (BF.INFO Capacity).
+func (b *Bloom) Capacity() uint64 {
+	var c uint64
+	for i := range b.Links {
+		c += b.Links[i].Entries
+	}
+	return c
+}
+
+// MemUsage is RedisBloom's BF.INFO Size: 32 + Σ(64 + bytes).
+func (b *Bloom) MemUsage() uint64 {
+	n := uint64(32)
+	for i := range b.Links {
+		n += 64 + b.Links[i].Bytes
+	}
+	return n
+}
+
+// DataBytes is the total size of the bit arrays.
+func (b *Bloom) DataBytes() uint64 {
+	var n uint64
+	for i := range b.Links {
+		n += b.Links[i].Bytes
+	}
+	return n
+}
+
+// FillRatio is the fraction of set bits over all links.
+func (b *Bloom) FillRatio() float64 {
+	var set, total uint64
+	for i := range b.Links {
+		set += popcount(b.Links[i].Data)
+		total += b.Links[i].Bytes * 8
+	}
+	if total == 0 {
+		return 0
+	}
+	return float64(set) / float64(total)
+}
+
+// EstimatedFPR is the false-positive rate implied by the current fill of
+// each link: 1 - Π(1 - fill_i^k_i).
+func (b *Bloom) EstimatedFPR() float64 {
+	miss := 1.0
+	for i := range b.Links {
+		l := &b.Links[i]
+		f := float64(popcount(l.Data)) / float64(l.Bytes*8)
+		miss *= 1 - math.Pow(f, float64(l.Hashes))
+	}
+	return 1 - miss
+}
+
+// Header encodes the chain header as BF.SCANDUMP iterator 0 returns it.
+func (b *Bloom) Header() []byte {
+	out := make([]byte, chainHeaderLen+linkHeaderLen*len(b.Links))
+	binary.LittleEndian.PutUint64(out[0:], b.Size)
+	binary.LittleEndian.PutUint32(out[8:], uint32(len(b.Links)))
+	binary.LittleEndian.PutUint32(out[12:], b.Options)
+	binary.LittleEndian.PutUint32(out[16:], b.Growth)
+	p := out[chainHeaderLen:]
+	for i := range b.Links {
+		l := &b.Links[i]
+		binary.LittleEndian.PutUint64(p[0:], l.Bytes)
+		binary.LittleEndian.PutUint64(p[8:], l.Bits)
+		binary.LittleEndian.PutUint64(p[16:], l.Size)
+		binary.LittleEndian.PutUint64(p[24:], math.Float64bits(l.Error))
+		binary.LittleEndian.PutUint64(p[32:], math.Float64bits(l.BPE))
+		binary.LittleEndian.PutUint32(p[40:], l.Hashes)
+		binary.LittleEndian.PutUint64(p[44:], l.Entries)
+		p[52] = l.N2
+		p = p[linkHeaderLen:]
+	}
+	return out
+}
+
+// linkAt finds the link holding byte offset iter-1 of the concatenated bit arrays.
+func (b *Bloom) linkAt(iter int64) (*Link, uint64) {
+	if iter < 1 {
+		return nil, 0
+	}
+	pos := uint64(iter - 1)
+	var seek uint64
+	for i := range b.Links {
+		if seek+b.Links[i].Bytes > pos {
+			return &b.Links[i], pos - seek
+		}
+		seek += b.Links[i].Bytes
+	}
+	return nil, 0
+}
+
+// Chunk returns the BF.SCANDUMP chunk for iterator iter ≥ 1 and the next
+// iterator; past the end it returns (0, nil). The chunk aliases the filter.
+func (b *Bloom) Chunk(iter int64) (int64, []byte) {
+	l, off := b.linkAt(iter)
+	if l == nil {
+		return 0, nil
+	}
+	n := l.Bytes - off
+	if n > MaxChunk {
+		n = MaxChunk
+	}
+	return iter + int64(n), l.Data[off : off+n]
+}
+
+// LoadBloomHeader creates an empty chain from a BF.SCANDUMP header, as
+// BF.LOADCHUNK with iterator 1 does. allow (may be nil) is asked for the
+// total bit-array size before anything is allocated.
+func LoadBloomHeader(hdr []byte, allow func(uint64) error) (*Bloom, error) {
+	if len(hdr) < chainHeaderLen {
+		return nil, ErrBadData
+	}
+	nf := binary.LittleEndian.Uint32(hdr[8:])
+	if nf == 0 || uint64(len(hdr)) != chainHeaderLen+linkHeaderLen*uint64(nf) {
+		return nil, ErrBadData
+	}
+	b := &Bloom{
+		Size:       binary.LittleEndian.Uint64(hdr[0:]),
+		Options:    binary.LittleEndian.Uint32(hdr[12:]),
+		Growth:     binary.LittleEndian.Uint32(hdr[16:]),
+		Links:      make([]Link, nf),
+		AllowAlloc: allow,
+	}
+	if b.Options&^(OptNoRound|OptEntsIsBits|OptForce64|OptNoScaling) != 0 {
+		return nil, ErrBadData
+	}
+	p := hdr[chainHeaderLen:]
+	var total, sum uint64
+	for i := range b.Links {
+		l := &b.Links[i]
+		l.Bytes = binary.LittleEndian.Uint64(p[0:])
+		l.Bits = binary.LittleEndian.Uint64(p[8:])
+		l.Size = binary.LittleEndian.Uint64(p[16:])
+		l.Error = math.Float64frombits(binary.LittleEndian.Uint64(p[24:]))
+		l.BPE = math.Float64frombits(binary.LittleEndian.Uint64(p[32:]))
+		l.Hashes = binary.LittleEndian.Uint32(p[40:])
+		l.Entries = binary.LittleEndian.Uint64(p[44:])
+		l.N2 = p[52]
+		p = p[linkHeaderLen:]
+		if !(l.Error > 0) || l.Error >= 1 || l.N2 > 63 ||
+			(l.N2 != 0 && l.Bits < 1<<l.N2) || l.Bits == 0 || l.Bits != l.Bytes*8 ||
+			l.Bytes > 1<<40 || float64(l.Hashes) != math.Ceil(ln2*l.BPE) {
+			return nil, ErrBadData
+		}
+		if l.Size > math.MaxUint64-sum {
+			return nil, ErrBadData
+		}
+		sum += l.Size
+		total += l.Bytes
+		if total > 1<<40 {
+			return nil, ErrBadData
+		}
+	}
+	if sum != b.Size {
+		return nil, ErrBadData
+	}
+	if allow != nil {
+		if err := allow(total); err != nil {
+			return nil, ErrBadData
+		}
+	}
+	for i := range b.Links {
+		d, err := safeMake(b.Links[i].Bytes)
+		if err != nil {
+			b.Free()
+			return nil, ErrBadData
+		}
+		b.Links[i].Data = d
+	}
+	return b, nil
+}
+
+// LoadChunk copies a BF.SCANDUMP chunk into place; iter is the iterator the
+// dump returned with that chunk.
+func (b *Bloom) LoadChunk(iter int64, data []byte) error {
+	if iter <= 0 || iter < int64(len(data)) {
+		return ErrBadData
+	}
+	l, off := b.linkAt(iter - int64(len(data)))
+	if l == nil {
+		return ErrNoLink
+	}
+	if uint64(len(data)) > l.Bytes-off {
+		return ErrChunkTooBig
+	}
+	copy(l.Data[off:], data)
+	return nil
+}
+
+// String describes the chain briefly (for logs and debugging).
+func (b *Bloom) String() string {
+	return fmt.Sprintf("bloom{items:%d links:%d capacity:%d bytes:%d}", b.Size, len(b.Links), b.Capacity(), b.DataBytes())
+}
+
+func popcount(p []byte) uint64 {
+	var n uint64
+	for len(p) >= 8 {
+		n += uint64(mbits.OnesCount64(binary.LittleEndian.Uint64(p)))
+		p = p[8:]
+	}
+	for _, c := range p {
+		n += uint64(mbits.OnesCount64(uint64(c)))
+	}
+	return n
+}
