@@ -14,13 +14,14 @@ test: deps lint
 	$(GO) test -race -count=1 $$($(GO) list $(PKGS) | grep -v '/examples/cacheguard$$')
 	$(GO) test -count=1 $(NORACE)
 
-## deps: install what the tests need from Debian: redis-server and redis-cli
-## (run as root; does nothing when they are already there).
+## deps: install what the tests need from Debian: redis-server, redis-cli and
+## redis-py (the server is tested with real clients); run as root; does
+## nothing when they are already there.
 deps:
-	@if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then \
+	@if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null || ! python3 -c 'import redis' 2>/dev/null; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools >/dev/null; \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools python3-redis >/dev/null; \
 		else echo "redis-server/redis-cli missing: run 'sudo make deps' or install redis-server and redis-tools"; fi; \
 	fi
 	@command -v redis-server >/dev/null && redis-server --version || true
@@ -46,5 +47,12 @@ FUZZTIME ?= 30s
 fuzz:
 	$(GO) test ./bloom -run '^$$' -fuzz '^FuzzFilterDecode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./bloom -run '^$$' -fuzz '^FuzzBlockedDecode$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./bloom -run '^$$' -fuzz '^FuzzCountingDecode$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./bloom -run '^$$' -fuzz '^FuzzScalableDecode$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./bloom -run '^$$' -fuzz '^FuzzWindowDecode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cuckoo -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cuckoo -run '^$$' -fuzz '^FuzzOperations$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./server -run '^$$' -fuzz '^FuzzCommand$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./server/rb -run '^$$' -fuzz '^FuzzLoadHeaders$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./cmd/bloom -run '^$$' -fuzz '^FuzzFieldKey$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./cmd/bloom -run '^$$' -fuzz '^FuzzChunkReader$$' -fuzztime $(FUZZTIME)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"sort"
 	"strconv"
@@ -673,7 +674,7 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 	section("Memory",
 		"used_memory:"+strconv.FormatUint(s.db.used, 10),
 		"used_memory_human:"+human(s.db.used),
-		"used_memory_rss:"+strconv.FormatUint(ms.Sys, 10),
+		"used_memory_rss:"+strconv.FormatUint(processRSS(ms.Sys), 10),
 		"used_memory_go_heap:"+strconv.FormatUint(ms.HeapAlloc, 10),
 		"maxmemory:"+strconv.FormatUint(s.cfg.MaxMemory, 10),
 		"maxmemory_human:"+human(s.cfg.MaxMemory),
@@ -808,4 +809,21 @@ func cmdWatch(s *Server, c *Session, args [][]byte, r *Reply) {
 		return
 	}
 	r.Error("ERR WATCH is not supported by bloomkit")
+}
+
+// processRSS is the resident set size from /proc/self/statm, or fallback.
+func processRSS(fallback uint64) uint64 {
+	raw, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return fallback
+	}
+	f := strings.Fields(string(raw))
+	if len(f) < 2 {
+		return fallback
+	}
+	pages, err := strconv.ParseUint(f[1], 10, 64)
+	if err != nil {
+		return fallback
+	}
+	return pages * uint64(os.Getpagesize())
 }

@@ -18,6 +18,7 @@ const (
 	KindCuckoo Kind = 2
 )
 
+// String is the name TYPE reports for the kind.
 func (k Kind) String() string {
 	switch k {
 	case KindBloom:

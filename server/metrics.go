@@ -116,12 +116,14 @@ var (
 // stateCollector reads the keyspace at scrape time.
 type stateCollector struct{ s *Server }
 
+// Describe implements prometheus.Collector.
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descKeys, descMemory, descMaxMemory, descClients, descExpired, descAOF, descLastSave, descFill, descRate, descItems, descBytes} {
 		ch <- d
 	}
 }
 
+// Collect implements prometheus.Collector; it reads the keyspace under its lock.
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.s
 	ch <- prometheus.MustNewConstMetric(descClients, prometheus.GaugeValue, float64(s.clients.Load()))

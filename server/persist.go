@@ -383,8 +383,11 @@ func (s *Server) save0() error {
 		a := s.aof
 		a.ioMu.Lock()
 		a.mu.Lock()
-		err := writeEmptyAOF(aofPath, gen)
-		if err == nil {
+		var err error
+		if a.f != nil { // nil: the server closed meanwhile; the old log is stale now
+			err = writeEmptyAOF(aofPath, gen)
+		}
+		if err == nil && a.f != nil {
 			var f *os.File
 			f, err = os.OpenFile(aofPath, os.O_WRONLY|os.O_APPEND, 0o644)
 			if err == nil {
@@ -405,6 +408,9 @@ func (s *Server) save0() error {
 		}
 	}
 	s.saveErr.Store(false)
+	if st, err := os.Stat(path); err == nil {
+		s.lastSnapSize.Store(st.Size())
+	}
 	s.lastSave.Store(time.Now().Unix())
 	s.dirtyAtSave.Store(s.db.dirty)
 	s.metrics.saves.Inc()
@@ -452,6 +458,7 @@ type crcWriter struct {
 	h hash.Hash32
 }
 
+// Write writes p and adds it to the checksum.
 func (c *crcWriter) Write(p []byte) (int, error) {
 	c.h.Write(p)
 	return c.w.Write(p)
@@ -518,6 +525,7 @@ type crcReader struct {
 	h hash.Hash32
 }
 
+// Read reads into p and adds what was read to the checksum.
 func (c *crcReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.h.Write(p[:n])

@@ -288,8 +288,12 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 			}
 		}(w)
 	}
-	for total.Load() < 1500 {
+	deadline := time.Now().Add(60 * time.Second)
+	for total.Load() < 1500 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
+	}
+	if total.Load() == 0 {
+		t.Fatal("no write was acknowledged")
 	}
 	if err := srv.Process.Kill(); err != nil { // SIGKILL
 		t.Fatal(err)
@@ -439,4 +443,24 @@ func TestReplayWithExpiry(t *testing.T) {
 		{"BF.EXISTS old x", ":1"},
 		{"DBSIZE", ":1"},
 	})
+}
+
+// A large log triggers a background snapshot that restarts it.
+func TestAutoSnapshot(t *testing.T) {
+	s := startServer(t, Config{AutoSaveLogBytes: 4096})
+	rc := dialRaw(t, s.Addr())
+	for i := 0; i < 200; i++ {
+		rc.do("BF.ADD", "b", fmt.Sprintf("item-%d-%s", i, strings.Repeat("x", 40)))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for s.aofSize() > 4096 {
+		if time.Now().After(deadline) {
+			t.Fatalf("log still %d bytes", s.aofSize())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s2 := restart(t, s, false)
+	if got := dialRaw(t, s2.Addr()).do("BF.CARD", "b"); got != ":200" {
+		t.Fatalf("after auto snapshot and restart: %s", got)
+	}
 }

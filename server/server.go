@@ -53,6 +53,10 @@ type Config struct {
 	MaxArgs int
 	// MaxBulk limits one argument's size in bytes (default 512 MiB).
 	MaxBulk int
+	// AutoSaveLogBytes makes the server write a snapshot (and so restart the
+	// log) in the background once the append-only log is larger than this
+	// and larger than the last snapshot (default 64 MiB; negative: never).
+	AutoSaveLogBytes int64
 	// Logger receives structured logs (default: slog.Default()).
 	Logger *slog.Logger
 	// Now is the clock (tests); default time.Now.
@@ -77,6 +81,9 @@ func (c *Config) defaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.AutoSaveLogBytes == 0 {
+		c.AutoSaveLogBytes = 64 << 20
 	}
 }
 
@@ -115,18 +122,19 @@ type Server struct {
 	aof     *appendLog
 	metrics *metrics
 
-	started     time.Time
-	nextID      atomic.Int64
-	clients     atomic.Int64
-	totalConns  atomic.Int64
-	totalCmds   atomic.Int64
-	lastSave    atomic.Int64
-	dirtyAtSave atomic.Uint64
-	saving      atomic.Bool
-	saveMu      sync.Mutex
-	saveErr     atomic.Bool
-	aofErr      atomic.Value // string, or nil when the log is writable
-	gen         uint64       // persistence generation (under db.mu)
+	started      time.Time
+	nextID       atomic.Int64
+	clients      atomic.Int64
+	totalConns   atomic.Int64
+	totalCmds    atomic.Int64
+	lastSave     atomic.Int64
+	dirtyAtSave  atomic.Uint64
+	saving       atomic.Bool
+	saveMu       sync.Mutex
+	saveErr      atomic.Bool
+	lastSnapSize atomic.Int64
+	aofErr       atomic.Value // string, or nil when the log is writable
+	gen          uint64       // persistence generation (under db.mu)
 
 	smu      sync.Mutex
 	sessions map[int64]*Session
@@ -306,6 +314,8 @@ func (s *Server) closeListeners() {
 
 func (s *Server) finish() {
 	s.bgWG.Wait()
+	s.saveMu.Lock() // let a running BGSAVE finish
+	s.saveMu.Unlock()
 	if s.aof != nil {
 		if err := s.aof.close(); err != nil {
 			s.log.Error("closing append-only log", "err", err)
@@ -337,6 +347,20 @@ func (s *Server) background() {
 			if err := s.aof.flush(s.cfg.AppendFsync != "no"); err == nil {
 				s.aofErr.Store("")
 				s.log.Info("append-only log writable again")
+			}
+		}
+		if s.aof != nil && s.cfg.AutoSaveLogBytes > 0 && !s.saving.Load() {
+			size := s.aofSize()
+			if size > s.cfg.AutoSaveLogBytes && size > s.lastSnapSize.Load() && s.saving.CompareAndSwap(false, true) {
+				s.log.Info("append-only log is large; writing a snapshot", "log_bytes", size)
+				s.bgWG.Add(1)
+				go func() {
+					defer s.bgWG.Done()
+					defer s.saving.Store(false)
+					if err := s.save(); err != nil {
+						s.log.Error("automatic snapshot failed", "err", err)
+					}
+				}()
 			}
 		}
 		if s.aof != nil && s.cfg.AppendFsync == "everysec" && ticks%10 == 0 {
@@ -545,7 +569,7 @@ func (s *Server) exec(c *Session, r *Reply) {
 		return
 	}
 	if s.aof != nil {
-		for _, e := range q {
+		for _, e := range q[1:] {
 			if e.cmd.write {
 				if msg, _ := s.aofErr.Load().(string); msg != "" {
 					r.Error("MISCONF Errors writing to the append-only log: " + msg)
@@ -572,6 +596,7 @@ type limitListener struct {
 	maxArgs, maxBulk int
 }
 
+// Accept wraps each connection in a limitConn.
 func (l *limitListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
@@ -597,6 +622,7 @@ type limitConn struct {
 	failed  bool
 }
 
+// Read reads and checks the request stream.
 func (c *limitConn) Read(p []byte) (int, error) {
 	if c.failed {
 		return 0, io.EOF

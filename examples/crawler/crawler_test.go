@@ -31,7 +31,8 @@ type site struct {
 
 func newSite(t *testing.T, pages int) *site {
 	s := &site{pages: pages, hits: map[string]int{}}
-	s.server = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.server.Start() // after s.server is set: the handler reads it
 	t.Cleanup(s.server.Close)
 	return s
 }

@@ -43,6 +43,7 @@ const (
 	ln2             = 0.693147180559945
 	linkHeaderLen   = 53
 	chainHeaderLen  = 20
+	maxHashes       = 1100
 )
 
 // Link is one sub-filter of a Bloom chain (RedisBloom's SBLink).
@@ -416,7 +417,10 @@ func LoadBloomHeader(hdr []byte, allow func(uint64) error) (*Bloom, error) {
 		p = p[linkHeaderLen:]
 		if !(l.Error > 0) || l.Error >= 1 || l.N2 > 63 ||
 			(l.N2 != 0 && l.Bits < 1<<l.N2) || l.Bits == 0 || l.Bits != l.Bytes*8 ||
-			l.Bytes > 1<<40 || float64(l.Hashes) != math.Ceil(ln2*l.BPE) {
+			l.Bytes > 1<<40 || float64(l.Hashes) != math.Ceil(ln2*l.BPE) ||
+			// no error rate a double can hold needs more than ~1075 hashes;
+			// a forged count would make every lookup spin.
+			l.Hashes > maxHashes {
 			return nil, ErrBadData
 		}
 		if l.Size > math.MaxUint64-sum {

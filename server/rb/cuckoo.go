@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+
+	"github.com/bloomkit/bloomkit/cuckoo"
 )
 
 // Cuckoo filter errors, with RedisBloom's wire texts.
@@ -381,9 +383,9 @@ func (c *Cuckoo) FillRatio() float64 {
 	return float64(used) / float64(total)
 }
 
-// EstimatedFPR approximates the false-positive rate: each sub-filter probes
-// 2×BucketSize slots, each matching a random fingerprint with probability
-// 1/255 when occupied.
+// EstimatedFPR is the false-positive rate implied by each sub-filter's
+// current load (cuckoo.ExpectedRate with RedisBloom's 255 fingerprint
+// values), combined over the sub-filters a lookup probes.
 func (c *Cuckoo) EstimatedFPR() float64 {
 	miss := 1.0
 	for _, s := range c.Filters {
@@ -393,8 +395,7 @@ func (c *Cuckoo) EstimatedFPR() float64 {
 				used++
 			}
 		}
-		f := float64(used) / float64(len(s))
-		miss *= math.Pow(1-f/255, float64(2*c.BucketSize))
+		miss *= 1 - cuckoo.ExpectedRate(uint32(c.BucketSize), 8, float64(used)/float64(len(s)))
 	}
 	return 1 - miss
 }

@@ -2,8 +2,10 @@ package rb
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 )
@@ -131,6 +133,12 @@ func TestBloomLoadErrors(t *testing.T) {
 		if _, err := LoadBloomHeader(h, nil); err != ErrBadData {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+	spin := append([]byte{}, hdr...)
+	binary.LittleEndian.PutUint32(spin[20+40:], 2000)                         // hashes
+	binary.LittleEndian.PutUint64(spin[20+32:], math.Float64bits(1999.5/ln2)) // bpe to match
+	if _, err := LoadBloomHeader(spin, nil); err != ErrBadData {
+		t.Errorf("forged hash count: %v", err)
 	}
 	bad := append([]byte{}, hdr...)
 	bad[0] = 9 // size no longer matches the links

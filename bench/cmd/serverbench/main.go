@@ -265,6 +265,7 @@ func report(path string, rs []result, n, c, r int, fsync string, rssBase, rssAft
 	fmt.Fprintf(&b, "Written by `go run ./cmd/serverbench` in bench/ on %s (%s, %d CPUs, load average at the end: %s), %s.\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), host, runtime.NumCPU(), strings.Join(strings.Fields(string(load))[:3], " "), strings.TrimSpace(string(rv)))
 	fmt.Fprintf(&b, "redis-benchmark -n %d -c %d -r %d -P 1|16; both servers with appendonly and appendfsync %s (redis-server: `--appendonly yes --save \"\"`; bloom serve: defaults). Both run on the same machine, one after the other, in the same run; the benchmark client shares the CPUs.\n\n", n, c, r, fsync)
+	b.WriteString("A load average above the CPU count means other processes competed for the CPUs during the run: numbers then vary by ±30 % between runs; compare the two servers within one run only.\n\n")
 	b.WriteString("| server | filter | command | pipeline | requests/s | avg ms | p50 ms | p99 ms |\n|---|---|---|---:|---:|---:|---:|---:|\n")
 	for _, x := range rs {
 		fmt.Fprintf(&b, "| %s | %s | `%s` | %d | %.0f | %.3f | %.3f | %.3f |\n", x.server, x.filter, x.command, x.pipeline, x.rps, x.avg, x.p50, x.p99)
