@@ -9,6 +9,17 @@
 //   - Blocked: all k bits of a key in one 512-bit block (a cache line), so a
 //     lookup costs one cache miss, for a few percent more bits.
 //
+// Three more types build on them:
+//
+//   - Counting: 4-bit counters instead of bits, so keys can be removed.
+//   - Scalable: a chain of blocked filters that grows as keys arrive while
+//     the compound false-positive rate stays at or below the one asked for.
+//   - Window: "was this key added within the last T?", in rotating
+//     generations driven by a clock that tests can fake.
+//
+// docs/filters.md has a table for choosing among them and the cuckoo
+// package's filter.
+//
 // Size a filter from the number of distinct keys n you expect and the rate p
 // you accept with New(n, p) or NewBlocked(n, p); Estimate and
 // EstimateBlocked return the sizes without building anything, and
