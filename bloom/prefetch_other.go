@@ -1,0 +1,7 @@
+//go:build !amd64
+
+package bloom
+
+func prefetch(*uint64) {}
+
+const hasPrefetch = false
