@@ -7,15 +7,16 @@ require (
 	github.com/bits-and-blooms/bloom/v3 v3.7.1
 	github.com/bloomkit/bloomkit v0.0.0-00010101000000-000000000000
 	github.com/linvon/cuckoo-filter v0.4.0
+	github.com/redis/go-redis/v9 v9.23.0
 	github.com/seiflotfy/cuckoofilter v0.0.0-20240715131351-a2f2c23f1771
+	github.com/tylertreat/BoomFilters v0.0.0-20251001182300-5b3723cc64ae
 	github.com/zeebo/xxh3 v1.1.0
 )
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/d4l3k/messagediff v1.2.1 // indirect
 	github.com/dgryski/go-metro v0.0.0-20200812162917-85c65e2d0165 // indirect
-	github.com/redis/go-redis/v9 v9.23.0 // indirect
-	github.com/tylertreat/BoomFilters v0.0.0-20251001182300-5b3723cc64ae // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 )
 

@@ -82,6 +82,9 @@ type keyStats struct {
 	streamed   bool
 	genInsert  float64 // ns/key of generating the insert keys
 	insertKeys uint64
+	floorBytes uint64  // size of the random-load reference array
+	floorNs    float64 // ns per random load from it
+	passes     int     // inserts and hit-lookup loops per repetition
 }
 
 var start = time.Now()
@@ -150,7 +153,7 @@ func parseFlags() (*config, error) {
 	flag.Uint64Var(&cfg.big, "big", 100_000_000, "key count of the extra row for the fast variants (0: none)")
 	flag.Float64Var(&cfg.bigP, "bigp", 0.01, "target false-positive rate of the big row")
 	flag.IntVar(&cfg.reps, "reps", 5, "repetitions per cell; the median is reported")
-	flag.IntVar(&cfg.hits, "hits", 4_000_000, "at most this many added keys are looked up per repetition")
+	flag.IntVar(&cfg.hits, "hits", 4_000_000, "hit keys per n: a sample of min(n, hits) added keys; for n < hits the inserts and hit lookups are repeated to cover at least hits keys a timing")
 	flag.IntVar(&cfg.absent, "absent", 2_000_000, "absent keys looked up per repetition (miss time and FPR)")
 	flag.IntVar(&batchSize, "batch", 1024, "keys per TestManyStrings call")
 	flag.IntVar(&cfg.chunk, "chunk", 1<<20, "insert keys are generated and timed in chunks of this many")
@@ -272,11 +275,15 @@ func runSize(cfg *config, n uint64, rates []float64, big bool) ([]*row, keyStats
 		}
 	}
 	dst := make([]bool, 0, batchSize)
+	// Small n: repeat inserts and hit lookups until each timing covers at
+	// least cfg.hits keys.
+	passes := int((uint64(cfg.hits) + n - 1) / n)
+	st.passes = passes
 	// Repetitions are interleaved across libraries, so that background load
 	// on the machine affects every library alike.
 	for rep := 0; rep < cfg.reps; rep++ {
 		for _, r := range rows {
-			dst = measure(r, src, hitSet.keys, absSet.keys, dst, rep)
+			dst = measure(r, src, hitSet.keys, absSet.keys, dst, rep, passes)
 			logf("n=%s p=%s rep %d/%d %-24s insert %6.1f  hit %6.1f  miss %6.1f  batch %6s ns/key  FPR %s  (cpu %.1f %.1f %.1f)",
 				human(n), rateStr(r.p), rep+1, cfg.reps, r.lib.name, last(r.ins.wall), last(r.hit.wall), last(r.miss.wall),
 				batchStr(r), fprStr(r), last(r.ins.cpu), last(r.hit.cpu), last(r.miss.cpu))
@@ -287,6 +294,11 @@ func runSize(cfg *config, n uint64, rates []float64, big bool) ([]*row, keyStats
 	}
 	st.genInsert = src.genNsPerKey()
 	st.insertKeys = src.genKeys
+	src, hitSet, absSet = nil, keySet{}, keySet{}
+	runtime.GC()
+	st.floorBytes = filterBytes(n, rates[0])
+	st.floorNs = memFloor(st.floorBytes, 5_000_000, cfg.reps)
+	logf("n=%s: %.1f ns per random load over %.1f MiB", human(n), st.floorNs, float64(st.floorBytes)/(1<<20))
 	return rows, st
 }
 
@@ -308,28 +320,37 @@ func heapAlloc() uint64 {
 // measure builds a fresh filter, times inserting all n keys, then times
 // looking up the hit keys, the absent keys, and (if the library has one)
 // the hit keys through the batch API. It appends one value to each series.
-func measure(r *row, src *insertSource, hits, absent []string, dst []bool, rep int) []bool {
-	runtime.GC()
-	before := heapAlloc()
-	in, err := r.lib.make(r.n, r.p)
-	if err != nil {
-		panic(fmt.Sprintf("%s: %v", r.lib.name, err))
-	}
+// So that small filters are timed over enough work, the insert is done
+// passes times (a fresh filter each time, all timed) and each lookup loop
+// goes over its keys passes times.
+func measure(r *row, src *insertSource, hits, absent []string, dst []bool, rep, passes int) []bool {
 	var insW, insC time.Duration
-	src.each(func(keys []string) {
+	var in inst
+	var before uint64
+	for pass := 0; pass < passes; pass++ {
+		in = nil
+		runtime.GC()
+		before = heapAlloc()
+		var err error
+		in, err = r.lib.make(r.n, r.p)
+		if err != nil {
+			panic(fmt.Sprintf("%s: %v", r.lib.name, err))
+		}
+		src.each(func(keys []string) {
+			t := now()
+			in.add(keys)
+			w, c := t.since()
+			insW, insC = insW+w, insC+c
+		})
 		t := now()
-		in.add(keys)
+		err = in.finish()
 		w, c := t.since()
 		insW, insC = insW+w, insC+c
-	})
-	t := now()
-	err = in.finish()
-	w, c := t.since()
-	insW, insC = insW+w, insC+c
-	if err != nil {
-		panic(fmt.Sprintf("%s: build: %v", r.lib.name, err))
+		if err != nil {
+			panic(fmt.Sprintf("%s: build: %v", r.lib.name, err))
+		}
 	}
-	r.ins.add(insW, insC, r.n)
+	r.ins.add(insW, insC, r.n*uint64(passes))
 	runtime.GC()
 	if rep == 0 {
 		r.heap = heapAlloc() - before
@@ -340,12 +361,16 @@ func measure(r *row, src *insertSource, hits, absent []string, dst []bool, rep i
 		}
 	}
 
-	t = now()
-	cnt := in.count(hits)
-	w, c = t.since()
-	r.hit.add(w, c, uint64(len(hits)))
-	if cnt != len(hits) {
-		r.errs = append(r.errs, fmt.Sprintf("%s n=%d: %d of %d added keys tested absent", r.lib.name, r.n, len(hits)-cnt, len(hits)))
+	lookups := uint64(len(hits) * passes)
+	t := now()
+	cnt := 0
+	for pass := 0; pass < passes; pass++ {
+		cnt += in.count(hits)
+	}
+	w, c := t.since()
+	r.hit.add(w, c, lookups)
+	if cnt != len(hits)*passes {
+		r.errs = append(r.errs, fmt.Sprintf("%s n=%d: %d of %d added keys tested absent", r.lib.name, r.n, len(hits)-cnt/passes, len(hits)))
 	}
 
 	t = now()
@@ -360,11 +385,16 @@ func measure(r *row, src *insertSource, hits, absent []string, dst []bool, rep i
 
 	if r.lib.batch {
 		t = now()
-		cnt, dst = in.countBatch(hits, dst)
+		cnt = 0
+		for pass := 0; pass < passes; pass++ {
+			var c int
+			c, dst = in.countBatch(hits, dst)
+			cnt += c
+		}
 		w, c = t.since()
-		r.batch.add(w, c, uint64(len(hits)))
-		if cnt != len(hits) {
-			r.errs = append(r.errs, fmt.Sprintf("%s n=%d: batch: %d of %d added keys tested absent", r.lib.name, r.n, len(hits)-cnt, len(hits)))
+		r.batch.add(w, c, lookups)
+		if cnt != len(hits)*passes {
+			r.errs = append(r.errs, fmt.Sprintf("%s n=%d: batch: %d of %d added keys tested absent", r.lib.name, r.n, len(hits)-cnt/passes, len(hits)))
 		}
 	}
 	return dst

@@ -19,6 +19,7 @@ type environment struct {
 	caches    string
 	memory    string
 	modules   []string
+	tree      string
 	loadStart string
 	loadEnd   string
 	took      time.Duration
@@ -39,6 +40,7 @@ func collectEnv() *environment {
 	} else {
 		e.goVersion = runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH + " (from runtime.Version; `go version` failed)"
 	}
+	e.tree = bloomkitTree()
 	e.cpu = cpuModel()
 	e.caches = cacheSizes()
 	e.memory = memTotal()
@@ -55,6 +57,26 @@ func collectEnv() *environment {
 		}
 	}
 	return e
+}
+
+// bloomkitTree describes the bloomkit source being measured (the parent
+// directory, through the replace directive): its commit and whether bloom/
+// has uncommitted changes.
+func bloomkitTree() string {
+	out, err := exec.Command("git", "-C", "..", "log", "-1", "--format=%h %cd", "--date=format:%Y-%m-%d %H:%M").Output()
+	if err != nil {
+		return "`../` (not a git checkout)"
+	}
+	desc := "`../` at commit " + strings.TrimSpace(string(out))
+	st, err := exec.Command("git", "-C", "..", "status", "--porcelain", "--", "bloom").Output()
+	if err == nil {
+		if n := len(strings.FieldsFunc(string(st), func(r rune) bool { return r == '\n' })); n > 0 {
+			desc += fmt.Sprintf(", plus uncommitted changes to %d file(s) in bloom/ (measured as they were)", n)
+		} else {
+			desc += ", bloom/ clean"
+		}
+	}
+	return desc
 }
 
 // cpuModel returns the model name, family and model from /proc/cpuinfo and
@@ -156,6 +178,7 @@ func render(cfg *config, env *environment, rows []*row, stats []keyStats) string
 	w("- Command: `%s`\n", env.command)
 	w("- Date: %s (run took %s)\n", env.date.UTC().Format("2006-01-02 15:04 MST"), env.took.Round(time.Second))
 	w("- Go: `%s`\n", env.goVersion)
+	w("- bloomkit under test: %s\n", env.tree)
 	w("- CPU: %s; caches %s; memory %s\n", env.cpu, env.caches, env.memory)
 	w("- Load average (1, 5, 15 min) at start %s, at end %s\n", env.loadStart, env.loadEnd)
 	w("- Modules: %s\n\n", strings.Join(env.modules, ", "))
@@ -174,9 +197,10 @@ func render(cfg *config, env *environment, rows []*row, stats []keyStats) string
 	w("- **Keys**: `%s<i mod %d>%s<i>%s`, unique per index i; added keys are i in [0, n), absent keys i in [n, n + absent), so every hit on an absent key is a false positive. ", keyPrefix, siteMod, keyMiddle, keySuffix)
 	w("Keys are generated with `strconv.AppendUint` into one contiguous byte arena per key set (strings point into it; no per-key allocation). **Key generation is never inside a timed loop**; its measured cost is listed below so you can see it is the same for everybody.\n")
 	w("- **insert ns/op**: a fresh filter per repetition, all n keys added one call per key (`AddString`; blobloom `Add(xxh3.HashString(key))`), in index order; timed per chunk of %d keys and summed. ", cfg.chunk)
+	w("When n is below %d, each repetition builds ceil(%d / n) fresh filters this way and reports the mean, so that every timing covers at least that many keys (see *passes* below). ", cfg.hits, cfg.hits)
 	w("For n <= %s the insert keys are generated once and kept; above, they are regenerated chunk by chunk into one reused buffer on every pass (only the insert loop over each ready chunk is timed), so that 100M keys are never in memory at once. ", human(cfg.streamAbove))
 	w("For the static xor/fuse filters the column is the build: hashing all n keys with `xxh3.HashString` plus `Populate`/`PopulateBinaryFuse8`, per key.\n")
-	w("- **hit ns/op**: `TestString` (blobloom `Has(xxh3.HashString(key))`, xor `Contains(xxh3.HashString(key))`) on added keys sampled without replacement and shuffled (random order, so a big filter is visited as randomly as a real workload would), stored contiguously in that order. All of them must test present; this is checked.\n")
+	w("- **hit ns/op**: `TestString` (blobloom `Has(xxh3.HashString(key))`, xor `Contains(xxh3.HashString(key))`) on added keys sampled without replacement and shuffled (random order, so a big filter is visited as randomly as a real workload would), stored contiguously in that order, min(n, %d) of them, looked up *passes* times in one timed loop. All of them must test present; this is checked.\n", cfg.hits)
 	w("- **miss ns/op** and **FPR measured**: the same on the absent keys, in random order; FPR = absent keys that test present / absent keys.\n")
 	w("- **batch ns/key**: bloomkit `TestManyStrings` on the hit keys, %d keys a call, reusing the result slice; blank for libraries without a batch API.\n", batchSize)
 	w("- **bits/key**: actual memory: growth of `runtime.MemStats.HeapAlloc` (after `runtime.GC`) from before the filter is created to after it is filled, x 8 / n. It matched each library's own size (bit or fingerprint array) within 1%% unless a note was printed to stderr.\n")
@@ -186,17 +210,18 @@ func render(cfg *config, env *environment, rows []*row, stats []keyStats) string
 	writeTable(&b, rows, true)
 	w("\n")
 	w("Key sets:\n\n")
-	w("| n | hit keys looked up | absent keys | mean key length | key generation ns/key | insert keys |\n")
-	w("|--:|--:|--:|--:|--:|:--|\n")
+	w("| n | hit keys | passes | absent keys | mean key length | key generation ns/key | insert keys | random load ns |\n")
+	w("|--:|--:|--:|--:|--:|--:|:--|--:|\n")
 	for _, s := range stats {
 		mode := "generated once, kept"
 		if s.streamed {
 			mode = fmt.Sprintf("regenerated each pass in chunks, %.1f ns/key over %d keys", s.genInsert, s.insertKeys)
 		}
-		w("| %s | %d | %d | %.1f B | %.1f | %s |\n", human(s.n), s.hits, s.absent, s.meanLen, s.genNs, mode)
+		w("| %s | %d | %d | %d | %.1f B | %.1f | %s | %.1f (%.0f MiB) |\n", human(s.n), s.hits, s.passes, s.absent, s.meanLen, s.genNs, mode,
+			s.floorNs, float64(s.floorBytes)/(1<<20))
 	}
-	w("\n")
-
+	w("\n*Random load*: the median time of one random 8-byte load from an array the size of bloomkit's classic filter at that n (first p), in a plain Go loop that does nothing else (demand loads, independent of each other, ordinary heap pages). ")
+	w("It shows how memory cost grows with the size on this machine, the same for every library. It is a reference, not a lower bound: code that prefetches can keep more cache misses in flight than this loop.\n\n")
 	var errs []string
 	for _, r := range rows {
 		errs = append(errs, r.errs...)
@@ -210,7 +235,7 @@ func render(cfg *config, env *environment, rows []*row, stats []keyStats) string
 	}
 
 	w("## Microbenchmarks\n\n")
-	w("`cd bench && go test -run '^$' -bench . -count 10 | tee new.txt` runs the same operations at 1M keys as `go test` benchmarks (for benchstat), ")
+	w("`cd bench && go test -run '^$' -bench '^Benchmark(Insert|Build|Hit|Miss|Batch|KeyGen|Hash|Concurrent|AddVsSync)$' -count 10 | tee new.txt` runs the same operations at 1M keys as `go test` benchmarks (for benchstat), ")
 	w("plus `BenchmarkConcurrent` (bloomkit `AddStringSync` + `TestString` at 1 and 2 goroutines) and `BenchmarkAddVsSync` (plain `AddString` against `AddStringSync`).\n")
 	return b.String()
 }

@@ -185,11 +185,14 @@ func (f *Blocked) testAndAddSync(lo, hi uint64) bool {
 // the cache misses of many keys overlap each other and the hashing.
 func (f *Blocked) AddMany(keys [][]byte) {
 	var h [batch][2]uint64
+	pf := len(f.words) >= prefetchMinWords
 	for len(keys) > 0 {
 		n := min(len(keys), batch)
 		for i, key := range keys[:n] {
 			h[i][0], h[i][1] = hashBytes(key, f.params.Seed)
-			prefetch(&f.block(h[i][1])[0])
+			if pf {
+				prefetch(&f.block(h[i][1])[0])
+			}
 		}
 		f.addHashed(h[:n])
 		keys = keys[n:]
@@ -199,11 +202,14 @@ func (f *Blocked) AddMany(keys [][]byte) {
 // AddManyStrings is AddMany for string keys.
 func (f *Blocked) AddManyStrings(keys []string) {
 	var h [batch][2]uint64
+	pf := len(f.words) >= prefetchMinWords
 	for len(keys) > 0 {
 		n := min(len(keys), batch)
 		for i, key := range keys[:n] {
 			h[i][0], h[i][1] = hashString(key, f.params.Seed)
-			prefetch(&f.block(h[i][1])[0])
+			if pf {
+				prefetch(&f.block(h[i][1])[0])
+			}
 		}
 		f.addHashed(h[:n])
 		keys = keys[n:]
@@ -211,7 +217,7 @@ func (f *Blocked) AddManyStrings(keys []string) {
 }
 
 func (f *Blocked) addHashed(h [][2]uint64) {
-	if !hasPrefetch {
+	if !hasPrefetch && len(f.words) >= prefetchMinWords {
 		var acc uint64
 		for _, h := range h {
 			acc ^= f.block(h[1])[0]
@@ -224,7 +230,7 @@ func (f *Blocked) addHashed(h [][2]uint64) {
 }
 
 func (f *Blocked) testHashed(h [][2]uint64, dst []bool) []bool {
-	if !hasPrefetch {
+	if !hasPrefetch && len(f.words) >= prefetchMinWords {
 		var acc uint64
 		for _, h := range h {
 			acc ^= atomic.LoadUint64(&f.block(h[1])[0])
@@ -245,11 +251,14 @@ func (f *Blocked) testHashed(h [][2]uint64, dst []bool) []bool {
 // of a reused slice to avoid allocating.
 func (f *Blocked) TestMany(keys [][]byte, dst []bool) []bool {
 	var h [batch][2]uint64
+	pf := len(f.words) >= prefetchMinWords
 	for len(keys) > 0 {
 		n := min(len(keys), batch)
 		for i, key := range keys[:n] {
 			h[i][0], h[i][1] = hashBytes(key, f.params.Seed)
-			prefetch(&f.block(h[i][1])[0])
+			if pf {
+				prefetch(&f.block(h[i][1])[0])
+			}
 		}
 		dst = f.testHashed(h[:n], dst)
 		keys = keys[n:]
@@ -260,11 +269,14 @@ func (f *Blocked) TestMany(keys [][]byte, dst []bool) []bool {
 // TestManyStrings is TestMany for string keys.
 func (f *Blocked) TestManyStrings(keys []string, dst []bool) []bool {
 	var h [batch][2]uint64
+	pf := len(f.words) >= prefetchMinWords
 	for len(keys) > 0 {
 		n := min(len(keys), batch)
 		for i, key := range keys[:n] {
 			h[i][0], h[i][1] = hashString(key, f.params.Seed)
-			prefetch(&f.block(h[i][1])[0])
+			if pf {
+				prefetch(&f.block(h[i][1])[0])
+			}
 		}
 		dst = f.testHashed(h[:n], dst)
 		keys = keys[n:]

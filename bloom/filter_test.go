@@ -327,8 +327,21 @@ func TestTestAndAdd(t *testing.T) {
 }
 
 func TestBatchMatchesSingle(t *testing.T) {
+	// Small filters take the plain batch path, large ones (above
+	// prefetchMinWords) the prefetching one.
 	for _, l := range layouts {
-		a, b := mustNew(t, l, 10_000, 0.01), mustNew(t, l, 10_000, 0.01)
+		for _, n := range []uint64{10_000, 2_000_000} {
+			testBatchMatchesSingle(t, l, n)
+		}
+	}
+}
+
+func testBatchMatchesSingle(t *testing.T, l layout, n uint64) {
+	{
+		a, b := mustNew(t, l, n, 0.001), mustNew(t, l, n, 0.001)
+		if n > 100_000 && a.Params().M/64 < prefetchMinWords {
+			t.Fatalf("%s: %d keys do not reach the prefetch size", l.name, n)
+		}
 		ks := keys("batch", 0, 10_001) // not a multiple of the batch size
 		bs := make([][]byte, len(ks))
 		for i, k := range ks {

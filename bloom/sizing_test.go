@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math"
 	"testing"
+
+	"github.com/zeebo/xxh3"
 )
 
 func TestTextbookSizing(t *testing.T) {
@@ -111,6 +113,27 @@ func TestBlockSalts(t *testing.T) {
 	for i, s := range blockSalts {
 		if s&1 == 0 {
 			t.Errorf("blockSalts[%d] is even", i)
+		}
+	}
+}
+
+func TestSeedZeroSameHash(t *testing.T) {
+	// hashBytes takes a faster path for seed 0; it must be the same function.
+	for n := range 300 {
+		key := make([]byte, n)
+		for i := range key {
+			key[i] = byte(i*7 + n)
+		}
+		h := xxh3.Hash128Seed(key, 0)
+		if lo, hi := hashBytes(key, 0); lo != h.Lo || hi != h.Hi {
+			t.Fatalf("len %d: seed-0 fast path differs from Hash128Seed", n)
+		}
+		if lo, hi := hashString(string(key), 0); lo != h.Lo || hi != h.Hi {
+			t.Fatalf("len %d: string seed-0 fast path differs", n)
+		}
+		h = xxh3.Hash128Seed(key, 99)
+		if lo, hi := hashBytes(key, 99); lo != h.Lo || hi != h.Hi {
+			t.Fatalf("len %d: seeded hash differs", n)
 		}
 	}
 }
