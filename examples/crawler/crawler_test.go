@@ -172,7 +172,7 @@ func TestCrawlEveryPageOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st := crawl(t, s, localFrontier{f})
+		st := crawl(t, s, localFrontier{new(sync.Mutex), f})
 		w := map[string]bool{}
 		for u := range want {
 			w[s.server.URL+u] = true

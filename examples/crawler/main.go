@@ -101,10 +101,18 @@ func run(args []string) int {
 }
 
 // localFrontier is an in-process seen-set, safe for the crawler's workers.
-type localFrontier struct{ f *bloom.Blocked }
+// The mutex makes each TestAndAdd one step: with the lock-free
+// TestAndAddStringSync, two workers finding the same new link at the same
+// moment could both be told it is new, and the page would be fetched twice.
+type localFrontier struct {
+	mu *sync.Mutex
+	f  *bloom.Blocked
+}
 
 func (l localFrontier) TestAndAdd(_ context.Context, u string) (bool, error) {
-	return l.f.TestAndAddStringSync(u), nil
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.f.TestAndAddString(u), nil
 }
 
 // redisFrontier is a seen-set kept in Redis: one atomic TestAndAdd per URL.
@@ -120,7 +128,7 @@ func openFrontier(ctx context.Context, shared, name string, n uint64, p float64)
 		if err != nil {
 			return nil, nil, err
 		}
-		return localFrontier{f}, func() {}, nil
+		return localFrontier{new(sync.Mutex), f}, func() {}, nil
 	}
 	opts, err := redis.ParseURL(shared)
 	if err != nil {
