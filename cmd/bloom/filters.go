@@ -65,11 +65,7 @@ func makeClassic(n uint64, p float64, seed uint64) (*newFilter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &newFilter{
-		add:      func(k []byte) error { f.Add(k); return nil },
-		addMany:  func(k [][]byte) error { f.AddMany(k); return nil },
-		WriterTo: f,
-	}, nil
+	return batchFilter(f), nil
 }
 
 func makeBlocked(n uint64, p float64, seed uint64) (*newFilter, error) {
@@ -79,11 +75,20 @@ func makeBlocked(n uint64, p float64, seed uint64) (*newFilter, error) {
 	if err != nil {
 		return nil, err
 	}
+	return batchFilter(f), nil
+}
+
+// batchFilter wraps a filter with a batch add (bloom.Filter, bloom.Blocked).
+func batchFilter(f interface {
+	Add([]byte)
+	AddMany([][]byte)
+	io.WriterTo
+}) *newFilter {
 	return &newFilter{
 		add:      func(k []byte) error { f.Add(k); return nil },
 		addMany:  func(k [][]byte) error { f.AddMany(k); return nil },
 		WriterTo: f,
-	}, nil
+	}
 }
 
 func makeCounting(n uint64, p float64, seed uint64) (*newFilter, error) {
