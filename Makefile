@@ -53,6 +53,6 @@ fuzz:
 	$(GO) test ./cuckoo -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cuckoo -run '^$$' -fuzz '^FuzzOperations$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./server -run '^$$' -fuzz '^FuzzCommand$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./server/rb -run '^$$' -fuzz '^FuzzLoadHeaders$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./redisbloom -run '^$$' -fuzz '^FuzzLoadHeaders$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/bloom -run '^$$' -fuzz '^FuzzFieldKey$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/bloom -run '^$$' -fuzz '^FuzzChunkReader$$' -fuzztime $(FUZZTIME)

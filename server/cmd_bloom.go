@@ -3,7 +3,7 @@ package server
 import (
 	"strings"
 
-	"github.com/bloomkit/bloomkit/server/rb"
+	"github.com/bloomkit/bloomkit/redisbloom"
 )
 
 // RedisBloom 8.x defaults and limits.
@@ -53,7 +53,7 @@ func statusErr(st status) string {
 	return errExists
 }
 
-func (s *Server) bloomKey(key []byte) (*rb.Bloom, status) {
+func (s *Server) bloomKey(key []byte) (*redisbloom.Bloom, status) {
 	e := s.db.getb(key)
 	if e == nil {
 		return nil, stEmpty
@@ -64,7 +64,7 @@ func (s *Server) bloomKey(key []byte) (*rb.Bloom, status) {
 	return e.bf, stOK
 }
 
-func (s *Server) cuckooKey(key []byte) (*rb.Cuckoo, status) {
+func (s *Server) cuckooKey(key []byte) (*redisbloom.Cuckoo, status) {
 	e := s.db.getb(key)
 	if e == nil {
 		return nil, stEmpty
@@ -85,10 +85,10 @@ func argIndex(args [][]byte, word string) int {
 	return -1
 }
 
-func (s *Server) createBloom(key []byte, e float64, capacity uint64, expansion uint32, nonScaling bool) (*rb.Bloom, string) {
-	n, err := rb.BloomCreateBytes(capacity, e, nonScaling)
+func (s *Server) createBloom(key []byte, e float64, capacity uint64, expansion uint32, nonScaling bool) (*redisbloom.Bloom, string) {
+	n, err := redisbloom.BloomCreateBytes(capacity, e, nonScaling)
 	if err != nil {
-		if err == rb.ErrTooLarge {
+		if err == redisbloom.ErrTooLarge {
 			return nil, errNoMemory
 		}
 		return nil, "ERR could not create filter"
@@ -97,9 +97,9 @@ func (s *Server) createBloom(key []byte, e float64, capacity uint64, expansion u
 		return nil, errNoMemory
 	}
 	s.db.used -= n // NewBloom's own allow call counts it again
-	b, err := rb.NewBloom(capacity, e, expansion, nonScaling, s.db.allow)
+	b, err := redisbloom.NewBloom(capacity, e, expansion, nonScaling, s.db.allow)
 	if err != nil {
-		if err == rb.ErrInvalid {
+		if err == redisbloom.ErrInvalid {
 			return nil, "ERR could not create filter"
 		}
 		return nil, errNoMemory
@@ -231,10 +231,10 @@ func (s *Server) bfInsertCommon(key []byte, items [][]byte, o bfInsertOpts, r *R
 }
 
 func bfAddErr(err error) string {
-	if err == rb.ErrFull || err == rb.ErrInsert {
+	if err == redisbloom.ErrFull || err == redisbloom.ErrInsert {
 		return err.Error()
 	}
-	return rb.ErrInsert.Error()
+	return redisbloom.ErrInsert.Error()
 }
 
 // BF.ADD key item / BF.MADD key item...
@@ -452,7 +452,7 @@ func cmdBFLoadChunk(s *Server, c *Session, args [][]byte, r *Reply) {
 	}
 	b, st := s.bloomKey(args[1])
 	if st == stEmpty && it == 1 {
-		nb, err := rb.LoadBloomHeader(args[3], s.db.allow)
+		nb, err := redisbloom.LoadBloomHeader(args[3], s.db.allow)
 		if err != nil {
 			r.Error(err.Error())
 			return

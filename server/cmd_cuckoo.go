@@ -1,19 +1,19 @@
 package server
 
 import (
-	"github.com/bloomkit/bloomkit/server/rb"
+	"github.com/bloomkit/bloomkit/redisbloom"
 )
 
-func (s *Server) createCuckoo(key []byte, capacity uint64, bucketSize, maxIter, expansion uint16) (*rb.Cuckoo, string) {
+func (s *Server) createCuckoo(key []byte, capacity uint64, bucketSize, maxIter, expansion uint16) (*redisbloom.Cuckoo, string) {
 	if capacity < 2*uint64(bucketSize) {
 		return nil, "ERR Could not create filter"
 	}
-	n := rb.CuckooCreateBytes(capacity, bucketSize)
+	n := redisbloom.CuckooCreateBytes(capacity, bucketSize)
 	if err := s.db.allow(n); err != nil {
 		return nil, errNoMemory
 	}
 	s.db.used -= n // NewCuckoo's own allow call counts it again
-	cf, err := rb.NewCuckoo(capacity, bucketSize, maxIter, expansion, s.db.allow)
+	cf, err := redisbloom.NewCuckoo(capacity, bucketSize, maxIter, expansion, s.db.allow)
 	if err != nil {
 		return nil, errNoMemory
 	}
@@ -106,22 +106,22 @@ func (s *Server) cfInsertCommon(key []byte, items [][]byte, o cfInsertOpts, r *R
 	// RESP3 booleans for CF.ADD, CF.ADDNX and CF.INSERT; CF.INSERTNX keeps integers.
 	boolReply := r.resp3 && (!o.nx || !o.multi)
 	for _, it := range items {
-		var res rb.InsertStatus
+		var res redisbloom.InsertStatus
 		if o.nx {
 			res = cf.InsertUnique(it)
 		} else {
 			res = cf.Insert(it)
 		}
 		switch res {
-		case rb.Inserted, rb.Exists:
+		case redisbloom.Inserted, redisbloom.Exists:
 			if boolReply {
-				r.Bool(res == rb.Inserted)
+				r.Bool(res == redisbloom.Inserted)
 			} else {
 				r.Int(int64(res))
 			}
 		default:
 			if !o.multi {
-				if res == rb.NoSpace {
+				if res == redisbloom.NoSpace {
 					r.Error("Filter is full")
 				} else {
 					r.Error("ERR Insufficient memory")
@@ -336,7 +336,7 @@ func cmdCFLoadChunk(s *Server, c *Session, args [][]byte, r *Reply) {
 			r.Error(statusErr(st))
 			return
 		}
-		ncf, err := rb.LoadCuckooHeader(args[3], 65536, s.db.allow)
+		ncf, err := redisbloom.LoadCuckooHeader(args[3], 65536, s.db.allow)
 		if err != nil {
 			r.Error(err.Error())
 			return

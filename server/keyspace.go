@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bloomkit/bloomkit/server/rb"
+	"github.com/bloomkit/bloomkit/redisbloom"
 )
 
 // Kind is the type of a key's value.
@@ -32,8 +32,8 @@ func (k Kind) String() string {
 // entry is one key's value.
 type entry struct {
 	kind     Kind
-	bf       *rb.Bloom
-	cf       *rb.Cuckoo
+	bf       *redisbloom.Bloom
+	cf       *redisbloom.Cuckoo
 	expireAt int64 // unix milliseconds; 0 = no expiry
 }
 

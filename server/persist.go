@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bloomkit/bloomkit/server/rb"
+	"github.com/bloomkit/bloomkit/redisbloom"
 )
 
 // On-disk files in Config.Dir.
@@ -611,14 +611,14 @@ func (s *Server) loadSnapshot(path string) (uint64, int, error) {
 		}
 		switch kind {
 		case KindBloom:
-			e.bf, err = rb.LoadBloomHeader(hdr, fits)
+			e.bf, err = redisbloom.LoadBloomHeader(hdr, fits)
 			if err == nil {
 				for j := range e.bf.Links {
 					arrays = append(arrays, e.bf.Links[j].Data)
 				}
 			}
 		case KindCuckoo:
-			e.cf, err = rb.LoadCuckooHeader(hdr, math.MaxUint16, fits)
+			e.cf, err = redisbloom.LoadCuckooHeader(hdr, math.MaxUint16, fits)
 			if err == nil {
 				arrays = e.cf.Filters
 			}

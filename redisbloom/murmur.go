@@ -1,5 +1,7 @@
-// Package rb implements RedisBloom-compatible filter types: the scalable
-// Bloom filter chain behind BF.* and the cuckoo filter behind CF.*.
+// Package redisbloom implements RedisBloom's own filter types in Go: the
+// scalable Bloom filter chain behind BF.* and the cuckoo filter behind CF.*.
+// bloomkit's server serves them, and Go programs and the bloom command use
+// them to read, test and write RedisBloom dumps in-process.
 //
 // The types reproduce RedisBloom's sizing, hashing (MurmurHash64A), memory
 // layout and dump format bit for bit, so BF.SCANDUMP / CF.SCANDUMP output
@@ -8,8 +10,8 @@
 // recordings in testdata/redisbloom/ (taken from RedisBloom 2.8.20) are
 // replayed by the tests.
 //
-// The types are not safe for concurrent use; the server serialises access.
-package rb
+// The types are not safe for concurrent use; callers serialise access.
+package redisbloom
 
 import "encoding/binary"
 

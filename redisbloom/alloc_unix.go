@@ -1,6 +1,6 @@
 //go:build unix
 
-package rb
+package redisbloom
 
 import "syscall"
 
