@@ -119,8 +119,8 @@ type Session struct {
 	pendingWrite bool
 	// batched counts the replies in out.
 	batched int
-	reply       Reply
-	out         []byte // replies of the current pipeline batch
+	reply   Reply
+	out     []byte // replies of the current pipeline batch
 	// multi holds the commands queued after MULTI (its first element is a
 	// marker, so an empty transaction is non-nil); multiErr aborts EXEC.
 	multi    []queued
@@ -162,8 +162,8 @@ type Server struct {
 	shutdownReq  chan struct{}
 	shutdownOnce sync.Once
 	finishOnce   sync.Once
-	bgWG     sync.WaitGroup
-	closed   atomic.Bool
+	bgWG         sync.WaitGroup
+	closed       atomic.Bool
 }
 
 // New creates a server: it loads the snapshot and replays the append-only

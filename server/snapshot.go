@@ -37,7 +37,7 @@ const (
 	// Version 1 snapshots had the same layout and numbered generations
 	// from 0.
 	snapMagicV1 = "BKSNAP01"
-	cowChunk  = 64 << 10
+	cowChunk    = 64 << 10
 	// holdBytes bounds what the writer copies per hold of the keyspace lock.
 	holdBytes = 256 << 10
 	// holdKeys bounds how many small entries it takes per hold.
