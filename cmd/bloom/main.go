@@ -99,6 +99,7 @@ func sortedCommands() []command {
 }
 
 func main() {
+	cleanupOnSignal()
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

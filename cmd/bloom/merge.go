@@ -27,7 +27,7 @@ bloom merge -o crawled.bf crawled.bf worker-*.bf`,
 
 func runMerge(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlags("merge")
-	out := fs.String("o", "", "write the union to `OUT` (required)")
+	out := fs.String("o", "", "write the union to `OUT` (required; - for stdout)")
 	files, code, ok := parseFlags(fs, mergeHelp, args, stdout, stderr)
 	if !ok {
 		return code
@@ -39,12 +39,20 @@ func runMerge(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(files) == 0 {
 		return usageErr(stderr, name, "no filter files to merge")
 	}
-	acc, err := loadFilter(files[0])
+	if err := checkInputs(files); err != nil {
+		return usageErr(stderr, name, "%v", err)
+	}
+	// Every input is read whole before OUT is written, so OUT may be one of
+	// them; only a directory or an unwritable place is refused up front.
+	if err := checkOutput(*out, nil); err != nil {
+		return failf(stderr, name, "-o %v", err)
+	}
+	acc, err := loadFilterFrom(files[0], stdin)
 	if err != nil {
 		return failf(stderr, name, "%s", describeErr(err))
 	}
 	for _, path := range files[1:] {
-		l, err := loadFilter(path)
+		l, err := loadFilterFrom(path, stdin)
 		if err != nil {
 			return failf(stderr, name, "%s", describeErr(err))
 		}
@@ -69,7 +77,7 @@ func runMerge(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if !ok {
 		return failf(stderr, name, "%s: %s filters cannot be written by this build", acc.path, acc.typeName())
 	}
-	if err := writeAtomic(*out, func(dst io.Writer) error { _, err := w.WriteTo(dst); return err }); err != nil {
+	if err := writeOutput(*out, stdout, func(dst io.Writer) error { _, err := w.WriteTo(dst); return err }); err != nil {
 		return failf(stderr, name, "%s: %v", *out, err)
 	}
 	return exitOK
