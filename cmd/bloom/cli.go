@@ -320,8 +320,10 @@ func rateText(p float64) string {
 }
 
 // formatPlanned prints a rate the user gave, as short as it goes: 1%, 0.1%.
+// Plain notation, never an exponent: 0.0000001%, not 1e-07%.
 func formatPlanned(p float64) string {
-	return strconv.FormatFloat(p*100, 'g', -1, 64) + "%"
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(p*100, 'g', 12, 64), 64)
+	return strconv.FormatFloat(v, 'f', -1, 64) + "%"
 }
 
 // writeTable prints rows as columns separated by three spaces, the first

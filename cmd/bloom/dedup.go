@@ -160,12 +160,17 @@ func runDedup(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		defer setSignalHook(nil)
 	}
 
+	in, err := openInput("-", stdin)
+	if err != nil {
+		return failf(stderr, name, "%v", err)
+	}
+	defer in.close()
 	bw := bufio.NewWriterSize(stdout, 1<<20)
-	cr := newChunkReader(stdin)
+	cr := newChunkReader(in.r)
 	var d dedupCounts
 	var lines atomic.Int64
 	start := time.Now()
-	prog := startProgress(showProgress, stderr, 0, cr.bytes.Load, &lines, "lines", func() string {
+	prog := startProgress(showProgress, stderr, in.size, in.raw.n.Load, &lines, "lines", func() string {
 		read, dropped := uint64(lines.Load()), d.droppedNow.Load()
 		return fmt.Sprintf("%s kept  %s dropped", commas(read-min(read, dropped)), commas(dropped))
 	})

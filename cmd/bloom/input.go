@@ -80,8 +80,8 @@ func openInput(name string, stdin io.Reader) (*input, error) {
 		src, in.close = f, func() { f.Close() }
 	}
 	in.raw = &countingReader{r: src}
-	br := bufio.NewReaderSize(in.raw, 64<<10)
-	head, _ := br.Peek(len(zstdMagic)) // a short or failing read shows up when reading
+	head, err := readHead(in.raw)
+	br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(head), errReader{err, in.raw}), 64<<10)
 	in.r = br
 	switch {
 	case bytes.HasPrefix(head, gzipMagic):
@@ -102,6 +102,43 @@ func openInput(name string, stdin io.Reader) (*input, error) {
 		in.close = func() { zr.Close(); closeFile() }
 	}
 	return in, nil
+}
+
+// readHead reads the first bytes of r, enough to tell a compressed stream,
+// without waiting for more than a live pipe has sent: it stops as soon as
+// the bytes cannot begin a magic number (so "a\n" from a slow writer is
+// handed on at once).
+func readHead(r io.Reader) ([]byte, error) {
+	head := make([]byte, 0, len(zstdMagic))
+	for len(head) < cap(head) {
+		n, err := r.Read(head[len(head):cap(head)])
+		head = head[:len(head)+n]
+		if err != nil {
+			return head, err
+		}
+		if !bytes.HasPrefix(gzipMagic, head[:min(len(head), len(gzipMagic))]) &&
+			!bytes.HasPrefix(zstdMagic, head) {
+			break
+		}
+		if bytes.HasPrefix(head, gzipMagic) {
+			break
+		}
+	}
+	return head, nil
+}
+
+// errReader returns err (when set) instead of reading r: an error met while
+// reading the head is reported after the head's bytes.
+type errReader struct {
+	err error
+	r   io.Reader
+}
+
+func (e errReader) Read(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	return e.r.Read(p)
 }
 
 func displayName(in string) string {

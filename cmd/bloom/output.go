@@ -44,22 +44,32 @@ func resolveOutput(path string) (outputTarget, error) {
 		t.stdout, t.stream = true, true
 		return t, nil
 	}
-	real, err := followLinks(path)
-	if err != nil {
-		return t, err
-	}
-	t.real = real
-	fi, err := os.Stat(real)
+	fi, err := os.Stat(path) // follows every link, /proc's magic ones too
 	switch {
 	case errors.Is(err, os.ErrNotExist):
+		// Nothing there, or a link to a file not yet created: create it
+		// where the links lead.
+		real, err := followLinks(path)
+		if err != nil {
+			return t, err
+		}
+		t.real = real
 		return t, nil
 	case err != nil:
 		return t, err
 	case fi.IsDir():
 		return t, fmt.Errorf("%s is a directory", path)
 	case !fi.Mode().IsRegular():
+		// A device, FIFO or socket: opened by the name given, which works
+		// for /dev/stdout (a link to /proc/self/fd/1) as for any other.
 		t.stream = true
+		return t, nil
 	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return t, err
+	}
+	t.real = real
 	return t, nil
 }
 
@@ -131,7 +141,7 @@ func writeOutput(path string, stdout io.Writer, write func(w io.Writer) error) e
 		return bw.Flush()
 	}
 	if t.stream {
-		f, err := os.OpenFile(t.real, os.O_WRONLY, 0)
+		f, err := os.OpenFile(t.path, os.O_WRONLY, 0)
 		if err != nil {
 			return err
 		}
