@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test test-short lint bench fuzz deps
+.PHONY: test test-short lint bench fuzz deps build
 
 ## test: installs redis when missing (as root), checks gofmt and go vet, and
 ## runs every test with the race detector.
@@ -18,9 +18,16 @@ test: deps lint
 	cd examples && $(GO) test -count=1 $(NORACE)
 
 ## deps: install what the tests need from Debian: redis-server, redis-cli and
-## redis-py (the server is tested with real clients); run as root; does
-## nothing when they are already there.
+## redis-py (the server is tested with real clients), PostgreSQL (for
+## examples/cacheguard) and the wamerican word list (for examples/spell);
+## run as root; does nothing when they are already there.
 deps:
+	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || [ ! -e /usr/share/dict/american-english ]; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql wamerican >/dev/null; \
+		else echo "PostgreSQL or wamerican missing: run 'sudo make deps' or install postgresql and wamerican"; fi; \
+	fi
 	@if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null || ! python3 -c 'import redis' 2>/dev/null; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
@@ -28,6 +35,10 @@ deps:
 		else echo "redis-server/redis-cli missing: run 'sudo make deps' or install redis-server and redis-tools"; fi; \
 	fi
 	@command -v redis-server >/dev/null && redis-server --version || true
+
+## build: the bloom binary in ./bin/bloom.
+build:
+	$(GO) build -o bin/bloom ./cmd/bloom
 
 ## test-short: the tests without the race detector, for a quick loop.
 test-short:
