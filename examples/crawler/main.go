@@ -10,6 +10,8 @@
 package main
 
 import (
+	"github.com/bloomkit/bloomkit/examples/internal/flagx"
+
 	"context"
 	"errors"
 	"flag"
@@ -37,8 +39,8 @@ func run(args []string) int {
 		start    = fs.String("start", "", "URL to start from (required); only its host is crawled unless -allow says more")
 		allow    = fs.String("allow", "", "comma-separated extra hosts (host[:port]) the crawl may enter")
 		workers  = fs.Int("workers", 8, "concurrent fetches")
-		n        = fs.Uint64("n", 1_000_000, "URLs the seen-set is sized for")
-		p        = fs.Float64("p", 0.001, "false-positive rate of the seen-set: the fraction of new pages a crawl may skip")
+		n        = flagx.Count(fs, "n", 1_000_000, "URLs the seen-set is sized for (1M, 1e6)")
+		p        = flagx.Rate(fs, "p", 0.001, "false-positive rate of the seen-set: the fraction of new pages a crawl may skip")
 		shared   = fs.String("shared", "", "redis://host:port/db: keep the seen-set in Redis, shared by every crawler given the same URL and -name")
 		name     = fs.String("name", "crawler-seen", "name of the shared seen-set in Redis")
 		maxPages = fs.Int64("max-pages", 0, "stop after this many fetches (0: no limit)")

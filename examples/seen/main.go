@@ -8,6 +8,8 @@
 package main
 
 import (
+	"github.com/bloomkit/bloomkit/examples/internal/flagx"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,8 +27,8 @@ func main() {
 	fs := flag.NewFlagSet("seen", flag.ExitOnError)
 	addr := fs.String("addr", "127.0.0.1:8082", "listen address")
 	window := fs.Duration("window", 30*24*time.Hour, "how long an impression is remembered")
-	items := fs.Uint64("items", 5000, "impressions per user per window to size each filter for")
-	rate := fs.Float64("p", 0.01, "false-positive rate: the fraction of unseen items wrongly hidden")
+	items := flagx.Count(fs, "items", 5000, "impressions per user per window to size each filter for")
+	rate := flagx.Rate(fs, "p", 0.01, "false-positive rate: the fraction of unseen items wrongly hidden")
 	state := fs.String("state", "", "file the filters are loaded from at start and saved to on exit")
 	fs.Parse(os.Args[1:])
 

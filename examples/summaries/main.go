@@ -10,6 +10,8 @@
 package main
 
 import (
+	"github.com/bloomkit/bloomkit/examples/internal/flagx"
+
 	"context"
 	"crypto/sha256"
 	"flag"
@@ -27,8 +29,8 @@ func main() {
 	fs := flag.NewFlagSet("summaries", flag.ExitOnError)
 	addr := fs.String("addr", "127.0.0.1:9001", "listen address")
 	peers := fs.String("peers", "", "comma-separated base URLs of the sibling nodes")
-	capacity := fs.Int("capacity", 10_000, "keys this node caches (LRU)")
-	p := fs.Float64("p", 0.01, "false-positive rate of the summaries")
+	capacity := flagx.Count(fs, "capacity", 10_000, "keys this node caches (LRU; 10K)")
+	p := flagx.Rate(fs, "p", 0.01, "false-positive rate of the summaries")
 	refresh := fs.Duration("refresh", 5*time.Second, "how often summaries are rebuilt and fetched")
 	delay := fs.Duration("origin-delay", 2*time.Millisecond, "how long the simulated origin takes per fetch")
 	fs.Parse(os.Args[1:])
@@ -45,7 +47,7 @@ func main() {
 		h := sha256.Sum256([]byte(key))
 		return []byte(fmt.Sprintf("value of %s: %x\n", key, h[:8]))
 	}
-	n, err := NewNode(*capacity, *p, sib, origin)
+	n, err := NewNode(int(*capacity), *p, sib, origin)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "summaries: %v\n", err)
 		os.Exit(2)
