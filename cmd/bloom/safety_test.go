@@ -20,7 +20,6 @@ import (
 // Tests for issue 13: outputs that never destroy what they point at, inputs
 // read once and decompressed, overfill said loudly, memory checked first.
 
-
 func TestOutputStdoutDashAndDevice(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "list.txt", keys("k", 100))

@@ -4,13 +4,11 @@
 // ids exist nowhere, once without and once with the filter, and prints how
 // many database queries each needed and the latencies.
 //
-//	go run ./examples/cacheguard                         # embedded SQLite in a temp dir
-//	go run ./examples/cacheguard -dsn 'postgres://user@localhost/db'
+//	go run ./cacheguard                         # embedded SQLite in a temp dir
+//	go run ./cacheguard -dsn 'postgres://user@localhost/db'
 package main
 
 import (
-	"github.com/bloomkit/bloomkit/examples/internal/flagx"
-
 	"context"
 	"database/sql"
 	"flag"
@@ -21,6 +19,8 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // "pgx" driver for -dsn postgres://
 	_ "modernc.org/sqlite"             // "sqlite" driver, pure Go
+
+	"github.com/bloomkit/bloomkit/examples/internal/flagx"
 )
 
 func main() {

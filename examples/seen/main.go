@@ -2,14 +2,12 @@
 // bloomkit Window filter per user remembers the items shown within the last
 // -window, and /unseen drops them from a candidate list.
 //
-//	go run ./examples/seen -window 720h -items 5000 -p 0.01 -state seen.state
+//	go run ./seen -window 720h -items 5000 -p 0.01 -state seen.state
 //	curl -d '{"user":"u1","items":["a","b"]}' http://127.0.0.1:8082/impressions
 //	curl -d '{"user":"u1","items":["a","b","c"]}' http://127.0.0.1:8082/unseen   # {"items":["c"]}
 package main
 
 import (
-	"github.com/bloomkit/bloomkit/examples/internal/flagx"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +19,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/bloomkit/bloomkit/examples/internal/flagx"
 )
 
 func main() {

@@ -3,15 +3,13 @@
 // behind CDN and proxy cache meshes): a node asks a sibling for a key only
 // when that sibling's summary says "maybe".
 //
-//	go run ./examples/summaries -addr 127.0.0.1:9001 -peers http://127.0.0.1:9002,http://127.0.0.1:9003 &
-//	go run ./examples/summaries -addr 127.0.0.1:9002 -peers http://127.0.0.1:9001,http://127.0.0.1:9003 &
-//	go run ./examples/summaries -addr 127.0.0.1:9003 -peers http://127.0.0.1:9001,http://127.0.0.1:9002 &
+//	go run ./summaries -addr 127.0.0.1:9001 -peers http://127.0.0.1:9002,http://127.0.0.1:9003 &
+//	go run ./summaries -addr 127.0.0.1:9002 -peers http://127.0.0.1:9001,http://127.0.0.1:9003 &
+//	go run ./summaries -addr 127.0.0.1:9003 -peers http://127.0.0.1:9001,http://127.0.0.1:9002 &
 //	curl 'http://127.0.0.1:9001/get?key=/img/logo.png'; curl http://127.0.0.1:9001/stats
 package main
 
 import (
-	"github.com/bloomkit/bloomkit/examples/internal/flagx"
-
 	"context"
 	"crypto/sha256"
 	"flag"
@@ -23,6 +21,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/bloomkit/bloomkit/examples/internal/flagx"
 )
 
 func main() {
