@@ -17,7 +17,7 @@ import (
 func buildCLI(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "bloom")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/bloomkit/bloomkit/cmd/bloom").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-C", "../..", "-o", bin, "./cmd/bloom").CombinedOutput(); err != nil {
 		t.Fatalf("building cmd/bloom: %v\n%s", err, out)
 	}
 	return bin
