@@ -212,7 +212,7 @@ func runBuild(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return failf(stderr, name, "%s: %v", *out, err)
 	}
 	if showProgress {
-		s := fmt.Sprintf("bloom build: %s: %s keys read", displayName(*out), commas(uint64(keys.Load())))
+		s := fmt.Sprintf("bloom build: %s: %s keys read", outputName(*out), commas(uint64(keys.Load())))
 		if nf.stats != nil {
 			est := nf.stats.ApproxCount()
 			s += fmt.Sprintf(", %s distinct", countText(est, nf.params))

@@ -299,3 +299,11 @@ func cleanupOnSignal() {
 		}
 	}()
 }
+
+// outputName names an output in messages: "stdout" for "-".
+func outputName(path string) string {
+	if path == "-" {
+		return "stdout"
+	}
+	return path
+}
