@@ -271,13 +271,7 @@ func loadFilterFrom(path string, stdin io.Reader) (*loaded, error) {
 	if _, err := file.Seek(0, io.SeekStart); err != nil {
 		r = io.MultiReader(bytes.NewReader(raw), file)
 	}
-	var f any
-	switch hdr.Type {
-	case format.TypeCuckoo:
-		f, err = cuckoo.Read(r)
-	default:
-		f, err = bloom.Read(r)
-	}
+	f, err := decodeFilter(hdr, r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -287,6 +281,15 @@ func loadFilterFrom(path string, stdin io.Reader) (*loaded, error) {
 		return nil, fmt.Errorf("%s: %w: %d bytes after the filter's checksum", path, bloom.ErrCorrupt, fi.Size()-rest+1)
 	}
 	return &loaded{path: path, hdr: hdr, version: binary.LittleEndian.Uint16(raw[8:]), size: fi.Size(), f: f}, nil
+}
+
+// decodeFilter reads the filter file that r holds, whose header is hdr,
+// with the package that knows its type.
+func decodeFilter(hdr format.Header, r io.Reader) (any, error) {
+	if hdr.Type == format.TypeCuckoo {
+		return cuckoo.Read(r)
+	}
+	return bloom.Read(r)
 }
 
 // typeName names a loaded filter's type as the file header does.
@@ -326,13 +329,7 @@ func loadStdin(stdin io.Reader) (*loaded, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	r := bytes.NewReader(data)
-	var f any
-	switch hdr.Type {
-	case format.TypeCuckoo:
-		f, err = cuckoo.Read(r)
-	default:
-		f, err = bloom.Read(r)
-	}
+	f, err := decodeFilter(hdr, r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

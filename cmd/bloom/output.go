@@ -167,14 +167,11 @@ func writeOutput(path string, stdout io.Writer, write func(w io.Writer) error) e
 // path is untouched. path must not be a symbolic link (writeOutput resolves
 // them).
 func writeAtomic(path string, write func(w io.Writer) error) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := createTemp(dir, "."+base+".tmp-*")
+	tmp, err := createTempBeside(path)
 	if err != nil {
 		return err
 	}
+	dir := filepath.Dir(path)
 	defer func() {
 		if err != nil {
 			tmp.Close()
@@ -215,17 +212,23 @@ func writeAtomic(path string, write func(w io.Writer) error) (err error) {
 // checkWritable fails when writeAtomic could not create its temporary file
 // next to path, so that a long run does not find out only at the end.
 func checkWritable(path string) error {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := createTemp(dir, "."+base+".tmp-*")
+	tmp, err := createTempBeside(path)
 	if err != nil {
 		return err
 	}
 	tmp.Close()
 	removeTemp(tmp.Name())
 	return nil
+}
+
+// createTempBeside creates the temporary file for path in path's
+// directory, named .NAME.tmp-RANDOM so that it sorts beside its target.
+func createTempBeside(path string) (*os.File, error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	return createTemp(dir, "."+base+".tmp-*")
 }
 
 // Temporary files in progress, removed by the signal handler.
