@@ -25,10 +25,18 @@ Line endings (\n or \r\n) are not part of a key; empty keys are skipped.
 With --field the key is that column of a CSV or TSV record (quoted columns
 as in RFC 4180; a record must fit on one line).
 
--n may be left out when every INPUT is a file: build then counts the lines
-first. FILE is written atomically (a temporary file, fsynced and renamed), so
-a reader never sees half of it. A progress line (bytes read, keys/s, ETA)
-is drawn on stderr when it is a terminal.
+-n may be left out when every INPUT is a regular file: build then counts
+the lines first. A pipe, FIFO or stdin is read once, so it needs -n. Inputs
+compressed with gzip or zstd are recognised by their first bytes.
+
+FILE is written atomically (a temporary file, fsynced and renamed, removed
+on an error or Ctrl-C); a symbolic link is followed; "-", a device or a FIFO
+is written directly. An INPUT cannot be the output. A filter that does not
+fit in the memory available is refused with the -n or -p that would fit.
+
+Past N distinct keys (beyond the estimate's noise) a warning gives the rate
+the filter has; --strict makes it an error. On a terminal, a progress line
+and a summary are drawn on stderr (--progress, --quiet).
 
 Types (--type):`,
 	examples: `bloom build -n 1M -p 0.1% -o blacklist.bf blacklist.txt

@@ -29,7 +29,9 @@ one CSV/TSV column).
 A Bloom filter never forgets a line, but may take a new line for a seen one:
 at most about RATE of the distinct lines (far fewer while the filter is far
 from full) are wrongly dropped. Past N distinct lines the rate climbs
-quickly, and a warning on stderr says so; --type scalable instead adds
+quickly: a warning on stderr says so at the line where it happens
+(--strict stops there, exit 2); with --field, lines without the column are
+copied through and counted; --type scalable instead adds
 filters as needed, keeping the rate at most RATE (memory then grows with
 the distinct lines, and each lookup costs a little more).
 
