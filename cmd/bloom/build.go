@@ -155,21 +155,23 @@ func runBuild(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	// The overfill check: the estimate is a scan of the whole filter, so it
 	// runs only once the keys read reach N, and then after every further
-	// tenth of N.
+	// twentieth of N (or batch of keys, for a small N).
 	warned := false
+	var keysAtWarn int64
 	nextCheck := int64(n.v)
 	overfilled := func(final bool) error {
 		if warned || nf.stats == nil || nf.grows || (!final && keys.Load() < nextCheck) {
 			return nil
 		}
-		nextCheck = keys.Load() + int64(max(n.v/10, 1000))
+		nextCheck = keys.Load() + int64(max(n.v/20, batchKeys))
 		est := nf.stats.ApproxCount()
 		if !overPlanned(est, n.v, nf.params, nf.blocked, false) {
 			return nil
 		}
 		warned = true
-		msg := fmt.Sprintf("%s distinct keys, more than -n %s: the false-positive rate is now about %s, not %s",
-			countText(est, nf.params), commas(n.v), formatRate(nf.stats.EstimatedFPR()), formatPlanned(p.v))
+		keysAtWarn = keys.Load()
+		msg := fmt.Sprintf("after %s keys read the filter %s, more than -n %s: the false-positive rate is now about %s, not %s",
+			commas(uint64(keysAtWarn)), holdsText(est, nf.params), commas(n.v), formatRate(nf.stats.EstimatedFPR()), formatPlanned(p.v))
 		if *strict {
 			return fmt.Errorf("%s (--strict: nothing written)", msg)
 		}
@@ -215,6 +217,11 @@ func runBuild(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return fail("%v", err)
 	}
 	prog.finish()
+	if warned && keys.Load() > keysAtWarn {
+		// The warning came mid-way; the filter kept filling since.
+		fmt.Fprintf(stderr, "bloom build: warning: at the end (%s keys read) the filter %s: its false-positive rate is about %s, not %s\n",
+			commas(uint64(keys.Load())), holdsText(nf.stats.ApproxCount(), nf.params), formatRate(nf.stats.EstimatedFPR()), formatPlanned(p.v))
+	}
 
 	if err := writeOutput(*out, stdout, func(w io.Writer) error { _, err := nf.WriteTo(w); return err }); err != nil {
 		return failf(stderr, name, "%s: %v", *out, err)
@@ -241,6 +248,15 @@ func countText(est uint64, ps bloom.Params) string {
 		return fmt.Sprintf("saturated (> %s)", commas(saturationBound(ps.M, ps.K)))
 	}
 	return "about " + commas(est)
+}
+
+// holdsText says how many distinct keys a filter holds: "holds about 1,004
+// distinct keys", or "is saturated (> 13,000 distinct keys)".
+func holdsText(est uint64, ps bloom.Params) string {
+	if est == math.MaxUint64 {
+		return fmt.Sprintf("is saturated (> %s distinct keys; every bit is set)", commas(saturationBound(ps.M, ps.K)))
+	}
+	return "holds about " + commas(est) + " distinct keys"
 }
 
 // checkInputs refuses an input list that names stdin twice: it can be read
@@ -287,8 +303,8 @@ const batchKeys = 256
 
 // addLines adds the key of every line cr delivers to nf.
 // A line without the --field column is counted and skipped, or with strict
-// ends the input with an error. afterChunk runs after every chunk of lines;
-// its error ends the input.
+// ends the input with an error. afterChunk runs after every batch of keys
+// and every chunk of lines; its error ends the input.
 func addLines(cr *chunkReader, spec *fieldSpec, skipHeader, strict bool, nf *newFilter, keys *atomic.Int64, afterChunk func() error) addResult {
 	var res addResult
 	var line int64
@@ -346,6 +362,12 @@ func addLines(cr *chunkReader, spec *fieldSpec, skipHeader, strict bool, nf *new
 			if len(batch) == batchKeys {
 				if err := flush(); err != nil {
 					res.err = fmt.Errorf("line %d: %w", line, err)
+					return res
+				}
+				// Checked every batch, so an overfill is told within
+				// batchKeys keys of happening.
+				if err := afterChunk(); err != nil {
+					res.err = err
 					return res
 				}
 			}
