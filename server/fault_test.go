@@ -226,7 +226,7 @@ func TestNoDirtyReads(t *testing.T) {
 			}
 			gate, entered := make(chan error), make(chan struct{}, 4)
 			release := sync.OnceFunc(func() { close(gate) }) // later fsyncs pass
-			t.Cleanup(release)                                // also when the test fails early
+			t.Cleanup(release)                               // also when the test fails early
 			dir.mu.Lock()
 			dir.gate, dir.entered = gate, entered
 			dir.mu.Unlock()
