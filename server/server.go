@@ -30,7 +30,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
 )
 
 // Config configures a Server. The zero value of each field means its default.
@@ -694,4 +693,3 @@ func (s *Server) exec(c *Session, r *Reply) {
 		r.buf = append(r.buf, sub.buf...)
 	}
 }
-
