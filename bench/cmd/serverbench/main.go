@@ -142,6 +142,7 @@ func (t *target) ensure(ctx context.Context, key string, reserve ...any) error {
 // sample is one redis-benchmark run.
 type sample struct {
 	rps, avg, p50, p99 float64
+	cpu                float64 // server CPU (user+system, all threads) per request, µs
 }
 
 // cell collects the repetitions of one (op, pipeline, server).
@@ -348,16 +349,18 @@ func run(cfg config) error {
 					if op == "BF.MADD" {
 						n /= 5
 					}
+					cpu0 := cpuTime(t.proc.Process.Pid)
 					s, err := bench(cfg.redisBenchmark, t.addr, n, cfg.c, p, cfg.r, t.args(op))
 					if err != nil {
 						return fmt.Errorf("%s %s -P %d: %w", t.name, op, p, err)
 					}
+					s.cpu = float64(cpuTime(t.proc.Process.Pid)-cpu0) / float64(time.Microsecond) / float64(n)
 					k := key{op, p, t.name}
 					if results[k] == nil {
 						results[k] = &cell{}
 					}
 					results[k].runs = append(results[k].runs, s)
-					fmt.Fprintf(os.Stderr, "rep %d  P=%-2d %-10s %-12s %10.0f req/s  p99 %6.3f ms\n", rep+1, p, op, t.name, s.rps, s.p99)
+					fmt.Fprintf(os.Stderr, "rep %d  P=%-2d %-10s %-12s %10.0f req/s  p99 %6.3f ms  cpu %5.2f µs/req\n", rep+1, p, op, t.name, s.rps, s.p99, s.cpu)
 				}
 			}
 		}
@@ -532,6 +535,27 @@ func bench(tool, addr string, n, c, p, r int, args []string) (sample, error) {
 	return sample{rps: f(1), avg: f(2), p50: f(4), p99: f(6)}, nil
 }
 
+// cpuTime is the CPU time (user + system, all threads) a process has used,
+// from /proc/PID/stat (clock ticks of 1/100 s, Linux's USER_HZ).
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces; fields after ')' start at 3.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * (time.Second / 100)
+}
+
 // rss is a process's resident set size in bytes.
 func rss(pid int) (int64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
@@ -553,8 +577,9 @@ func rss(pid int) (int64, error) {
 // memResult is the resident memory a server needs per 10M filter.
 type memResult struct {
 	server, kind    string
-	size            int64 // the filter's size as its INFO reports it
+	size            int64 // mean INFO size of filters 2 to 5 (those the RSS growth measures)
 	base, one, five int64 // RSS: fresh, after the first filter, after five
+	grown           int   // filters that added a sub-filter while being filled
 }
 
 // memory measures RSS per filter on a fresh server: one filter reserved for
@@ -590,16 +615,27 @@ func memory(ctx context.Context, cfg config, kind string, start func() (*target,
 		}
 	}
 	m.five = t.rss()
-	info, err := t.rdb.Do(ctx, kind+".INFO", strings.ToLower(kind)+":mem0").Slice()
-	if err != nil {
-		return m, fmt.Errorf("%s: %s.INFO: %w", t.name, kind, err)
-	}
-	for i := 0; i+1 < len(info); i += 2 {
-		if fmt.Sprint(info[i]) == "Size" {
-			m.size, _ = strconv.ParseInt(fmt.Sprint(info[i+1]), 10, 64)
+	for i := 0; i <= 4; i++ {
+		info, err := t.rdb.Do(ctx, kind+".INFO", fmt.Sprintf("%s:mem%d", strings.ToLower(kind), i)).Slice()
+		if err != nil {
+			return m, fmt.Errorf("%s: %s.INFO: %w", t.name, kind, err)
+		}
+		for j := 0; j+1 < len(info); j += 2 {
+			v, _ := strconv.ParseInt(fmt.Sprint(info[j+1]), 10, 64)
+			switch fmt.Sprint(info[j]) {
+			case "Size":
+				if i > 0 {
+					m.size += v
+				}
+			case "Number of filters":
+				if v > 1 {
+					m.grown++
+				}
+			}
 		}
 	}
-	fmt.Fprintf(os.Stderr, "memory %-12s %s: size %d, RSS %d → %d → %d\n", t.name, kind, m.size, m.base, m.one, m.five)
+	m.size /= 4
+	fmt.Fprintf(os.Stderr, "memory %-12s %s: size %d, RSS %d → %d → %d, %d grew\n", t.name, kind, m.size, m.base, m.one, m.five, m.grown)
 	return m, nil
 }
 
@@ -647,15 +683,16 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&b, "# bloom serve vs %s (redis-benchmark)\n\n", ref)
 	fmt.Fprintf(&b, "Written by `%s` in bench/ on %s: bloom serve built from commit %s; reference: %s on %s.\n",
 		cfg.cmdline, time.Now().UTC().Format("2006-01-02 15:04 MST"), r.rev, refDesc, strings.TrimSpace(string(rv)))
-	fmt.Fprintf(&b, "Machine %s, %d CPUs shared by servers and client; load average %s at the start, %s at the end.\n\n",
+	fmt.Fprintf(&b, "Machine %s, %d CPUs shared by both servers and redis-benchmark; load average %s at the start, %s at the end.\n\n",
 		host, runtime.NumCPU(), r.loadStart, r.loadEnd)
 	fmt.Fprintf(&b, "redis-benchmark -c %d -r %d, -n %d at -P 1 (×10 deeper, ÷5 for BF.MADD of %d items); both servers with appendonly, appendfsync %s (redis-server `--appendonly yes --save \"\"`, bloom serve defaults). "+
 		"Filters reserved with `BF.RESERVE k 0.01 10000000` / `CF.RESERVE k 10000000`, re-created empty before every ADD run; each EXISTS run reads the filter its ADD run just filled. "+
-		"%d repetitions, interleaved: each repetition runs every command on both servers back to back, alternating which goes first. Numbers are medians over the repetitions; "+
-		"the ratio is %s's median over %s's; the range is the lowest and highest per-repetition ratio.\n\n",
-		cfg.c, cfg.r, cfg.n, maddItems, cfg.fsync, cfg.reps, ours, ref)
+		"%d repetitions, interleaved: each repetition runs every command on both servers back to back, alternating which goes first.\n\n",
+		cfg.c, cfg.r, cfg.n, maddItems, cfg.fsync, cfg.reps)
+	fmt.Fprintf(&b, "Requests/s, p99 and CPU are medians over the repetitions. *ratio* is %s's median requests/s over %s's; *paired* is the median of the per-repetition ratios (each pair ran back to back, so it is less moved by other load on the machine) with their range. "+
+		"*CPU µs/req* is the server process's user+system time (all threads) during the run divided by the requests: the work each server does per request, whatever else ran.\n\n", ours, ref)
 	goal := map[int]float64{1: 1.0}
-	fmt.Fprintf(&b, "| command | -P | %s req/s | %s req/s | ratio | range | goal | %s p99 ms | %s p99 ms |\n", ours, ref, ours, ref)
+	fmt.Fprintf(&b, "| command | -P | %s req/s | %s req/s | ratio | paired (range) | goal | p99 ms ours / ref | CPU µs/req ours / ref |\n", ours, ref)
 	b.WriteString("|---|---:|---:|---:|---:|---:|---|---:|---:|\n")
 	for _, p := range cfg.pipelines {
 		for _, op := range cfg.ops {
@@ -663,27 +700,31 @@ func (r *report) markdown() string {
 			if a == nil || c == nil {
 				continue
 			}
-			rpsA, rpsC := a.median(func(s sample) float64 { return s.rps }), c.median(func(s sample) float64 { return s.rps })
-			p99A, p99C := a.median(func(s sample) float64 { return s.p99 }), c.median(func(s sample) float64 { return s.p99 })
-			lo, hi := perRepRange(a, c)
+			med := func(x *cell, f func(sample) float64) float64 { return x.median(f) }
+			rps := func(s sample) float64 { return s.rps }
+			p99 := func(s sample) float64 { return s.p99 }
+			cpu := func(s sample) float64 { return s.cpu }
+			rpsA, rpsC := med(a, rps), med(c, rps)
+			pm, lo, hi := paired(a, c)
 			g, ok := goal[p]
 			if !ok {
 				g = 1.2
 			}
 			verdict := fmt.Sprintf("≥ %.1fx: ", g)
-			if rpsA >= g*rpsC && p99A <= p99C {
+			switch {
+			case rpsA >= g*rpsC && med(a, p99) <= med(c, p99):
 				verdict += "met"
-			} else if rpsA >= g*rpsC {
+			case rpsA >= g*rpsC:
 				verdict += "rate met, p99 not"
-			} else {
+			default:
 				verdict += "**not met**"
 			}
 			cmd := op
 			if r.proxy {
-				cmd = op + " vs " + strings.Fields(strings.Join((&target{proxy: true}).args(op), " "))[0]
+				cmd = op + " vs " + (&target{proxy: true}).args(op)[0]
 			}
-			fmt.Fprintf(&b, "| %s | %d | %.0f | %.0f | **%.2fx** | %.2f–%.2f | %s | %.3f | %.3f |\n",
-				cmd, p, rpsA, rpsC, rpsA/rpsC, lo, hi, verdict, p99A, p99C)
+			fmt.Fprintf(&b, "| %s | %d | %.0f | %.0f | **%.2fx** | %.2fx (%.2f–%.2f) | %s | %.3f / %.3f | %.2f / %.2f |\n",
+				cmd, p, rpsA, rpsC, rpsA/rpsC, pm, lo, hi, verdict, med(a, p99), med(c, p99), med(a, cpu), med(c, cpu))
 		}
 	}
 	b.WriteString("\nGoal (issue 12): at least 1.0x at -P 1 and 1.2x at -P 16, p99 no worse.\n")
@@ -691,19 +732,27 @@ func (r *report) markdown() string {
 		b.WriteString("\n## Memory per filter\n\n")
 		b.WriteString("A fresh server of each kind; five filters reserved for 10M items, each filled with 300,000 random adds (-P 64) so every page is resident. " +
 			"RSS per filter is the growth from the first filter to the fifth divided by four (the first also pays for connection buffers and warm-up); " +
-			"size is what the filter's own INFO reports. Goal: RSS per filter within 10% of its size.\n\n")
+			"size is the mean of what the four filters' own INFO reports. Goal: RSS per filter within 10% of its size.\n\n")
 		b.WriteString("| server | filter | size MiB | RSS per filter MiB | over size | fresh RSS MiB | after first MiB | after five MiB |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
+		grown := false
 		for _, m := range r.mems {
 			per := float64(m.five-m.one) / 4
 			what := "BF.RESERVE 0.01 10000000"
 			if m.kind == "CF" {
 				what = "CF.RESERVE 10000000"
 			}
+			if m.grown > 0 {
+				what += fmt.Sprintf(" (%d of 5 grew a sub-filter)", m.grown)
+				grown = true
+			}
 			fmt.Fprintf(&b, "| %s | %s | %.2f | %.2f | %+.1f%% | %.1f | %.1f | %.1f |\n", m.server, what, mib(m.size), per/(1<<20),
 				100*(per/float64(m.size)-1), mib(m.base), mib(m.one), mib(m.five))
 		}
+		if grown {
+			b.WriteString("\nA filter that grew a sub-filter had an insertion that found no room after max_iterations kicks (cuckoo) or reached capacity (Bloom); RedisBloom's CF.ADD does this rarely even at low fill when one item lands in the same two buckets more than 2×bucket-size times.\n")
+		}
 	}
-	b.WriteString("\n## Every run\n\nrequests/s (p99 ms) per repetition, in the order they ran.\n\n")
+	b.WriteString("\n## Every run\n\nrequests/s (p99 ms, server CPU µs/req) per repetition, in the order they ran.\n\n")
 	b.WriteString("| command | -P | server | runs |\n|---|---:|---|---|\n")
 	for _, p := range cfg.pipelines {
 		for _, op := range cfg.ops {
@@ -714,29 +763,28 @@ func (r *report) markdown() string {
 				}
 				var parts []string
 				for _, x := range c.runs {
-					parts = append(parts, fmt.Sprintf("%.0f (%.2f)", x.rps, x.p99))
+					parts = append(parts, fmt.Sprintf("%.0f (%.2f, %.2f)", x.rps, x.p99, x.cpu))
 				}
 				fmt.Fprintf(&b, "| %s | %d | %s | %s |\n", op, p, s, strings.Join(parts, ", "))
 			}
 		}
 	}
-	b.WriteString("\nOn a shared machine, other load moves both servers' numbers; the interleaving puts that noise on both sides, and the range column shows how much the per-repetition ratio moved.\n")
+	b.WriteString("\nOn a shared machine, other load moves both servers' numbers; the interleaving puts that noise on both sides, and the paired range shows how much the per-repetition ratio moved.\n")
 	return b.String()
 }
 
-// perRepRange is the lowest and highest ratio of a's to c's rate over the
-// repetitions (run i of a pairs with run i of c).
-func perRepRange(a, c *cell) (lo, hi float64) {
+// paired is the median, lowest and highest ratio of a's to c's rate over
+// the repetitions (run i of a pairs with run i of c).
+func paired(a, c *cell) (med, lo, hi float64) {
+	var q []float64
 	for i := 0; i < len(a.runs) && i < len(c.runs); i++ {
-		q := a.runs[i].rps / c.runs[i].rps
-		if i == 0 || q < lo {
-			lo = q
-		}
-		if i == 0 || q > hi {
-			hi = q
-		}
+		q = append(q, a.runs[i].rps/c.runs[i].rps)
 	}
-	return lo, hi
+	if len(q) == 0 {
+		return 0, 0, 0
+	}
+	sort.Float64s(q)
+	return median(q), q[0], q[len(q)-1]
 }
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
