@@ -71,15 +71,17 @@ func isTemporaryAccept(err error) bool {
 	return strings.Contains(err.Error(), "too many open files")
 }
 
-// serveConn serves one client until it quits, fails or is disconnected.
+// serveConn starts serving a new client: an event loop adopts plain TCP
+// clients (Linux); the others are served by this goroutine until they
+// quit, fail or are disconnected.
 func (s *Server) serveConn(nc net.Conn) {
-	defer nc.Close()
 	if tc, ok := nc.(*tls.Conn); ok {
 		// A client that connects and never completes the handshake must
 		// not hold a goroutine and a descriptor forever.
 		tc.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
 		if err := tc.Handshake(); err != nil {
 			s.log.Debug("TLS handshake failed", "addr", nc.RemoteAddr(), "err", err)
+			nc.Close()
 			return
 		}
 		tc.SetDeadline(time.Time{})
@@ -89,22 +91,22 @@ func (s *Server) serveConn(nc net.Conn) {
 		s.rejectedConns.Add(1)
 		nc.SetWriteDeadline(time.Now().Add(time.Second))
 		io.WriteString(nc, "-ERR max number of clients reached\r\n")
+		nc.Close()
 		return
 	}
 	s.totalConns.Add(1)
-	c := &Session{ID: s.nextID.Add(1), Addr: nc.RemoteAddr().String(), created: time.Now(), conn: nc}
-	c.LocalAddr = nc.LocalAddr().String()
+	c := &Session{ID: s.nextID.Add(1), Addr: nc.RemoteAddr().String(), LocalAddr: nc.LocalAddr().String(), created: time.Now()}
 	c.authed = s.cfg.RequirePass == ""
 	c.lastCmd.Store(c.created.UnixMilli())
 	s.smu.Lock()
 	s.sessions[c.ID] = c
 	s.smu.Unlock()
-	defer func() {
-		s.smu.Lock()
-		delete(s.sessions, c.ID)
-		s.smu.Unlock()
-		s.clients.Add(-1)
-	}()
+	if s.adopt(nc, c) {
+		return
+	}
+	c.conn = nc
+	defer nc.Close()
+	defer s.endSession(c)
 
 	p := newRequestReader(nc, s.readLimits(c))
 	for {
@@ -202,4 +204,23 @@ func (s *Server) flush(c *Session) bool {
 		return false
 	}
 	return true
+}
+
+// endSession forgets a client that is gone.
+func (s *Server) endSession(c *Session) {
+	s.smu.Lock()
+	delete(s.sessions, c.ID)
+	s.smu.Unlock()
+	s.clients.Add(-1)
+}
+
+// disconnect closes a client's connection (CLIENT KILL, shutdown): at once
+// when it waits for a request, after its current command otherwise.
+func (c *Session) disconnect() {
+	c.closing.Store(true)
+	if c.kill != nil {
+		c.kill()
+	} else if c.conn != nil {
+		c.conn.Close()
+	}
 }

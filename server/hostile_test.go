@@ -22,8 +22,10 @@ func expectClosed(t *testing.T, rc *rawConn) {
 
 // Before AUTH a client gets Redis's tiny limits: at most 10 arguments and
 // 16 KiB per argument, whatever the parsing path.
-func TestPreAuthLimits(t *testing.T) {
-	s := startServer(t, Config{NoPersistence: true, RequirePass: "pw"})
+func TestPreAuthLimits(t *testing.T) { bothPaths(t, testPreAuthLimits) }
+
+func testPreAuthLimits(t *testing.T, gpc bool) {
+	s := startServer(t, Config{NoPersistence: true, RequirePass: "pw", goroutinePerConn: gpc})
 	rc := dialRaw(t, s.Addr())
 	args := []string{"AUTH"}
 	for i := 0; i < 11; i++ {
@@ -81,8 +83,10 @@ func TestPreAuthLimits(t *testing.T) {
 // A client that pipelines large replies and never reads them holds at most
 // one reply plus 64 KiB of the server's memory, and is disconnected once
 // its replies make no progress for WriteTimeout.
-func TestNonReadingClient(t *testing.T) {
-	s := startServer(t, Config{NoPersistence: true, WriteTimeout: 500 * time.Millisecond})
+func TestNonReadingClient(t *testing.T) { bothPaths(t, testNonReadingClient) }
+
+func testNonReadingClient(t *testing.T, gpc bool) {
+	s := startServer(t, Config{NoPersistence: true, WriteTimeout: 500 * time.Millisecond, goroutinePerConn: gpc})
 	rc := dialRaw(t, s.Addr())
 	// 48 MB of filter: BF.SCANDUMP returns 16 MiB chunks.
 	if got := rc.do("BF.RESERVE", "big", "0.0001", "20000000", "NONSCALING"); got != "+OK" {
@@ -120,8 +124,10 @@ func TestNonReadingClient(t *testing.T) {
 }
 
 // --maxclients is enforced with Redis's error text.
-func TestMaxClients(t *testing.T) {
-	s := startServer(t, Config{NoPersistence: true, MaxClients: 2})
+func TestMaxClients(t *testing.T) { bothPaths(t, testMaxClients) }
+
+func testMaxClients(t *testing.T, gpc bool) {
+	s := startServer(t, Config{NoPersistence: true, MaxClients: 2, goroutinePerConn: gpc})
 	a, b := dialRaw(t, s.Addr()), dialRaw(t, s.Addr())
 	a.do("PING")
 	b.do("PING")
@@ -141,8 +147,10 @@ func TestMaxClients(t *testing.T) {
 }
 
 // --timeout closes idle clients.
-func TestIdleTimeout(t *testing.T) {
-	s := startServer(t, Config{NoPersistence: true, Timeout: 200 * time.Millisecond})
+func TestIdleTimeout(t *testing.T) { bothPaths(t, testIdleTimeout) }
+
+func testIdleTimeout(t *testing.T, gpc bool) {
+	s := startServer(t, Config{NoPersistence: true, Timeout: 200 * time.Millisecond, goroutinePerConn: gpc})
 	rc := dialRaw(t, s.Addr())
 	if got := rc.do("PING"); got != "+PONG" {
 		t.Fatal(got)
@@ -155,8 +163,10 @@ func TestIdleTimeout(t *testing.T) {
 }
 
 // QUIT answers +OK and closes; nothing pipelined after it runs.
-func TestQuitInPipeline(t *testing.T) {
-	s := startServer(t, Config{NoPersistence: true})
+func TestQuitInPipeline(t *testing.T) { bothPaths(t, testQuitInPipeline) }
+
+func testQuitInPipeline(t *testing.T, gpc bool) {
+	s := startServer(t, Config{NoPersistence: true, goroutinePerConn: gpc})
 	rc := dialRaw(t, s.Addr())
 	io.WriteString(rc.c, "*1\r\n$4\r\nPING\r\n*1\r\n$4\r\nQUIT\r\n*3\r\n$6\r\nBF.ADD\r\n$9\r\nafterquit\r\n$1\r\nx\r\n")
 	if got := rc.read(); got != "+PONG" {
@@ -188,4 +198,11 @@ func TestTLSHandshakeTimeout(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("dropped only after %v", d)
 	}
+}
+
+// bothPaths runs a connection test against the event loops and against
+// the goroutine-per-connection path (TLS clients, other systems).
+func bothPaths(t *testing.T, f func(t *testing.T, goroutinePerConn bool)) {
+	t.Run("eventloop", func(t *testing.T) { f(t, false) })
+	t.Run("goroutine", func(t *testing.T) { f(t, true) })
 }

@@ -71,6 +71,9 @@ type Config struct {
 	WriteTimeout time.Duration
 	// HandshakeTimeout bounds a TLS handshake (default 10 s).
 	HandshakeTimeout time.Duration
+	// goroutinePerConn serves every client with a goroutine instead of
+	// the event loops (tests run both paths).
+	goroutinePerConn bool
 	// AutoSaveLogBytes makes the server write a snapshot (and so restart the
 	// log) in the background once the append-only log is larger than this
 	// and larger than the last snapshot (default 64 MiB; negative: never).
@@ -136,7 +139,8 @@ type Session struct {
 	Addr      string
 	LocalAddr string
 
-	conn    net.Conn
+	conn    net.Conn     // the goroutine path's connection
+	kill    func()       // the event loop's way to notice closing
 	closing atomic.Bool  // CLIENT KILL: close after the current command
 	lastCmd atomic.Int64 // unix ms of the last command (CLIENT LIST idle)
 	curCmd  atomic.Value // name of the last command (string)
@@ -188,6 +192,7 @@ type Server struct {
 	protoErrors   atomic.Int64
 	slowClients   atomic.Int64
 	connWG        sync.WaitGroup
+	loops         []*eventLoop
 
 	smu      sync.Mutex
 	sessions map[int64]*Session
@@ -330,6 +335,9 @@ func (s *Server) Serve() error {
 	if s.closed.Load() {
 		return nil
 	}
+	if err := s.startLoops(); err != nil {
+		s.log.Warn("event loops unavailable; serving each client with a goroutine", "err", err)
+	}
 	return s.acceptLoop(s.ln)
 }
 
@@ -370,7 +378,10 @@ func (s *Server) closeListeners() {
 		s.ln.Close()
 	}
 	for _, c := range s.sessionList() {
-		c.conn.Close()
+		c.disconnect()
+	}
+	for _, l := range s.loops {
+		l.stop()
 	}
 	if s.httpSrv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
