@@ -8,6 +8,6 @@ import "net"
 // served by a goroutine.
 type eventLoop struct{}
 
-func (s *Server) startLoops() error              { return nil }
+func (s *Server) startLoops() error             { return nil }
 func (s *Server) adopt(net.Conn, *Session) bool { return false }
 func (l *eventLoop) stop()                      {}
