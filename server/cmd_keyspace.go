@@ -3,7 +3,6 @@ package server
 // Keyspace commands: DEL, EXISTS, TYPE, KEYS, SCAN, RENAME, expiry, DBSIZE, FLUSHALL.
 
 import (
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -43,22 +42,23 @@ func cmdType(s *Server, c *Session, args [][]byte, r *Reply) {
 
 func cmdKeys(s *Server, c *Session, args [][]byte, r *Reply) {
 	pat := string(args[1])
-	now := s.db.nowMs()
 	var out []string
-	for k, e := range s.db.keys {
-		if e.expireAt != 0 && e.expireAt <= now {
-			continue
-		}
+	// KEYS is O(N) by its nature (as in Redis); it walks the scan order,
+	// so its replies come in that order, without a sort.
+	s.db.scan(0, len(s.db.keys), func(k string, e *entry) {
 		if pat == "*" || globMatch(pat, k) {
 			out = append(out, k)
 		}
-	}
-	sort.Strings(out)
+	})
 	r.Array(len(out))
 	for _, k := range out {
 		r.BulkString(k)
 	}
 }
+
+// maxScanCount bounds the keys one SCAN call visits, whatever COUNT says,
+// so that one call cannot hold the keyspace lock for long.
+const maxScanCount = 100000
 
 func cmdScan(s *Server, c *Session, args [][]byte, r *Reply) {
 	cur, err := strconv.ParseUint(string(args[1]), 10, 64)
@@ -96,26 +96,16 @@ func cmdScan(s *Server, c *Session, args [][]byte, r *Reply) {
 		}
 		i++
 	}
-	keys := s.db.scanOrder()
-	i := sort.Search(len(keys), func(i int) bool { return keys[i].h >= cur })
 	var out []string
-	next := uint64(0)
-	visited := int64(0)
-	for ; i < len(keys); i++ {
-		if visited >= count && keys[i].h != keys[i-1].h {
-			next = keys[i].h
-			break
-		}
-		visited++
-		k := keys[i].k
+	next := s.db.scan(cur, int(min(count, maxScanCount)), func(k string, e *entry) {
 		if pat != "" && !globMatch(pat, k) {
-			continue
+			return
 		}
-		if typ != "" && strings.ToLower(s.db.keys[k].kind.String()) != typ {
-			continue
+		if typ != "" && strings.ToLower(e.kind.String()) != typ {
+			return
 		}
 		out = append(out, k)
-	}
+	})
 	r.Array(2)
 	r.BulkString(strconv.FormatUint(next, 10))
 	r.Array(len(out))
@@ -137,7 +127,7 @@ func cmdRename(s *Server, c *Session, args [][]byte, r *Reply) {
 		if old := s.db.get(dst); old != nil {
 			s.db.drop(dst, old)
 		}
-		s.db.keys[dst] = e
+		s.db.link(dst, e)
 		s.db.used += uint64(len(dst)) + keyOverhead
 		s.db.dirty++
 	}
@@ -218,7 +208,7 @@ func cmdExpire(s *Server, c *Session, args [][]byte, r *Reply) {
 	if at <= now && !s.db.loading {
 		s.db.drop(key, e)
 	} else {
-		e.expireAt = at
+		s.db.setExpire(e, at)
 		s.db.dirty++
 	}
 	c.logArgs = [][]byte{[]byte("PEXPIREAT"), args[1], []byte(strconv.FormatInt(at, 10))}
@@ -249,7 +239,7 @@ func cmdPersist(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Int(0)
 		return
 	}
-	e.expireAt = 0
+	s.db.setExpire(e, 0)
 	s.db.dirty++
 	r.Int(1)
 }

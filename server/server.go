@@ -243,6 +243,7 @@ func New(cfg Config) (*Server, error) {
 		if err := s.load(); err != nil {
 			return nil, err
 		}
+		s.db.reindex() // the snapshot was loaded into the map directly
 	}
 	return s, nil
 }
