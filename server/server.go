@@ -52,6 +52,9 @@ type Config struct {
 	MaxMemory uint64
 	// MetricsAddr, when set, serves Prometheus /metrics and /healthz.
 	MetricsAddr string
+	// MetricsPassword, when set, makes /metrics require HTTP basic auth
+	// with this password (any user name). /healthz stays open for probes.
+	MetricsPassword string
 	// MaxArgs limits the arguments of one command (default 1,048,576).
 	MaxArgs int
 	// MaxBulk limits one argument's size in bytes (default 512 MiB, Redis's
@@ -177,6 +180,8 @@ type Server struct {
 	aof     *appendLog
 	persist persistState
 	metrics *metrics
+	// filterStats caches the per-filter metric series.
+	filterStats filterStats
 	// doubt is the keys whose last writes were not durable when the log failed.
 	doubt doubtSet
 	// txn collects the writes of the MULTI/EXEC block being executed, to

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/bloomkit/bloomkit/server"
 )
@@ -26,7 +27,8 @@ and to snapshots (SAVE, BGSAVE, and on SIGTERM/SIGINT); start-up loads them.
 
 Every flag can also be set by an environment variable: BLOOMKIT_ADDR, BLOOMKIT_DIR,
 BLOOMKIT_APPENDFSYNC, BLOOMKIT_REQUIREPASS, BLOOMKIT_TLS_CERT, BLOOMKIT_TLS_KEY,
-BLOOMKIT_MAXMEMORY, BLOOMKIT_METRICS_ADDR, BLOOMKIT_LOG_LEVEL, BLOOMKIT_LOG_FORMAT.
+BLOOMKIT_MAXMEMORY, BLOOMKIT_METRICS_ADDR, BLOOMKIT_METRICS_PASSWORD, BLOOMKIT_MAXCLIENTS,
+BLOOMKIT_TIMEOUT, BLOOMKIT_LOG_LEVEL, BLOOMKIT_LOG_FORMAT.
 Flags win over the environment. docs/operations.md is the manual.`,
 	examples: `bloom serve
 redis-cli -p 6479 BF.ADD urls https://a.example
@@ -41,6 +43,18 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return def
 	}
+	envInt := func(name string, def int) int {
+		if v, err := strconv.Atoi(env(name, "")); err == nil {
+			return v
+		}
+		return def
+	}
+	envDuration := func(name string, def time.Duration) time.Duration {
+		if v, err := time.ParseDuration(env(name, "")); err == nil {
+			return v
+		}
+		return def
+	}
 	fs := newFlags("serve")
 	addr := fs.String("addr", env("BLOOMKIT_ADDR", "127.0.0.1:6479"), "listen address")
 	dir := fs.String("dir", env("BLOOMKIT_DIR", "bloomkit-data"), "data directory (snapshot and append-only log)")
@@ -50,6 +64,9 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	key := fs.String("tls-key", env("BLOOMKIT_TLS_KEY", ""), "TLS private key (PEM)")
 	maxmem := fs.String("maxmemory", env("BLOOMKIT_MAXMEMORY", "0"), "memory limit for filters, e.g. 4GiB, 512mb (0: 90% of RAM)")
 	metrics := fs.String("metrics-addr", env("BLOOMKIT_METRICS_ADDR", ""), "serve Prometheus /metrics and /healthz here")
+	metricsPass := fs.String("metrics-password", env("BLOOMKIT_METRICS_PASSWORD", ""), "require HTTP basic auth with this password for /metrics")
+	maxclients := fs.Int("maxclients", envInt("BLOOMKIT_MAXCLIENTS", 10000), "maximum open client connections")
+	timeout := fs.Duration("timeout", envDuration("BLOOMKIT_TIMEOUT", 0), "close clients idle this long, e.g. 300s (0: never)")
 	level := fs.String("log-level", env("BLOOMKIT_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
 	format := fs.String("log-format", env("BLOOMKIT_LOG_FORMAT", "text"), "log format: text or json")
 	pos, code, ok := parseFlags(fs, serveHelp, args, stdout, stderr)
@@ -77,12 +94,19 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	default:
 		return usageErr(stderr, "serve", "--log-format must be text or json")
 	}
+	if *maxclients < 1 {
+		return usageErr(stderr, "serve", "--maxclients must be at least 1")
+	}
+	if *timeout < 0 {
+		return usageErr(stderr, "serve", "--timeout must not be negative")
+	}
 	if (*cert == "") != (*key == "") {
 		return usageErr(stderr, "serve", "--tls-cert and --tls-key go together")
 	}
 	srv, err := server.New(server.Config{
 		Addr: *addr, Dir: *dir, AppendFsync: *fsync, RequirePass: *pass,
 		TLSCert: *cert, TLSKey: *key, MaxMemory: limit, MetricsAddr: *metrics, Logger: logger,
+		MetricsPassword: *metricsPass, MaxClients: *maxclients, Timeout: *timeout,
 	})
 	if err != nil {
 		return failf(stderr, "serve", "%v", err)
