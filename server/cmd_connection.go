@@ -50,7 +50,8 @@ const (
 )
 
 func (s *Server) checkPass(user, pass string) bool {
-	return user == "default" && s.cfg.RequirePass != "" && constantTimeEq(pass, s.cfg.RequirePass)
+	pw := s.requirePass()
+	return user == "default" && pw != "" && constantTimeEq(pass, pw)
 }
 
 func constantTimeEq(a, b string) bool {
@@ -73,11 +74,11 @@ func cmdAuth(s *Server, c *Session, args [][]byte, r *Reply) {
 	if len(args) == 3 {
 		user, pass = string(args[1]), string(args[2])
 	}
-	if s.cfg.RequirePass == "" && len(args) == 2 {
+	if s.requirePass() == "" && len(args) == 2 {
 		r.Error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 		return
 	}
-	if s.cfg.RequirePass == "" && user == "default" {
+	if s.requirePass() == "" && user == "default" {
 		c.authed = true
 		r.OK()
 		return
@@ -115,7 +116,7 @@ func cmdHello(s *Server, c *Session, args [][]byte, r *Reply) {
 		opt := strings.ToUpper(string(args[i]))
 		switch {
 		case opt == "AUTH" && i+2 < len(args):
-			if s.cfg.RequirePass == "" && string(args[i+1]) == "default" {
+			if s.requirePass() == "" && string(args[i+1]) == "default" {
 				authed = true
 			} else if !s.checkPass(string(args[i+1]), string(args[i+2])) {
 				s.metrics.authFailures.Inc()
@@ -134,7 +135,7 @@ func cmdHello(s *Server, c *Session, args [][]byte, r *Reply) {
 			return
 		}
 	}
-	if s.cfg.RequirePass != "" && !authed {
+	if s.requirePass() != "" && !authed {
 		r.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
 		return
 	}
@@ -163,4 +164,21 @@ func cmdHello(s *Server, c *Session, args [][]byte, r *Reply) {
 	r.BulkString("master")
 	r.BulkString("modules")
 	r.Array(0)
+}
+
+// RESET returns the connection to its state after connecting: MULTI
+// discarded, replies on, RESP2, no name, and not authenticated when a
+// password is required.
+func cmdReset(s *Server, c *Session, args [][]byte, r *Reply) {
+	s.db.mu.Lock() // other sessions' CLIENT LIST reads these fields
+	c.multi, c.multiErr = nil, false
+	c.txnLen.Store(0)
+	c.replyOff, c.skipReplies = false, 0
+	c.Name = ""
+	c.noEvict = false
+	c.resp3 = false
+	c.authed = s.requirePass() == ""
+	s.db.mu.Unlock()
+	r.resp3 = false
+	r.Simple("RESET")
 }

@@ -9,6 +9,7 @@ func cmdMulti(s *Server, c *Session, args [][]byte, r *Reply) {
 	}
 	c.multi = []queued{{}}
 	c.multiErr = false
+	c.txnLen.Store(1)
 	r.OK()
 }
 
@@ -18,6 +19,7 @@ func cmdDiscard(s *Server, c *Session, args [][]byte, r *Reply) {
 		return
 	}
 	c.multi, c.multiErr = nil, false
+	c.txnLen.Store(0)
 	r.OK()
 }
 

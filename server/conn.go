@@ -86,7 +86,7 @@ func (s *Server) serveConn(nc net.Conn) {
 		}
 		tc.SetDeadline(time.Time{})
 	}
-	if n := s.clients.Add(1); s.cfg.MaxClients > 0 && n > int64(s.cfg.MaxClients) {
+	if n := s.clients.Add(1); n > s.maxClients() {
 		s.clients.Add(-1)
 		s.rejectedConns.Add(1)
 		nc.SetWriteDeadline(time.Now().Add(time.Second))
@@ -96,7 +96,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	}
 	s.totalConns.Add(1)
 	c := &Session{ID: s.nextID.Add(1), Addr: nc.RemoteAddr().String(), LocalAddr: nc.LocalAddr().String(), created: time.Now()}
-	c.authed = s.cfg.RequirePass == ""
+	c.authed = s.requirePass() == ""
 	c.lastCmd.Store(c.created.UnixMilli())
 	s.smu.Lock()
 	s.sessions[c.ID] = c
@@ -131,7 +131,7 @@ func (s *Server) serveConn(nc net.Conn) {
 			if c.closing.Load() {
 				return
 			}
-			if t := s.cfg.Timeout; t > 0 {
+			if t := s.idleTimeout(); t > 0 {
 				nc.SetReadDeadline(time.Now().Add(t))
 			}
 			if err := p.fill(); err != nil {

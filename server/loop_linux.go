@@ -408,7 +408,7 @@ func (l *eventLoop) checkTimeouts(now time.Time) {
 			s.slowClients.Add(1)
 			s.log.Info("disconnecting a client that does not read its replies", "addr", c.sess.Addr, "timeout", s.cfg.WriteTimeout)
 			l.close(c)
-		case s.cfg.Timeout > 0 && !c.watchOut && now.Sub(c.lastRead) > s.cfg.Timeout:
+		case s.idleTimeout() > 0 && !c.watchOut && now.Sub(c.lastRead) > s.idleTimeout():
 			l.close(c)
 		case c.sess.closing.Load():
 			l.close(c)
