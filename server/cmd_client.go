@@ -224,8 +224,12 @@ func clientKill(s *Server, c *Session, args [][]byte, r *Reply) {
 		// The old form: one address, +OK or an error.
 		addr := string(args[2])
 		for _, sc := range s.sessionList() {
-			if sc.Addr == addr {
-				sc.disconnect()
+			if sc.Addr == addr && !sc.closing.Load() {
+				if sc == c {
+					c.closing.Store(true)
+				} else {
+					sc.disconnect()
+				}
 				r.OK()
 				return
 			}
@@ -301,10 +305,16 @@ func clientKill(s *Server, c *Session, args [][]byte, r *Reply) {
 			laddr != "" && sc.LocalAddr != laddr,
 			typ != "" && typ != "normal",
 			maxAge != 0 && int64(now.Sub(sc.created).Seconds()) < maxAge,
-			skipMe && sc == c:
+			skipMe && sc == c,
+			sc.closing.Load(): // killed already, not yet gone
 			continue
 		}
-		sc.disconnect()
+		if sc == c {
+			// Itself: closed after this reply is sent, as in Redis.
+			c.closing.Store(true)
+		} else {
+			sc.disconnect()
+		}
 		killed++
 	}
 	r.Int(killed)

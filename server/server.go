@@ -54,6 +54,10 @@ type Config struct {
 	MaxMemory uint64
 	// MetricsAddr, when set, serves Prometheus /metrics and /healthz.
 	MetricsAddr string
+	// SlowlogLogSlowerThan is the slow log's threshold in microseconds
+	// (nil: 10000; negative: off; 0: every command); SlowlogMaxLen its
+	// length (nil: 128).
+	SlowlogLogSlowerThan, SlowlogMaxLen *int64
 	// ConfigFile is the file the settings were read from, if any: CONFIG
 	// REWRITE writes the settings changed by CONFIG SET back to it.
 	ConfigFile string

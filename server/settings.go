@@ -38,7 +38,13 @@ func (st *settings) init(cfg *Config) {
 	st.timeout.Store(int64(cfg.Timeout))
 	st.maxClients.Store(int64(cfg.MaxClients))
 	st.slowerThan.Store(defaultSlowlogSlowerThan)
+	if cfg.SlowlogLogSlowerThan != nil {
+		st.slowerThan.Store(*cfg.SlowlogLogSlowerThan)
+	}
 	st.slowMaxLen.Store(defaultSlowlogMaxLen)
+	if cfg.SlowlogMaxLen != nil {
+		st.slowMaxLen.Store(max(*cfg.SlowlogMaxLen, 0))
+	}
 	st.maxMemory.Store(cfg.MaxMemory)
 }
 
