@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -28,12 +29,14 @@ and to snapshots (SAVE, BGSAVE, and on SIGTERM/SIGINT); start-up loads them.
 Every flag can also be set by an environment variable: BLOOMKIT_ADDR, BLOOMKIT_DIR,
 BLOOMKIT_APPENDFSYNC, BLOOMKIT_REQUIREPASS, BLOOMKIT_TLS_CERT, BLOOMKIT_TLS_KEY,
 BLOOMKIT_MAXMEMORY, BLOOMKIT_METRICS_ADDR, BLOOMKIT_METRICS_PASSWORD, BLOOMKIT_MAXCLIENTS,
-BLOOMKIT_TIMEOUT, BLOOMKIT_LOG_LEVEL, BLOOMKIT_LOG_FORMAT.
-Flags win over the environment. docs/operations.md is the manual.`,
+BLOOMKIT_TIMEOUT, BLOOMKIT_CONFIG, BLOOMKIT_LOG_LEVEL, BLOOMKIT_LOG_FORMAT.
+Flags win over the environment, which wins over --config FILE.
+docs/operations.md is the manual.`,
 	examples: `bloom serve
 redis-cli -p 6479 BF.ADD urls https://a.example
 bloom serve --addr 0.0.0.0:6479 --requirepass s3cret --tls-cert c.pem --tls-key k.pem
-bloom serve --appendfsync always --maxmemory 4GiB --metrics-addr 127.0.0.1:9479`,
+bloom serve --appendfsync always --maxmemory 4GiB --metrics-addr 127.0.0.1:9479
+bloom serve --config /etc/bloomkit.conf`,
 }
 
 func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -56,6 +59,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return def
 	}
 	fs := newFlags("serve")
+	config := fs.String("config", env("BLOOMKIT_CONFIG", ""), "read settings from this Redis-style config file (CONFIG REWRITE writes to it); flags win over it")
 	addr := fs.String("addr", env("BLOOMKIT_ADDR", "127.0.0.1:6479"), "listen address")
 	dir := fs.String("dir", env("BLOOMKIT_DIR", "bloomkit-data"), "data directory (snapshot and append-only log)")
 	fsync := fs.String("appendfsync", env("BLOOMKIT_APPENDFSYNC", "everysec"), "fsync the log: always, everysec or no")
@@ -103,11 +107,53 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if (*cert == "") != (*key == "") {
 		return usageErr(stderr, "serve", "--tls-cert and --tls-key go together")
 	}
-	srv, err := server.New(server.Config{
+	cfg := server.Config{
 		Addr: *addr, Dir: *dir, AppendFsync: *fsync, RequirePass: *pass,
 		TLSCert: *cert, TLSKey: *key, MaxMemory: limit, MetricsAddr: *metrics, Logger: logger,
 		MetricsPassword: *metricsPass, MaxClients: *maxclients, Timeout: *timeout,
-	})
+	}
+	if *config != "" {
+		// The file's settings, unless a flag or environment variable says
+		// otherwise.
+		given := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		for name, envName := range map[string]string{"addr": "BLOOMKIT_ADDR", "dir": "BLOOMKIT_DIR",
+			"appendfsync": "BLOOMKIT_APPENDFSYNC", "requirepass": "BLOOMKIT_REQUIREPASS", "maxmemory": "BLOOMKIT_MAXMEMORY",
+			"maxclients": "BLOOMKIT_MAXCLIENTS", "timeout": "BLOOMKIT_TIMEOUT"} {
+			if _, ok := os.LookupEnv(envName); ok {
+				given[name] = true
+			}
+		}
+		fc := server.Config{}
+		if err := server.ReadConfigFile(*config, &fc); err != nil {
+			return failf(stderr, "serve", "%v", err)
+		}
+		cfg.ConfigFile = fc.ConfigFile
+		cfg.SlowlogLogSlowerThan, cfg.SlowlogMaxLen = fc.SlowlogLogSlowerThan, fc.SlowlogMaxLen
+		cfg.MaxBulk, cfg.MaxQuery, cfg.NoPersistence = fc.MaxBulk, fc.MaxQuery, fc.NoPersistence
+		if !given["addr"] {
+			cfg.Addr = fc.Addr
+		}
+		if !given["dir"] && fc.Dir != "" {
+			cfg.Dir = fc.Dir
+		}
+		if !given["appendfsync"] && fc.AppendFsync != "" {
+			cfg.AppendFsync = fc.AppendFsync
+		}
+		if !given["requirepass"] && fc.RequirePass != "" {
+			cfg.RequirePass = fc.RequirePass
+		}
+		if !given["maxmemory"] && fc.MaxMemory != 0 {
+			cfg.MaxMemory = fc.MaxMemory
+		}
+		if !given["maxclients"] && fc.MaxClients != 0 {
+			cfg.MaxClients = fc.MaxClients
+		}
+		if !given["timeout"] && fc.Timeout != 0 {
+			cfg.Timeout = fc.Timeout
+		}
+	}
+	srv, err := server.New(cfg)
 	if err != nil {
 		return failf(stderr, "serve", "%v", err)
 	}
