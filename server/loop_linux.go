@@ -154,7 +154,7 @@ func (s *Server) adopt(nc net.Conn, c *Session) bool {
 	now := time.Now()
 	lc := &loopConn{fd: fd, sess: c, rd: newRequestReader(fdReader{fd}, s.readLimits(c)), lastRead: now, lastWrite: now}
 	l := s.loops[int(c.ID)%len(s.loops)]
-	c.kill = l.wakeUp
+	c.setKill(l.wakeUp)
 	l.mu.Lock()
 	l.newc = append(l.newc, lc)
 	l.mu.Unlock()

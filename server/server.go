@@ -151,6 +151,7 @@ type Session struct {
 	Addr      string
 	LocalAddr string
 
+	hmu     sync.Mutex              // conn and kill: set after the session is listed
 	conn    net.Conn                // the goroutine path's connection
 	kill    func()                  // the event loop's way to notice closing
 	closing atomic.Bool             // CLIENT KILL: close after the current command
