@@ -67,7 +67,7 @@ func newMetrics() *metrics {
 	return m
 }
 
-func (m *metrics) observe(cmd *command, start time.Time, failed bool) {
+func (m *metrics) observe(cmd *command, d time.Duration, failed bool) {
 	if m == nil {
 		return
 	}
@@ -80,7 +80,7 @@ func (m *metrics) observe(cmd *command, start time.Time, failed bool) {
 	if failed {
 		pc.errs.Inc()
 	}
-	pc.lat.Observe(time.Since(start).Seconds())
+	pc.lat.Observe(d.Seconds())
 }
 
 func (m *metrics) register(s *Server) {

@@ -637,7 +637,7 @@ func (s *Server) do(c *Session, args [][]byte, r *Reply) {
 
 // reject counts a command refused before it ran (cmd nil: unknown).
 func (s *Server) reject(cmd *command, start time.Time, r *Reply) {
-	s.metrics.observe(cmd, start, true)
+	s.metrics.observe(cmd, time.Since(start), true)
 	s.stats.rejected(cmd, r)
 }
 
@@ -645,7 +645,7 @@ func (s *Server) reject(cmd *command, start time.Time, r *Reply) {
 // errorstats, and the slow log.
 func (s *Server) executed(c *Session, cmd *command, args [][]byte, start time.Time, r *Reply) {
 	d := time.Since(start)
-	s.metrics.observe(cmd, start, r.failed)
+	s.metrics.observe(cmd, d, r.failed)
 	s.stats.executed(cmd, d, r)
 	if t := s.set.slowerThan.Load(); t >= 0 && d.Microseconds() >= t && !cmd.noSlowlog {
 		s.slowlog.add(c, args, start, d, int(s.set.slowMaxLen.Load()))
