@@ -428,7 +428,11 @@ func staleNote(names []string) string {
 	if len(names) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("; stale temp files after start: %s", strings.Join(names, ", "))
+	more := ""
+	if len(names) > 2 {
+		names, more = names[:2], fmt.Sprintf(" and %d more", len(names)-2)
+	}
+	return fmt.Sprintf("; stale temp files after start: %s%s", strings.Join(names, ", "), more)
 }
 
 // fixtures are written once, before round 1.
