@@ -60,10 +60,25 @@ type measurement struct {
 	idle        []time.Duration // probe latencies in the second before it
 	writes      []time.Duration // writer latencies overlapping the save
 	rssBefore   int64
-	extra       int64 // peak extra memory during the save (see sampleMemory)
-	hwmExtra    int64 // VmHWM after the save − RSS before (bloom serve: peak reset before)
-	cow         int64 // Redis's own rdb_last_cow_size / aof_last_cow_size
+	extra       int64         // peak extra memory during the save (see sampleMemory)
+	hwmExtra    int64         // VmHWM after the save − RSS before (bloom serve: peak reset before)
+	cow         int64         // Redis's own rdb_last_cow_size / aof_last_cow_size
+	fork        time.Duration // Redis's latest_fork_usec
 	status      string
+}
+
+// corrected adds, for each probe slower than the interval, the probes a
+// client on a fixed schedule would have sent meanwhile and that would have
+// waited for the same reply (HdrHistogram's coordinated-omission
+// correction): a 2 s stall then counts as a thousand slow probes, not one.
+func corrected(d []time.Duration, interval time.Duration) []time.Duration {
+	out := slices.Clone(d)
+	for _, x := range d {
+		for y := x - interval; y > 0; y -= interval {
+			out = append(out, y)
+		}
+	}
+	return out
 }
 
 // clientTimeout is long: a server stalled for seconds is a result.
@@ -294,6 +309,12 @@ func measure(ctx context.Context, t *target, sc scenario, interval time.Duration
 	m.extra = ms.peak
 	if hwm, err := statusKB(pid, "VmHWM"); err == nil {
 		m.hwmExtra = hwm - before
+	}
+	if t.forks {
+		if st, err := infoMap(ctx, ctl, "stats"); err == nil {
+			us, _ := strconv.ParseInt(st["latest_fork_usec"], 10, 64)
+			m.fork = time.Duration(us) * time.Microsecond
+		}
 	}
 	if sc.cmd == "BGSAVE" {
 		m.status = final["rdb_last_bgsave_status"]
