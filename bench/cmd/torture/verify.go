@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -361,7 +362,7 @@ func (k *checker) verifyCopies(ctx context.Context, ws []*worker) error {
 			if c.complete(len(k.src)) {
 				got, err := res[0].Int64Slice()
 				res = res[1:]
-				if bad < 0 && (err != nil || !equalInts(got, k.want)) {
+				if bad < 0 && (err != nil || !slices.Equal(got, k.want)) {
 					k.violation("copy %s: every chunk matches the source but BF.MEXISTS of the probes differs (%v)", c.key, err)
 				}
 			}
@@ -379,18 +380,6 @@ func (k *checker) verifyCopies(ctx context.Context, ws []*worker) error {
 		copies = copies[n:]
 	}
 	return nil
-}
-
-func equalInts(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // staleTemp lists files in dir that look like leftovers of an interrupted
