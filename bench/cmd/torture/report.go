@@ -107,6 +107,15 @@ func writeReport(cfg config, results []*modeResult, elapsed time.Duration) error
 			p("- Restart (start-up incl. replay, until PING answers): median %v, max %v.\n",
 				median(r.restarts).Round(time.Millisecond), slices.Max(r.restarts).Round(time.Millisecond))
 		}
+		idle := 0
+		for _, l := range r.perRound {
+			if l.acked == 0 {
+				idle++
+			}
+		}
+		if idle > 0 {
+			p("- **%d of %d rounds acknowledged no write at all** (a server refusing every write passes the checks trivially: see the error replies).\n", idle, r.rounds)
+		}
 		if r.staleRounds > 0 {
 			p("- Stale temporary files in the data directory after start-up in %d of %d rounds (issue 11 asks start-up to remove them), e.g. %s.\n",
 				r.staleRounds, r.rounds, strings.Join(r.staleNames, ", "))
