@@ -12,14 +12,20 @@
 //     command"), and
 //   - BGSAVE while a second client sends BF.ADD back to back;
 //
-// each scenario -reps times, interleaved. A save is over when INFO
+// each scenario -reps times, interleaved (the ones without writes first,
+// so memory freed by a save with writes cannot hide growth). A save is over when INFO
 // persistence (polled every 10 ms on a third connection) shows neither
 // rdb_bgsave_in_progress, aof_rewrite_in_progress nor
 // aof_rewrite_scheduled. Latency is measured per request from send to
 // reply; "during" counts every request that overlapped the save. Extra
 // memory is the peak of the server's VmRSS (sampled every 5 ms) minus its
-// RSS just before the command; VmHWM (reset through /proc/pid/clear_refs
-// before the command) is reported beside it.
+// RSS just before the command, or, if larger, the peak growth of its Go
+// heap in use (INFO memory used_memory_go_heap, polled with the
+// persistence section): a Go process reuses heap it freed in an earlier
+// run without growing its RSS. VmHWM (reset through /proc/pid/clear_refs
+// before the command) and the server's own count of bytes copied on write
+// (rdb_last_cow_size / aof_last_cow_size, when it reports them) are
+// reported beside it.
 //
 // The same runs against redis-server (when installed; -redis=false skips
 // it) holding a string of the same size written with SETRANGE of random
@@ -298,7 +304,11 @@ func runRedis(ctx context.Context, cfg config, tmp string, size int64) (*result,
 	return r, r.measureAll(ctx, cfg)
 }
 
-// measureAll runs every scenario -reps times, interleaved.
+// measureAll runs every scenario -reps times, interleaved: first the
+// scenarios without writes, then those with a writer. Memory copied on
+// write and freed stays with a Go process and is reused without new RSS,
+// so a save without writes measured after one with writes could hide its
+// own growth.
 func (r *result) measureAll(ctx context.Context, cfg config) error {
 	r.by = map[string][]*measurement{}
 	for _, sc := range scenarios {
@@ -307,9 +317,18 @@ func (r *result) measureAll(ctx context.Context, cfg config) error {
 		}
 	}
 	skip := map[string]bool{}
+	for _, writer := range []bool{false, true} {
+		if err := r.measureGroup(ctx, cfg, writer, skip); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *result) measureGroup(ctx context.Context, cfg config, writer bool, skip map[string]bool) error {
 	for rep := 0; rep < cfg.reps; rep++ {
 		for i, sc := range r.order {
-			if skip[sc.String()] {
+			if skip[sc.String()] || sc.writer != writer {
 				continue
 			}
 			m, err := measure(ctx, r.t, sc, cfg.interval, cfg.seed+uint64(rep*10+i))
@@ -320,10 +339,10 @@ func (r *result) measureAll(ctx context.Context, cfg config) error {
 				skip[sc.String()] = true
 				fmt.Printf("savestall: %s: %s is not supported (unknown command)\n", r.t.name, sc.cmd)
 			} else {
-				fmt.Printf("savestall: %s %-20s rep %d: save %v, probe max %v p99 %v p50 %v (%d probes), extra memory %.1f MiB (%.1f%%)\n",
+				fmt.Printf("savestall: %s %-20s rep %d: save %v, probe max %v p99 %v p50 %v (%d probes), extra memory %.1f MiB (%.1f%%)%s\n",
 					r.t.name, sc, rep+1, m.saveTime.Round(time.Millisecond), pct(m.during, 1).Round(10*time.Microsecond),
 					pct(m.during, .99).Round(10*time.Microsecond), pct(m.during, .5).Round(10*time.Microsecond), len(m.during),
-					float64(m.extra)/(1<<20), 100*float64(m.extra)/float64(r.t.dataBytes))
+					float64(m.extra)/(1<<20), 100*float64(m.extra)/float64(r.t.dataBytes), slowNote(m.slow))
 			}
 			r.by[sc.String()] = append(r.by[sc.String()], m)
 		}
@@ -339,6 +358,7 @@ type summary struct {
 	maxWorst, maxMedian, p99, p50 time.Duration
 	p99c                          time.Duration // p99 corrected for missed probes
 	forkMax                       time.Duration
+	cowKnown                      bool
 	idleP99, idleMax              time.Duration
 	slow, probes                  int
 	extraMax, hwmMax, cowMax      int64
@@ -368,11 +388,12 @@ func (r *result) summarize(sc scenario, interval time.Duration) summary {
 		s.forkMax = max(s.forkMax, m.fork)
 		idle99 = append(idle99, pct(m.idle, .99))
 		idleMax = append(idleMax, pct(m.idle, 1))
-		s.slow += countAtLeast(m.during, 25*time.Millisecond)
+		s.slow += countAtLeast(m.during, slowProbe)
 		s.probes += len(m.during)
 		s.extraMax = max(s.extraMax, m.extra)
 		s.hwmMax = max(s.hwmMax, m.hwmExtra)
 		s.cowMax = max(s.cowMax, m.cow)
+		s.cowKnown = s.cowKnown || m.cowKnown
 		if len(m.writes) > 0 {
 			wmax = append(wmax, pct(m.writes, 1))
 			w99 = append(w99, pct(m.writes, .99))
@@ -460,9 +481,10 @@ func writeReport(cfg config, results []*result, redisNote string, elapsed time.D
 		"latency is send → reply of every probe that overlapped the save (\"during\"), and of the probes in the second before it (\"idle\"). "+
 		"The save starts with the command and ends when INFO persistence (polled every 10 ms) shows it finished. "+
 		"\"+ writer\": a second client writes back to back (BF.ADD of new items / SETBIT at random offsets) during the save. "+
-		"Each scenario ran %d times, interleaved; max is the worst over the runs, the other columns are medians of the runs. "+
+		"Each scenario ran %d times, interleaved (those without writes first); max is the worst over the runs, the other columns are medians of the runs. "+
 		"Extra memory: the peak of (VmRSS − VmRSS before the command), sampled every 5 ms, plus for Redis the private memory of its forked child; "+
-		"also VmHWM − RSS before (peak reset before the command) and Redis's own copy-on-write count and fork time (latest_fork_usec, worst run). "+
+		"for bloom serve the peak growth of its Go heap in use (INFO used_memory_go_heap, polled every 10 ms) when that is larger (freed heap is reused without new RSS); "+
+		"also VmHWM − RSS before (peak reset before the command), the server's own copy-on-write count (rdb_last_cow_size / aof_last_cow_size) and Redis's fork time (latest_fork_usec, worst run). "+
 		"\"p99 corrected\": a probe that waited longer than %v also stands for the probes a client on schedule would have sent meanwhile (coordinated omission). Both servers with appendonly and appendfsync %s.\n\n",
 		cfg.interval, cfg.reps, cfg.interval, cfg.appendfsync)
 	p("| server | scenario | save time | probe max | median max | p99 | p99 corrected | p50 | probes ≥ 25 ms | idle p99 / max | extra memory | of data | VmHWM − before | server's COW count | fork | writer max / p99 (writes) | status |\n")
@@ -479,14 +501,30 @@ func writeReport(cfg config, results []*result, redisNote string, elapsed time.D
 				w = fmt.Sprintf("%s / %s (%d)", ms(s.writeMax), ms(s.writeP99), s.writes)
 			}
 			cow, fork := "–", "–"
-			if r.t.forks {
+			if s.cowKnown {
 				cow = fmt.Sprintf("%.1f MiB", float64(s.cowMax)/(1<<20))
+			}
+			if r.t.forks {
 				fork = ms(s.forkMax)
 			}
 			p("| %s | %s | %s | **%s** | %s | %s | %s | %s | %d of %d | %s / %s | %.1f MiB | **%.1f%%** | %.1f MiB | %s | %s | %s | %s |\n",
 				r.t.name, sc, ms(s.saveMedian), ms(s.maxWorst), ms(s.maxMedian), ms(s.p99), ms(s.p99c), ms(s.p50), s.slow, s.probes,
 				ms(s.idleP99), ms(s.idleMax), float64(s.extraMax)/(1<<20), 100*float64(s.extraMax)/float64(r.t.dataBytes),
 				float64(s.hwmMax)/(1<<20), cow, fork, w, s.status)
+		}
+	}
+	p("\nProbes ≥ %v during the save, with when they were sent (ms after the command), by run:\n\n", slowProbe)
+	for _, r := range results {
+		for _, sc := range r.order {
+			var runs []string
+			for i, m := range r.by[sc.String()] {
+				if len(m.slow) > 0 {
+					runs = append(runs, fmt.Sprintf("run %d: %s", i+1, strings.TrimPrefix(slowNote(m.slow), "; slow probes: ")))
+				}
+			}
+			if len(runs) > 0 {
+				p("- %s %s — %s.\n", r.t.name, sc, strings.Join(runs, "; "))
+			}
 		}
 	}
 	ours := results[0].summarize(scenario{cmd: "BGSAVE"}, cfg.interval)
@@ -511,4 +549,16 @@ func writeReport(cfg config, results []*result, redisNote string, elapsed time.D
 		p("- This run used %d items; the goal is stated for ≥ 600M (run without -quick).\n", cfg.items)
 	}
 	return os.WriteFile(cfg.out, []byte(b.String()), 0o644)
+}
+
+// slowNote lists the first slow probes of a run.
+func slowNote(slow []string) string {
+	if len(slow) == 0 {
+		return ""
+	}
+	more := ""
+	if len(slow) > 4 {
+		slow, more = slow[:4], fmt.Sprintf(" and %d more", len(slow)-4)
+	}
+	return "; slow probes: " + strings.Join(slow, ", ") + more
 }

@@ -57,12 +57,14 @@ type measurement struct {
 	unsupported bool
 	saveTime    time.Duration
 	during      []time.Duration // probe latencies of requests overlapping the save
+	slow        []string        // "latency at +offset" of probes ≥ 25 ms, offset from the command
 	idle        []time.Duration // probe latencies in the second before it
 	writes      []time.Duration // writer latencies overlapping the save
 	rssBefore   int64
-	extra       int64         // peak extra memory during the save (see sampleMemory)
-	hwmExtra    int64         // VmHWM after the save − RSS before (bloom serve: peak reset before)
-	cow         int64         // Redis's own rdb_last_cow_size / aof_last_cow_size
+	extra       int64 // peak extra memory during the save (see sampleMemory)
+	hwmExtra    int64 // VmHWM after the save − RSS before (bloom serve: peak reset before)
+	cow         int64 // Redis's own rdb_last_cow_size / aof_last_cow_size
+	cowKnown    bool
 	fork        time.Duration // Redis's latest_fork_usec
 	status      string
 }
@@ -80,6 +82,11 @@ func corrected(d []time.Duration, interval time.Duration) []time.Duration {
 	}
 	return out
 }
+
+// slowProbe is the goal's limit: probes this slow are listed with the
+// moment they were sent, to tell a stall at the start of a save (taking the
+// point in time) from one at its end (switching files).
+const slowProbe = 25 * time.Millisecond
 
 // clientTimeout is long: a server stalled for seconds is a result.
 const clientTimeout = 2 * time.Minute
@@ -252,10 +259,10 @@ func measure(ctx context.Context, t *target, sc scenario, interval time.Duration
 		return nil, fmt.Errorf("read RSS of %s: %w", t.name, err)
 	}
 	m.rssBefore = before
-	ms := &memSampler{pid: pid, forks: t.forks, before: before}
+	sampler := &memSampler{pid: pid, forks: t.forks, before: before}
 	mctx, mstop := context.WithCancel(lctx)
 	mdone := make(chan struct{})
-	go func() { ms.run(mctx); close(mdone) }()
+	go func() { sampler.run(mctx); close(mdone) }()
 
 	t0 := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, clientTimeout)
@@ -306,7 +313,7 @@ func measure(ctx context.Context, t *target, sc scenario, interval time.Duration
 	if err := finish(); err != nil {
 		return nil, err
 	}
-	m.extra = ms.peak
+	m.extra = sampler.peak
 	if hwm, err := statusKB(pid, "VmHWM"); err == nil {
 		m.hwmExtra = hwm - before
 	}
@@ -318,16 +325,19 @@ func measure(ctx context.Context, t *target, sc scenario, interval time.Duration
 	}
 	if sc.cmd == "BGSAVE" {
 		m.status = final["rdb_last_bgsave_status"]
-		m.cow, _ = strconv.ParseInt(final["rdb_last_cow_size"], 10, 64)
+		m.cow, m.cowKnown = intField(final, "rdb_last_cow_size")
 	} else {
 		m.status = final["aof_last_bgrewrite_status"]
-		m.cow, _ = strconv.ParseInt(final["aof_last_cow_size"], 10, 64)
+		m.cow, m.cowKnown = intField(final, "aof_last_cow_size")
 	}
 	overlaps := func(s span) bool { return s.end.After(t0) && s.start.Before(t1) }
 	for _, s := range reads {
 		switch {
 		case overlaps(s):
 			m.during = append(m.during, s.d())
+			if s.d() >= slowProbe {
+				m.slow = append(m.slow, fmt.Sprintf("%s at %+.0f ms", ms(s.d()), float64(s.start.Sub(t0))/float64(time.Millisecond)))
+			}
 		case s.end.Before(t0):
 			m.idle = append(m.idle, s.d())
 		}
@@ -362,4 +372,10 @@ func countAtLeast(d []time.Duration, limit time.Duration) int {
 		}
 	}
 	return n
+}
+
+// intField parses an integer INFO field; ok is false when it is missing.
+func intField(m map[string]string, name string) (int64, bool) {
+	v, err := strconv.ParseInt(m[name], 10, 64)
+	return v, err == nil
 }
