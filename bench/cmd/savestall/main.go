@@ -13,9 +13,9 @@
 //   - BGSAVE while a second client sends BF.ADD back to back;
 //
 // each scenario -reps times, interleaved (the ones without writes first,
-// so memory freed by a save with writes cannot hide growth). A save is over when INFO
-// persistence (polled every 10 ms on a third connection) shows neither
-// rdb_bgsave_in_progress, aof_rewrite_in_progress nor
+// so memory freed by a save with writes cannot hide growth). A save is over
+// when INFO persistence (polled every 10 ms on a third connection) shows
+// neither rdb_bgsave_in_progress, aof_rewrite_in_progress nor
 // aof_rewrite_scheduled. Latency is measured per request from send to
 // reply; "during" counts every request that overlapped the save. Extra
 // memory is the peak of the server's VmRSS (sampled every 5 ms) minus its
