@@ -153,6 +153,7 @@ type Server struct {
 
 	ln       net.Listener
 	addr     atomic.Value // string
+	rcMu     sync.Mutex
 	rc       *redcon.Server
 	httpSrv  *http.Server
 	httpLn   net.Listener
@@ -285,14 +286,26 @@ func (s *Server) Serve() error {
 		case <-s.stop:
 		}
 	}()
-	s.rc = redcon.NewServerNetwork("tcp", s.Addr(), s.handle, s.accept, s.closedConn)
+	rc := redcon.NewServerNetwork("tcp", s.Addr(), s.handle, s.accept, s.closedConn)
+	s.rcMu.Lock()
+	s.rc = rc
+	s.rcMu.Unlock()
+	if s.closed.Load() {
+		return nil
+	}
 	s.log.Info("serving", "addr", s.Addr(), "dir", s.cfg.Dir, "appendfsync", s.cfg.AppendFsync,
 		"tls", s.cfg.TLSCert != "", "auth", s.cfg.RequirePass != "", "maxmemory", s.db.limit, "metrics", s.MetricsAddr())
-	err := s.rc.Serve(s.ln)
+	err := rc.Serve(s.ln)
 	if s.closed.Load() {
 		return nil
 	}
 	return err
+}
+
+func (s *Server) rcServer() *redcon.Server {
+	s.rcMu.Lock()
+	defer s.rcMu.Unlock()
+	return s.rc
 }
 
 // ListenAndServe listens on cfg.Addr and serves.
@@ -328,10 +341,11 @@ func (s *Server) Close() error {
 func (s *Server) closeListeners() {
 	s.closed.Store(true)
 	s.stopOnce.Do(func() { close(s.stop) })
-	if s.rc != nil {
-		s.rc.Close()
-	} else if s.ln != nil {
-		s.ln.Close()
+	if rc := s.rcServer(); rc != nil {
+		rc.Close()
+	}
+	if s.ln != nil {
+		s.ln.Close() // also when Serve has not got as far as redcon yet
 	}
 	if s.httpSrv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
