@@ -308,13 +308,14 @@ func runMode(ctx context.Context, cfg config, bin, dir string, res *modeResult, 
 			return nil
 		}
 	}
-	// A clean stop: SIGTERM saves; after it nothing may be missing.
+	// A clean stop: SIGTERM saves; after it nothing may be missing. A
+	// stop that goes wrong (no exit, a non-zero status) is a failure, but
+	// the data is still checked.
 	if err := srv.stop(cfg.startTimeout); err != nil {
 		res.fatal = "SIGTERM: " + err.Error()
-		return nil
 	}
 	if err := srv.start(ctx, "after SIGTERM"); err != nil {
-		res.fatal = "restart after SIGTERM: " + err.Error()
+		res.fatal = strings.TrimPrefix(res.fatal+"\n", "\n") + "restart after SIGTERM: " + err.Error()
 		return nil
 	}
 	chk := &checker{c: redis.NewClient(clientOptions(srv.addr, cfg.opTimeout)), round: cfg.rounds + 1,
@@ -327,7 +328,7 @@ func runMode(ctx context.Context, cfg config, bin, dir string, res *modeResult, 
 	res.v.add(chk.v)
 	res.clean = true
 	fmt.Printf("%s after SIGTERM and restart: lost %d, violations %d\n", res.mode, chk.v.lost, chk.v.violations)
-	if err := srv.stop(cfg.startTimeout); err != nil {
+	if err := srv.stop(cfg.startTimeout); err != nil && res.fatal == "" {
 		res.fatal = "final SIGTERM: " + err.Error()
 	}
 	res.dataBytes = dirSize(srv.dir)
