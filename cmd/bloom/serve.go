@@ -6,10 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/bloomkit/bloomkit/server"
 )
@@ -93,9 +91,10 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		srv.Close()
 		return failf(stderr, "serve", "%v", err)
 	}
+	// The process's signal handler (output.go) hands SIGTERM/SIGINT to us.
 	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	defer signal.Stop(sig)
+	setSignalHook(sig)
+	defer setSignalHook(nil)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve() }()
 	select {
