@@ -29,7 +29,7 @@ func gitDescribe(repo string) string {
 		return "unknown commit"
 	}
 	s := strings.TrimSpace(string(out))
-	if st, err := exec.Command("git", "-C", repo, "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(strings.TrimSpace(string(st))) > 0 {
+	if st, err := exec.Command("git", "-C", repo, "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)bench/*.md").Output(); err == nil && len(strings.TrimSpace(string(st))) > 0 {
 		s += " (with uncommitted changes)"
 	}
 	return s
