@@ -58,7 +58,8 @@ type measurement struct {
 	saveTime    time.Duration
 	during      []time.Duration // probe latencies of requests overlapping the save
 	slow        []string        // "latency at +offset" of probes ≥ 25 ms, offset from the command
-	idle        []time.Duration // probe latencies in the second before it
+	idle        []time.Duration // probe latencies in the idle time before it
+	idleTime    time.Duration
 	writes      []time.Duration // writer latencies overlapping the save
 	rssBefore   int64
 	extra       int64 // peak extra memory during the save (see sampleMemory)
@@ -206,10 +207,10 @@ func (m *memSampler) run(ctx context.Context) {
 	}
 }
 
-// measure runs one scenario: a probe every interval (and a writer), a
-// second of idle baseline, the save command, polling INFO every 10 ms until
+// measure runs one scenario: a probe every interval (and a writer), an
+// idle baseline, the save command, polling INFO every 10 ms until
 // it is over, and 300 ms more.
-func measure(ctx context.Context, t *target, sc scenario, interval time.Duration, seed uint64) (*measurement, error) {
+func measure(ctx context.Context, t *target, sc scenario, interval, idle time.Duration, seed uint64) (*measurement, error) {
 	ctl := redis.NewClient(clientOptions(t.p.addr, clientTimeout))
 	defer ctl.Close()
 	if err := waitIdle(ctx, ctl, 10*time.Minute); err != nil {
@@ -245,7 +246,7 @@ func measure(ctx context.Context, t *target, sc scenario, interval time.Duration
 		return errors.Join(readErr, writeErr)
 	}
 	select {
-	case <-time.After(time.Second):
+	case <-time.After(idle):
 	case <-ctx.Done():
 		finish()
 		return nil, ctx.Err()
@@ -307,6 +308,7 @@ func measure(ctx context.Context, t *target, sc scenario, interval time.Duration
 	}
 	t1 := time.Now()
 	m.saveTime = t1.Sub(t0)
+	m.idleTime = idle
 	time.Sleep(300 * time.Millisecond)
 	mstop()
 	<-mdone
