@@ -38,7 +38,7 @@ type readLimits struct {
 }
 
 var (
-	preAuthLimits = readLimits{preAuth: true, maxArgs: 10, maxBulk: 16 << 10, maxInline: 64 << 10, maxQuery: 256 << 10}
+	preAuthLimits = readLimits{preAuth: true, maxArgs: 10, maxBulk: 16 << 10, maxInline: 16 << 10, maxQuery: 256 << 10}
 )
 
 // protocolError is a malformed or oversized request: the connection gets
@@ -68,25 +68,32 @@ func (p *requestReader) next() ([][]byte, error) {
 		p.r, p.w = 0, 0
 		return nil, nil
 	}
+	var args [][]byte
+	var err error
+	start := p.r
 	if p.buf[p.r] == '*' {
-		return p.multibulk()
+		args, err = p.multibulk()
+	} else {
+		args, err = p.inline()
 	}
-	return p.inline()
+	if args == nil && err == nil && p.r != start {
+		args = noArgs // consumed an empty request
+	}
+	return args, err
 }
+
+var noArgs = make([][]byte, 0)
 
 // line finds the end of the line starting at i: the index of its '\r' (or
 // -1 when incomplete). Lines are "\r\n"-terminated in RESP.
 func (p *requestReader) line(i int, tooBig string) (int, error) {
 	j := bytes.IndexByte(p.buf[i:p.w], '\r')
+	if j < 0 && p.w-i > p.lim.maxInline || j > p.lim.maxInline {
+		return 0, protoErr(tooBig)
+	}
 	if j < 0 || i+j+1 >= p.w {
-		if p.w-i > p.lim.maxInline {
-			return 0, protoErr(tooBig)
-		}
 		p.need = max(p.need, p.w-p.r+1)
 		return -1, nil
-	}
-	if j > p.lim.maxInline {
-		return 0, protoErr(tooBig)
 	}
 	return i + j, nil
 }
@@ -111,7 +118,7 @@ func (p *requestReader) multibulk() ([][]byte, error) {
 	p.args = p.args[:0]
 	if n <= 0 {
 		p.r = i
-		return p.args[:0:0], nil
+		return nil, nil
 	}
 	for k := int64(0); k < n; k++ {
 		if i >= p.w {
@@ -169,6 +176,11 @@ func (p *requestReader) inline() ([][]byte, error) {
 	args, err := splitArgs(line, p.args[:0], p.lim.maxArgs)
 	if err != nil {
 		return nil, err
+	}
+	for _, a := range args {
+		if len(a) > p.lim.maxBulk {
+			return nil, protoErr("invalid bulk length")
+		}
 	}
 	p.args = args
 	p.r = i + j + 1
