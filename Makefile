@@ -73,3 +73,18 @@ fuzz:
 	$(GO) test ./redisbloom -run '^$$' -fuzz '^FuzzLoadHeaders$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/bloom -run '^$$' -fuzz '^FuzzFieldKey$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/bloom -run '^$$' -fuzz '^FuzzChunkReader$$' -fuzztime $(FUZZTIME)
+
+.PHONY: torture savestall
+
+## torture: kill -9 bloom serve every 0.2-1.2 s under load and check every
+## acknowledged write after each restart; writes bench/TORTURE.md. Not part
+## of `make test` (minutes). TORTUREFLAGS="-rounds 5" for a short run.
+TORTUREFLAGS ?= -fsync always,everysec
+torture:
+	cd bench && $(GO) run ./cmd/torture $(TORTUREFLAGS)
+
+## savestall: client latency and extra memory while bloom serve and
+## redis-server save a 690 MiB filter; writes bench/SAVESTALL.md.
+## SAVESTALLFLAGS=-quick for a 60M-item (69 MiB) filter.
+savestall:
+	cd bench && $(GO) run ./cmd/savestall $(SAVESTALLFLAGS)
