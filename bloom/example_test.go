@@ -36,7 +36,7 @@ func ExampleEstimate() {
 	fmt.Printf("rate at twice the items: %.3f\n", bloom.FalsePositiveRate(p.M, 200_000_000, p.K))
 	// Output:
 	// classic: 958505838 bits (114.3 MiB), k = 7
-	// blocked: 989590528 bits (118.0 MiB), k = 6
+	// blocked: 991799296 bits (118.2 MiB), k = 6
 	// rate at twice the items: 0.157
 }
 

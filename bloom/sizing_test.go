@@ -66,11 +66,17 @@ func TestBlockedRateFormula(t *testing.T) {
 			}
 		}
 	}
-	// One block, one probe, Poisson(1) keys: sum_j e^-1/j! (1 - q^j) is
-	// 1 - exp(-(1-q)) with q = 511/512.
-	want := -math.Expm1(-1.0 / BlockBits)
-	if got := BlockedFalsePositiveRate(BlockBits, 1, 1); math.Abs(got-want) > 1e-12 {
-		t.Errorf("one block: %g, want %g", got, want)
+	// One block holds every key: with one probe, n keys leave a bit unset
+	// with probability (511/512)^n, exactly.
+	for _, n := range []uint64{1, 10, 1000} {
+		want := -math.Expm1(float64(n) * math.Log1p(-1.0/BlockBits))
+		if got := BlockedFalsePositiveRate(BlockBits, n, 1); math.Abs(got-want) > 1e-12 {
+			t.Errorf("one block, %d keys: %g, want %g", n, got, want)
+		}
+	}
+	// Two blocks, one key, one probe: the key's block has one bit set.
+	if got, want := BlockedFalsePositiveRate(2*BlockBits, 1, 1), 0.5/BlockBits; math.Abs(got-want) > 1e-15 {
+		t.Errorf("two blocks, one key: %g, want %g", got, want)
 	}
 	if BlockedFalsePositiveRate(BlockBits, 0, 3) != 0 {
 		t.Error("empty blocked filter has a nonzero rate")

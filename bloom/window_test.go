@@ -320,7 +320,7 @@ func TestWindowConfig(t *testing.T) {
 // an evening peak. Each case measures the rate over absent keys right after
 // the keys arrived, when it is highest, and allows 4 standard deviations of
 // sampling noise above Rate. Windows sized for Items/G keys a generation
-// (before this test) measured 43%, 68% and 41% at Rate 1%.
+// (before this test) measured 43%, 68% and 40% at Rate 1%.
 func TestWindowBursts(t *testing.T) {
 	const items = 20_000
 	for _, p := range []float64{0.01, 0.001} {
@@ -403,12 +403,14 @@ func TestWindowBursts(t *testing.T) {
 					as = append(as, arrival{time.Duration(i) * (24 * time.Hour / time.Duration(rest)), key(fmt.Sprintf("rest-%d", d), i)})
 				}
 				sort.Slice(as, func(i, j int) bool { return as[i].at < as[j].at })
+				measured := false
 				for _, a := range as {
+					if !measured && a.at >= 21*time.Hour {
+						worst = max(worst, measure(w)) // right after the peak
+						measured = true
+					}
 					clock.set(base.Add(a.at))
 					w.AddString(a.k)
-					if a.at < 21*time.Hour && a.at+24*time.Hour/time.Duration(rest) >= 21*time.Hour {
-						worst = max(worst, measure(w))
-					}
 				}
 			}
 			check("70% of each day's Items keys in a 3-hour evening peak", worst, w)
