@@ -50,6 +50,7 @@ fuzz:
 	$(GO) test ./bloom -run '^$$' -fuzz '^FuzzCountingDecode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./bloom -run '^$$' -fuzz '^FuzzScalableDecode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./bloom -run '^$$' -fuzz '^FuzzWindowDecode$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./bloom -run '^$$' -fuzz '^FuzzSizing$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cuckoo -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cuckoo -run '^$$' -fuzz '^FuzzOperations$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./server -run '^$$' -fuzz '^FuzzCommand$$' -fuzztime $(FUZZTIME)

@@ -1,6 +1,7 @@
 package bloom
 
 import (
+	"fmt"
 	"math"
 	"math/bits"
 	"sync/atomic"
@@ -32,12 +33,19 @@ func NewBlocked(n uint64, p float64) (*Blocked, error) {
 	if err := checkRate(p); err != nil {
 		return nil, err
 	}
-	return NewBlockedFromParams(EstimateBlocked(n, p))
+	e := EstimateBlocked(n, p)
+	if e.M == 0 {
+		return nil, fmt.Errorf("%w: %d keys at rate %g need more than %d bits", ErrInvalidParams, n, p, uint64(MaxBits))
+	}
+	return NewBlockedFromParams(e)
 }
 
 // NewBlockedWithParams returns an empty blocked filter of m bits, rounded up
 // to a whole number of 512-bit blocks, and k probes.
 func NewBlockedWithParams(m uint64, k uint32) (*Blocked, error) {
+	if m > MaxBits {
+		return nil, fmt.Errorf("%w: m = %d bits is above the limit of %d", ErrInvalidParams, m, uint64(MaxBits))
+	}
 	return NewBlockedFromParams(Params{M: (m + BlockBits - 1) / BlockBits * BlockBits, K: k})
 }
 

@@ -33,26 +33,41 @@ type Params struct {
 const (
 	// MaxK is the largest number of probes per key.
 	MaxK = 64
-	// MaxBits is the largest filter size in bits (2^43 bits, 1 TiB), enough
-	// for about 900 billion keys at a 1% rate.
-	MaxBits = 1 << 43
+	// MaxBits is the largest filter size in bits: 2^43 bits (1 TiB), enough
+	// for about 900 billion keys at a 1% rate, on 64-bit platforms; on
+	// 32-bit ones, where a slice holds less than 2 GiB, 2^34 − 512 bits.
+	MaxBits = min(1<<43, math.MaxInt/64*BlockBits)
 )
+
+// MinRate is the smallest false-positive rate a filter can be sized for,
+// the smallest normal float64 (about 2.2e-308): below it the rate formulas
+// lose their precision.
+const MinRate = 0x1p-1022
+
+// validRate reports whether p is a rate filters can be sized for.
+func validRate(p float64) bool { return p >= MinRate && p < 1 }
 
 // ErrInvalidParams is returned (wrapped) when a size, probe count or rate is
 // outside what a filter can be built with.
 var ErrInvalidParams = errors.New("bloom: invalid parameters")
 
 // OptimalM returns the number of bits a classic Bloom filter needs to hold n
-// items with false-positive rate p: ceil(-n ln p / (ln 2)^2).
-// It returns 0 when p is not in (0, 1).
+// items with false-positive rate p: ceil(-n ln p / (ln 2)^2), saturating at
+// math.MaxUint64. It returns 0 when p is not in [MinRate, 1).
 func OptimalM(n uint64, p float64) uint64 {
-	if !(p > 0 && p < 1) {
+	if !validRate(p) {
 		return 0
 	}
-	if n == 0 {
-		n = 1
+	return ceilBits(float64(max(n, 1)) * -math.Log(p) / (math.Ln2 * math.Ln2))
+}
+
+// ceilBits rounds x up to a whole number of bits, saturating at
+// math.MaxUint64 (a float64 at or above 2^64 does not convert).
+func ceilBits(x float64) uint64 {
+	if !(x < 1<<64) {
+		return math.MaxUint64
 	}
-	return uint64(math.Ceil(-float64(n) * math.Log(p) / (math.Ln2 * math.Ln2)))
+	return uint64(math.Ceil(x))
 }
 
 // OptimalK returns the number of probes that minimises the false-positive
@@ -79,15 +94,50 @@ func FalsePositiveRate(m, n uint64, k uint32) float64 {
 }
 
 // Estimate returns the parameters of a classic filter for n items at
-// false-positive rate p: M = OptimalM(n, p) and K = OptimalK(M, n).
-// For n = 100,000 and p = 0.01 that is M = 958,506 bits and K = 7.
-// M and K are 0 when p is not in (0, 1).
+// false-positive rate p: the textbook M = OptimalM(n, p) and K =
+// OptimalK(M, n) — for n = 100,000 and p = 0.01 that is M = 958,506 bits and
+// K = 7 — unless that misses p by more than 1%, which rounding k to a whole
+// number does for small n, for p above about 1/3 (where the best k is near
+// 1) and below 2^−64 (where it is above MaxK). M is then the fewest bits
+// that, with the best whole k from 1 to MaxK, give a rate of at most 1.01·p.
+// So FalsePositiveRate(M, n, K) ≤ 1.01·p for every n and p, and M never
+// grows with p or shrinks with n. M saturates at math.MaxUint64 (New then
+// reports it above MaxBits); M and K are 0 when p is not in [MinRate, 1).
 func Estimate(n uint64, p float64) Params {
-	m := OptimalM(n, p)
-	if m == 0 {
+	if !validRate(p) {
 		return Params{N: n, P: p}
 	}
-	return Params{M: m, K: OptimalK(m, n), N: n, P: p}
+	m := OptimalM(n, p)
+	k := OptimalK(m, n)
+	nf := float64(max(n, 1))
+	// The fewest bits for a rate within 1% of p, over every whole k: a
+	// minimum of functions that all grow with n and fall with p, so that
+	// max(m, exact) does too.
+	target := min(1.01*p, p+(1-p)/2)
+	var exact uint64
+	var exactK uint32
+	for j := uint32(1); j <= MaxK; j++ {
+		if b := minBits(nf, j, target); exact == 0 || b < exact {
+			exact, exactK = b, j
+		}
+	}
+	if exact > m {
+		m = exact
+	}
+	// Of the textbook k and the one that achieved exact, keep the one with
+	// the lower rate at m (at most 1.01·p).
+	if FalsePositiveRate(m, n, exactK) < FalsePositiveRate(m, n, k) {
+		k = exactK
+	}
+	return Params{M: m, K: k, N: n, P: p}
+}
+
+// minBits returns the fewest bits m for which FalsePositiveRate(m, n, k)
+// ≤ p: (1 − (1 − 1/m)^(kn))^k ≤ p solved for m.
+func minBits(n float64, k uint32, p float64) uint64 {
+	kf := float64(k)
+	l := math.Log1p(-math.Pow(p, 1/kf)) // log(1 − p^(1/k))
+	return ceilBits(1 / -math.Expm1(l/(kf*n)))
 }
 
 // BlockBits is the size of one block of the blocked layout: one 64-byte
@@ -230,34 +280,50 @@ func blockRates(k uint32) []float64 {
 // false-positive rate p. Blocking costs bits: it searches every k for the
 // fewest blocks whose BlockedFalsePositiveRate at n items is at most p, and
 // returns the smallest such filter (the fewer probes on a tie). The blocked
-// layout needs about 3.5% more bits than the classic one at p = 1%, 8% more at
-// 0.1% and 15% more at 0.01% (docs/sizing.md has the table).
-// M and K are 0 when p is not in (0, 1).
+// layout needs about 3.5% more bits than the classic one at p = 1%, 8% more
+// at 0.1% and 15% more at 0.01% (docs/sizing.md has the table).
+// M and K are 0 when p is not in [MinRate, 1), or when no filter of up to MaxBits
+// bits meets p for n items (NewBlocked then reports ErrInvalidParams).
 func EstimateBlocked(n uint64, p float64) Params {
-	if !(p > 0 && p < 1) {
+	if !validRate(p) {
 		return Params{N: n, P: p}
 	}
 	nn := max(n, 1)
-	classic := OptimalM(nn, p)
+	const maxBlocks = MaxBits / BlockBits
+	// The blocked layout never needs fewer bits than the classic one.
+	lo0 := max(1, min(OptimalM(nn, p)/BlockBits, maxBlocks))
 	best := Params{N: n, P: p}
+	var bestBlocks uint64
 	for k := uint32(1); k <= MaxK; k++ {
-		// The blocked layout never needs fewer bits than the classic one, and
-		// (for the rates a filter is used at) never more than 4x as many.
-		lo := max(1, classic/BlockBits)
-		hi := max(lo, 4*classic/BlockBits+1)
-		if BlockedFalsePositiveRate(hi*BlockBits, nn, k) > p {
+		ok := func(blocks uint64) bool { return BlockedFalsePositiveRate(blocks*BlockBits, nn, k) <= p }
+		// Find a size that meets p by doubling, up to the best so far or
+		// the limit; the rate falls as blocks are added.
+		limit := uint64(maxBlocks)
+		if bestBlocks != 0 {
+			limit = bestBlocks
+		}
+		lo, hi := lo0, lo0
+		found := false
+		for {
+			if found = ok(hi); found || hi >= limit {
+				break
+			}
+			lo, hi = hi+1, min(2*hi, limit)
+		}
+		if !found {
 			continue
 		}
 		for lo < hi {
 			mid := lo + (hi-lo)/2
-			if BlockedFalsePositiveRate(mid*BlockBits, nn, k) <= p {
+			if ok(mid) {
 				hi = mid
 			} else {
 				lo = mid + 1
 			}
 		}
-		if m := lo * BlockBits; best.M == 0 || m < best.M {
-			best.M, best.K = m, k
+		if bestBlocks == 0 || hi < bestBlocks {
+			bestBlocks = hi
+			best.M, best.K = hi*BlockBits, k
 		}
 	}
 	return best
@@ -282,8 +348,8 @@ func (p Params) validate(blocked bool) error {
 }
 
 func checkRate(p float64) error {
-	if !(p > 0 && p < 1) {
-		return fmt.Errorf("%w: false-positive rate %v is not in (0, 1)", ErrInvalidParams, p)
+	if !validRate(p) {
+		return fmt.Errorf("%w: false-positive rate %v is not in [MinRate, 1) = [%g, 1)", ErrInvalidParams, p, float64(MinRate))
 	}
 	return nil
 }
