@@ -109,6 +109,7 @@ func countFalse(f filter, absent []string) int {
 }
 
 func TestNoFalseNegatives(t *testing.T) {
+	statistical(t)
 	const n = 1_000_000
 	present := keys("present", 0, n)
 	for _, l := range layouts {
@@ -146,6 +147,7 @@ func TestNoFalseNegatives(t *testing.T) {
 }
 
 func TestFalsePositiveRate(t *testing.T) {
+	statistical(t)
 	const n, trials = 1_000_000, 1_000_000
 	present := keys("present", 0, n)
 	absent := keys("absent", 0, trials)
@@ -180,6 +182,7 @@ func TestFalsePositiveRate(t *testing.T) {
 }
 
 func TestApproxCount(t *testing.T) {
+	statistical(t)
 	const n = 1_000_000
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {

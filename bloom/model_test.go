@@ -118,6 +118,7 @@ func powFloat(x *big.Float, n uint64, prec uint) *big.Float {
 // fill)^k, reads 0.9%, 2.2% and 4.1% low here and fails. The classic
 // model is compared with fill^k of filters of about 10 million bits.
 func TestModelMatchesBits(t *testing.T) {
+	statistical(t)
 	const seeds = 4
 	for _, p := range []float64{0.01, 0.001, 0.0001} {
 		t.Run(fmt.Sprintf("blocked/p=%g", p), func(t *testing.T) {
@@ -197,6 +198,7 @@ func TestModelMatchesBits(t *testing.T) {
 // measure it with a relative standard error of 0.3%; the measured rate
 // must be within 4 standard errors of the exact rate of the filter's bits.
 func TestProbesAreUniform(t *testing.T) {
+	statistical(t)
 	const probes = 1_000_000
 	absent := keys("uniform-absent", 0, probes)
 	for _, l := range layouts {

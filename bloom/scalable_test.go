@@ -21,6 +21,7 @@ func mustScalable(t testing.TB, c ScalableConfig) *Scalable {
 // 1,000,000 keys; no false negatives, and the measured rate over 1,000,000
 // absent keys is at most p.
 func TestScalableGrowth(t *testing.T) {
+	statistical(t)
 	const trials, p = 1_000_000, 0.01
 	for _, c := range []ScalableConfig{
 		{Capacity: 1000, Rate: p},

@@ -322,6 +322,7 @@ func TestWindowConfig(t *testing.T) {
 // sampling noise above Rate. Windows sized for Items/G keys a generation
 // (before this test) measured 43%, 68% and 40% at Rate 1%.
 func TestWindowBursts(t *testing.T) {
+	statistical(t)
 	const items = 20_000
 	for _, p := range []float64{0.01, 0.001} {
 		probes := int(200 / p) // 200 expected false positives at rate p
