@@ -2,26 +2,37 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test test-short lint bench fuzz deps
+.PHONY: test test-short lint bench fuzz deps build
 
 ## test: installs redis when missing (as root), checks gofmt and go vet, and
 ## runs every test with the race detector.
 # examples/cacheguard embeds SQLite (modernc.org/sqlite, C translated to Go):
 # under the race detector it takes minutes to build and run, so it runs
 # without it; its own concurrency is a mutex and atomics around the filter.
-NORACE := ./examples/cacheguard
+# examples/ is its own module (examples/go.mod), so the library's go.mod does
+# not carry what only the examples need.
+NORACE := ./cacheguard
 # The filter packages' statistical tests (millions of keys in one goroutine)
 # skip themselves under the race detector, which has nothing to check in
 # them and makes them 10-20 times slower; they run here without it.
 STATS := ./bloom ./cuckoo
 test: deps lint
-	$(GO) test -race -count=1 $$($(GO) list $(PKGS) | grep -v '/examples/cacheguard$$')
-	$(GO) test -count=1 $(NORACE) $(STATS)
+	$(GO) test -race -count=1 $(PKGS)
+	$(GO) test -count=1 $(STATS)
+	cd examples && $(GO) test -race -count=1 $$($(GO) list ./... | grep -v '/examples/cacheguard$$')
+	cd examples && $(GO) test -count=1 $(NORACE)
 
 ## deps: install what the tests need from Debian: redis-server, redis-cli and
-## redis-py (the server is tested with real clients); run as root; does
-## nothing when they are already there.
+## redis-py (the server is tested with real clients), PostgreSQL (for
+## examples/cacheguard) and the wamerican word list (for examples/spell);
+## run as root; does nothing when they are already there.
 deps:
+	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || [ ! -e /usr/share/dict/american-english ]; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql wamerican >/dev/null; \
+		else echo "PostgreSQL or wamerican missing: run 'sudo make deps' or install postgresql and wamerican"; fi; \
+	fi
 	@if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null || ! python3 -c 'import redis' 2>/dev/null; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
@@ -30,15 +41,21 @@ deps:
 	fi
 	@command -v redis-server >/dev/null && redis-server --version || true
 
+## build: the bloom binary in ./bin/bloom.
+build:
+	$(GO) build -o bin/bloom ./cmd/bloom
+
 ## test-short: the tests without the race detector, for a quick loop.
 test-short:
 	$(GO) test -count=1 $(PKGS)
+	cd examples && $(GO) test -count=1 ./...
 
 ## lint: gofmt and go vet must be clean.
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
+	cd examples && $(GO) vet ./...
 	cd bench && $(GO) vet ./...
 
 ## bench: the comparison against other Go filter libraries; writes bench/RESULTS.md.

@@ -35,7 +35,7 @@ func NewBlocked(n uint64, p float64) (*Blocked, error) {
 	}
 	e := EstimateBlocked(n, p)
 	if e.M == 0 {
-		return nil, fmt.Errorf("%w: %d keys at rate %g need more than %d bits", ErrInvalidParams, n, p, uint64(MaxBits))
+		return nil, fmt.Errorf("%w: no blocked filter of up to 2^62 bits holds %d keys at rate %g", ErrInvalidParams, n, p)
 	}
 	return NewBlockedFromParams(e)
 }

@@ -282,14 +282,18 @@ func blockRates(k uint32) []float64 {
 // returns the smallest such filter (the fewer probes on a tie). The blocked
 // layout needs about 3.5% more bits than the classic one at p = 1%, 8% more
 // at 0.1% and 15% more at 0.01% (docs/sizing.md has the table).
-// M and K are 0 when p is not in [MinRate, 1), or when no filter of up to MaxBits
-// bits meets p for n items (NewBlocked then reports ErrInvalidParams).
+// M may exceed MaxBits (NewBlocked then reports ErrInvalidParams). M and K
+// are 0 when p is not in [MinRate, 1), or when no filter of up to 2^62 bits
+// meets p for n items.
 func EstimateBlocked(n uint64, p float64) Params {
 	if !validRate(p) {
 		return Params{N: n, P: p}
 	}
 	nn := max(n, 1)
-	const maxBlocks = MaxBits / BlockBits
+	// The search goes past MaxBits, so that a filter too large for this
+	// platform is reported by its size (NewBlockedFromParams says it is
+	// above MaxBits), not as impossible.
+	const maxBlocks = 1 << 53
 	// The blocked layout never needs fewer bits than the classic one.
 	lo0 := max(1, min(OptimalM(nn, p)/BlockBits, maxBlocks))
 	best := Params{N: n, P: p}

@@ -69,6 +69,8 @@ type Bloom struct {
 	// AllowAlloc, if set, is asked before any bit array of n bytes is
 	// allocated; an error refuses the allocation. It is not persisted.
 	AllowAlloc func(n uint64) error
+	// Guard, if set, is told before any bit array changes (see Guard).
+	Guard Guard
 }
 
 // BloomSizing is the layout RedisBloom gives one link.
@@ -216,14 +218,18 @@ func (l *Link) check(h hashPair) bool {
 	return true
 }
 
-// add sets the item's bits and reports whether any was unset.
-func (l *Link) add(h hashPair) bool {
+// add sets the item's bits and reports whether any was unset; g (may be
+// nil) is told about each byte before it changes.
+func (l *Link) add(h hashPair, g Guard) bool {
 	mod := l.mod()
 	found := false
 	for i := uint64(0); i < uint64(l.Hashes); i++ {
 		x := (h.a + i*h.b) % mod
 		m := byte(1) << (x & 7)
 		if l.Data[x>>3]&m == 0 {
+			if g != nil {
+				g.Write(l.Data, int(x>>3), 1)
+			}
 			l.Data[x>>3] |= m
 			found = true
 		}
@@ -265,7 +271,7 @@ func (b *Bloom) Add(item []byte) (bool, error) {
 		}
 		cur = &b.Links[len(b.Links)-1]
 	}
-	if cur.add(h) {
+	if cur.add(h, b.Guard) {
 		cur.Size++
 		b.Size++
 		return true, nil
@@ -463,6 +469,9 @@ func (b *Bloom) LoadChunk(iter int64, data []byte) error {
 	}
 	if uint64(len(data)) > l.Bytes-off {
 		return ErrChunkTooBig
+	}
+	if b.Guard != nil {
+		b.Guard.Write(l.Data, int(off), len(data))
 	}
 	copy(l.Data[off:], data)
 	return nil

@@ -50,6 +50,17 @@ type Cuckoo struct {
 	// AllowAlloc, if set, is asked before a sub-filter of n bytes is
 	// allocated; an error refuses the allocation. It is not persisted.
 	AllowAlloc func(n uint64) error
+	// Guard, if set, is told before any sub-filter changes or is released
+	// (see Guard).
+	Guard Guard
+}
+
+// put stores v at sub[off], telling the guard first.
+func (c *Cuckoo) put(sub []byte, off uint64, v byte) {
+	if c.Guard != nil {
+		c.Guard.Write(sub, int(off), 1)
+	}
+	sub[off] = v
 }
 
 func nextPow2(n uint64) uint64 {
@@ -204,9 +215,9 @@ func (c *Cuckoo) Delete(item []byte) bool {
 		sub := c.Filters[i]
 		ok := false
 		for _, h := range [2]uint64{p.h1, p.h2} {
-			b := c.bucket(sub, h)
-			if j := findSlot(b, p.fp); j >= 0 {
-				b[j] = 0
+			at := c.index(sub, h)
+			if j := findSlot(sub[at:at+uint64(c.BucketSize)], p.fp); j >= 0 {
+				c.put(sub, at+uint64(j), 0)
 				ok = true
 				break
 			}
@@ -235,21 +246,22 @@ func (c *Cuckoo) InsertUnique(item []byte) InsertStatus {
 	return c.insertFP(p)
 }
 
-func (c *Cuckoo) freeSlot(sub []byte, p lookup) []byte {
+// freeSlot finds an empty slot for p in sub: its offset, or false.
+func (c *Cuckoo) freeSlot(sub []byte, p lookup) (uint64, bool) {
 	for _, h := range [2]uint64{p.h1, p.h2} {
-		b := c.bucket(sub, h)
-		if j := findSlot(b, 0); j >= 0 {
-			return b[j : j+1]
+		at := c.index(sub, h)
+		if j := findSlot(sub[at:at+uint64(c.BucketSize)], 0); j >= 0 {
+			return at + uint64(j), true
 		}
 	}
-	return nil
+	return 0, false
 }
 
 func (c *Cuckoo) insertFP(p lookup) InsertStatus {
 	for {
 		for i := len(c.Filters) - 1; i >= 0; i-- {
-			if s := c.freeSlot(c.Filters[i], p); s != nil {
-				s[0] = p.fp
+			if off, ok := c.freeSlot(c.Filters[i], p); ok {
+				c.put(c.Filters[i], off, p.fp)
 				c.NumItems++
 				return Inserted
 			}
@@ -275,12 +287,12 @@ func (c *Cuckoo) koInsert(sub []byte, p lookup) bool {
 	victim := uint64(0)
 	ii := p.h1 % nb
 	for n := uint16(0); n < c.MaxIterations; n++ {
-		b := sub[ii*bs : ii*bs+bs]
-		b[victim], fp = fp, b[victim]
+		old := sub[ii*bs+victim]
+		c.put(sub, ii*bs+victim, fp)
+		fp = old
 		ii = altHash(fp, ii) % nb
-		nbk := sub[ii*bs : ii*bs+bs]
-		if j := findSlot(nbk, 0); j >= 0 {
-			nbk[j] = fp
+		if j := findSlot(sub[ii*bs:ii*bs+bs], 0); j >= 0 {
+			c.put(sub, ii*bs+uint64(j), fp)
 			return true
 		}
 		victim = (victim + 1) % bs
@@ -288,8 +300,9 @@ func (c *Cuckoo) koInsert(sub []byte, p lookup) bool {
 	for n := uint16(0); n < c.MaxIterations; n++ {
 		victim = (victim + bs - 1) % bs
 		ii = altHash(fp, ii) % nb
-		b := sub[ii*bs : ii*bs+bs]
-		b[victim], fp = fp, b[victim]
+		old := sub[ii*bs+victim]
+		c.put(sub, ii*bs+victim, fp)
+		fp = old
 	}
 	return false
 }
@@ -318,9 +331,9 @@ func (c *Cuckoo) compactSingle(fi int) bool {
 			p := lookup{h1: bi, h2: altHash(fp, bi), fp: fp}
 			moved := false
 			for j := 0; j < fi; j++ {
-				if s := c.freeSlot(c.Filters[j], p); s != nil {
-					s[0] = fp
-					sub[bi*bs+si] = 0
+				if off, ok := c.freeSlot(c.Filters[j], p); ok {
+					c.put(c.Filters[j], off, fp)
+					c.put(sub, bi*bs+si, 0)
 					moved = true
 					break
 				}
@@ -331,7 +344,11 @@ func (c *Cuckoo) compactSingle(fi int) bool {
 		}
 	}
 	if ok && fi == len(c.Filters)-1 {
-		freeBytes(c.Filters[fi])
+		if c.Guard != nil {
+			c.Guard.Release(c.Filters[fi])
+		} else {
+			freeBytes(c.Filters[fi])
+		}
 		c.Filters[fi] = nil
 		c.Filters = c.Filters[:fi]
 	}
@@ -503,6 +520,9 @@ func (c *Cuckoo) LoadChunk(pos int64, data []byte) error {
 		if off < size {
 			if size < off+n {
 				return ErrCFChunk
+			}
+			if c.Guard != nil {
+				c.Guard.Write(s, int(off), int(n))
 			}
 			copy(s[off:], data)
 			return nil

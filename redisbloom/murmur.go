@@ -61,3 +61,23 @@ func MurmurHash64A(key []byte, seed uint64) uint64 {
 	h ^= h >> r
 	return h
 }
+
+// A Guard watches a filter's arrays while a point-in-time image of them is
+// read elsewhere: bloomkit's server writes snapshots this way while clients
+// keep writing, instead of stopping them (Go cannot fork). A filter with a
+// Guard calls Write before it changes bytes of one of its arrays, so the
+// Guard can first copy what the image still needs, and calls Release
+// instead of freeing an array it no longer needs; the Guard frees released
+// arrays with FreeArray once its reader is done with them.
+//
+// Arrays are identified by the slices the filter holds (Bloom.Links[i].Data,
+// Cuckoo.Filters[i]); off and n are byte offsets into them.
+type Guard interface {
+	Write(array []byte, off, n int)
+	Release(array []byte)
+}
+
+// FreeArray releases an array a filter handed to Guard.Release. Arrays of
+// 1 MiB or more live outside the Go heap and are only returned to the system
+// this way; smaller ones are left to the garbage collector.
+func FreeArray(b []byte) { freeBytes(b) }

@@ -598,6 +598,10 @@ func cmdFlush(s *Server, c *Session, args [][]byte, r *Reply) {
 }
 
 func cmdSave(s *Server, c *Session, args [][]byte, r *Reply) {
+	if s.persist.saving.Load() {
+		r.Error("ERR Background save already in progress")
+		return
+	}
 	if err := s.Save(); err != nil {
 		r.Error("ERR " + err.Error())
 		return
@@ -605,26 +609,91 @@ func cmdSave(s *Server, c *Session, args [][]byte, r *Reply) {
 	r.OK()
 }
 
+// BGSAVE [SCHEDULE]
 func cmdBGSave(s *Server, c *Session, args [][]byte, r *Reply) {
-	if len(args) > 2 || (len(args) == 2 && !strings.EqualFold(string(args[1]), "SCHEDULE")) {
+	schedule := false
+	if len(args) == 2 && strings.EqualFold(string(args[1]), "SCHEDULE") {
+		schedule = true
+	} else if len(args) > 1 {
 		r.Error("ERR syntax error")
 		return
 	}
-	if !s.saving.CompareAndSwap(false, true) {
+	if !s.startRewrite("BGSAVE") {
+		if schedule {
+			s.persist.scheduled.Store(true)
+			r.Simple("Background saving scheduled")
+			return
+		}
 		r.Error("ERR Background save already in progress")
 		return
 	}
-	go func() {
-		defer s.saving.Store(false)
-		if err := s.save(); err != nil {
-			s.log.Error("background save failed", "err", err)
-		}
-	}()
 	r.Simple("Background saving started")
 }
 
+// BGREWRITEAOF: the log is rewritten by writing a snapshot and starting a
+// new log after it, so this is BGSAVE by another name.
+func cmdBGRewriteAOF(s *Server, c *Session, args [][]byte, r *Reply) {
+	if s.aof == nil {
+		// Redis rewrites even with appendonly off; without a data
+		// directory there is nothing to rewrite.
+		r.Simple("Background append only file rewriting started")
+		return
+	}
+	if !s.startRewrite("BGREWRITEAOF") {
+		r.Error("ERR Background append only file rewriting already in progress")
+		return
+	}
+	r.Simple("Background append only file rewriting started")
+}
+
 func cmdLastSave(s *Server, c *Session, args [][]byte, r *Reply) {
-	r.Int(s.lastSave.Load())
+	r.Int(s.persist.lastSave.Load())
+}
+
+// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE]: stop the server. By default (and
+// with SAVE) a snapshot is written first; if that fails the server keeps
+// running and answers an error, unless FORCE. NOSAVE skips the snapshot;
+// the log is fsynced either way, so nothing acknowledged is lost.
+func cmdShutdown(s *Server, c *Session, args [][]byte, r *Reply) {
+	save, nosave, force := false, false, false
+	for _, a := range args[1:] {
+		switch strings.ToUpper(string(a)) {
+		case "SAVE":
+			save = true
+		case "NOSAVE":
+			nosave = true
+		case "NOW":
+		case "FORCE":
+			force = true
+		case "ABORT":
+			r.Error("ERR No shutdown in progress.")
+			return
+		default:
+			r.Error("ERR syntax error")
+			return
+		}
+	}
+	if save && nosave {
+		r.Error("ERR syntax error")
+		return
+	}
+	if !nosave && !s.cfg.NoPersistence {
+		if err := s.Save(); err != nil && !force {
+			s.log.Error("SHUTDOWN: the snapshot failed; not shutting down", "err", err)
+			r.Error("ERR Errors trying to SHUTDOWN. Check logs.")
+			return
+		}
+	}
+	if s.aof != nil {
+		if err := s.aof.flushTo(0, true); err != nil && !force {
+			s.log.Error("SHUTDOWN: the append-only log could not be fsynced; not shutting down", "err", err)
+			r.Error("ERR Errors trying to SHUTDOWN. Check logs.")
+			return
+		}
+	}
+	s.log.Info("SHUTDOWN requested; stopping", "client", c.Addr)
+	c.quit = true
+	s.shutdownOnce.Do(func() { close(s.shutdownReq) })
 }
 
 // INFO [section ...]
@@ -681,25 +750,7 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 		"maxmemory_effective:"+strconv.FormatUint(limit, 10),
 		"maxmemory_policy:noeviction",
 	)
-	aofOn := "0"
-	if s.aof != nil {
-		aofOn = "1"
-	}
-	bg := "0"
-	if s.saving.Load() {
-		bg = "1"
-	}
-	section("Persistence",
-		"loading:0",
-		"rdb_changes_since_last_save:"+strconv.FormatUint(s.db.dirty-s.dirtyAtSave.Load(), 10),
-		"rdb_bgsave_in_progress:"+bg,
-		"rdb_last_save_time:"+itoa(s.lastSave.Load()),
-		"rdb_last_bgsave_status:"+s.lastSaveStatus(),
-		"aof_enabled:"+aofOn,
-		"aof_fsync:"+s.cfg.AppendFsync,
-		"aof_current_size:"+itoa(s.aofSize()),
-		"dir:"+s.cfg.Dir,
-	)
+	section("Persistence", s.persistenceInfo()...)
 	section("Stats",
 		"total_connections_received:"+itoa(s.totalConns.Load()),
 		"total_commands_processed:"+itoa(s.totalCmds.Load()),

@@ -17,6 +17,8 @@ type command struct {
 	step     int
 	write    bool // logged to the append-only file when it succeeds
 	noauth   bool // allowed before AUTH
+	noMulti  bool // refused inside MULTI
+	unlocked bool // runs without the keyspace lock (it takes what it needs)
 	checkOwn bool // the handler checks its own arity (RedisBloom commands)
 	fn       handlerFunc
 	idx      int // position in commandList (per-server metric children)
@@ -57,18 +59,18 @@ func init() {
 		// Connection commands.
 		{name: "ping", arity: -1, flags: []string{"fast"}, fn: cmdPing},
 		{name: "echo", arity: 2, flags: []string{"fast"}, fn: cmdEcho},
-		{name: "hello", arity: -1, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, noauth: true, fn: cmdHello},
-		{name: "auth", arity: -2, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, noauth: true, fn: cmdAuth},
+		{name: "hello", arity: -1, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, noauth: true, noMulti: true, fn: cmdHello},
+		{name: "auth", arity: -2, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, noauth: true, noMulti: true, fn: cmdAuth},
 		{name: "client", arity: -2, flags: []string{"noscript", "loading", "stale"}, fn: cmdClient},
 		{name: "select", arity: 2, flags: []string{"loading", "stale", "fast"}, fn: cmdSelect},
 		{name: "quit", arity: -1, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, noauth: true, fn: cmdQuit},
 		{name: "command", arity: -1, flags: []string{"loading", "stale"}, fn: cmdCommand},
 		{name: "config", arity: -2, flags: []string{"admin", "loading", "stale"}, fn: cmdConfig},
-		{name: "multi", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"}, fn: cmdMulti},
+		{name: "multi", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"}, unlocked: true, fn: cmdMulti},
 		{name: "exec", arity: 1, flags: []string{"noscript", "loading", "stale", "skip_slowlog"}, fn: nil},
-		{name: "discard", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"}, fn: cmdDiscard},
-		{name: "watch", arity: -2, flags: []string{"noscript", "loading", "stale", "fast"}, fn: cmdWatch},
-		{name: "unwatch", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"}, fn: cmdWatch},
+		{name: "discard", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"}, unlocked: true, fn: cmdDiscard},
+		{name: "watch", arity: -2, flags: []string{"noscript", "loading", "stale", "fast"}, unlocked: true, fn: cmdWatch},
+		{name: "unwatch", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"}, unlocked: true, fn: cmdWatch},
 		{name: "info", arity: -1, flags: []string{"loading", "stale"}, fn: cmdInfo},
 		// Keyspace commands.
 		{name: "del", arity: -2, flags: []string{"write"}, first: 1, last: -1, step: 1, write: true, fn: cmdDel},
@@ -89,9 +91,11 @@ func init() {
 		{name: "flushall", arity: -1, flags: []string{"write"}, write: true, fn: cmdFlush},
 		{name: "flushdb", arity: -1, flags: []string{"write"}, write: true, fn: cmdFlush},
 		// Persistence.
-		{name: "save", arity: 1, flags: []string{"admin", "noscript"}, fn: cmdSave},
-		{name: "bgsave", arity: -1, flags: []string{"admin", "noscript"}, fn: cmdBGSave},
-		{name: "lastsave", arity: 1, flags: []string{"fast"}, fn: cmdLastSave},
+		{name: "save", arity: 1, flags: []string{"admin", "noscript", "no_async_loading", "no_multi"}, noMulti: true, unlocked: true, fn: cmdSave},
+		{name: "bgsave", arity: -1, flags: []string{"admin", "noscript", "no_async_loading"}, noMulti: true, unlocked: true, fn: cmdBGSave},
+		{name: "bgrewriteaof", arity: 1, flags: []string{"admin", "noscript", "no_async_loading"}, noMulti: true, unlocked: true, fn: cmdBGRewriteAOF},
+		{name: "lastsave", arity: 1, flags: []string{"fast"}, unlocked: true, fn: cmdLastSave},
+		{name: "shutdown", arity: -1, flags: []string{"admin", "noscript", "loading", "stale", "no_multi", "allow_busy"}, noMulti: true, unlocked: true, fn: cmdShutdown},
 	}
 	commandTable = make(map[string]*command, len(list))
 	for i, c := range list {

@@ -302,9 +302,9 @@ func normalize(v any) any {
 // (RESP2): the same answers, INFO, CARD and SCANDUMP bytes; and the recorded
 // dump loaded with LOADCHUNK answers the same queries.
 func TestRecordingsOverTheWire(t *testing.T) {
-	files, _ := filepath.Glob("rb/testdata/redisbloom/*.json")
+	files, _ := filepath.Glob("../redisbloom/testdata/redisbloom/*.json")
 	if len(files) == 0 {
-		t.Fatal("no recordings in rb/testdata/redisbloom")
+		t.Fatal("no recordings in ../redisbloom/testdata/redisbloom")
 	}
 	s := startServer(t, Config{NoPersistence: true})
 	ctx := context.Background()

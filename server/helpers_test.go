@@ -178,3 +178,8 @@ func requireTool(t testing.TB, name string) string {
 	}
 	return p
 }
+
+// quietLogger drops the server's logs (for tests that fail things on purpose).
+func quietLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}

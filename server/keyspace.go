@@ -35,6 +35,11 @@ type entry struct {
 	bf       *redisbloom.Bloom
 	cf       *redisbloom.Cuckoo
 	expireAt int64 // unix milliseconds; 0 = no expiry
+	// img is the entry's point-in-time image while a snapshot still needs
+	// it; epoch is the newest snapshot that no longer needs the entry (it
+	// wrote it, or the entry did not exist at its point in time).
+	img   *image
+	epoch uint64
 }
 
 // keyOverhead approximates the per-key bookkeeping cost counted against
@@ -70,6 +75,9 @@ type DB struct {
 	// onExpire is told about each key removed by expiry (the server logs
 	// a DEL so that a later replay does not depend on the clock).
 	onExpire func(key string)
+	// snap is the snapshot being written, if any; epoch numbers snapshots.
+	snap  *snapshot
+	epoch uint64
 }
 
 func newDB(limit uint64, now func() time.Time) *DB {
@@ -123,9 +131,15 @@ func (db *DB) getb(key []byte) *entry {
 	return e
 }
 
-// drop removes key and releases its filter's memory.
+// drop removes key and releases its filter's memory, unless a snapshot
+// being written still needs it (it is released when written).
 func (db *DB) drop(key string, e *entry) {
 	db.remove(key, e)
+	db.preserve(e)
+	if e.img != nil {
+		e.img.dropped = true
+		return
+	}
 	e.free()
 }
 
@@ -154,6 +168,9 @@ func (db *DB) remove(key string, e *entry) {
 func (db *DB) put(key string, e *entry) {
 	if old, ok := db.keys[key]; ok {
 		db.drop(key, old)
+	}
+	if e.img == nil {
+		e.epoch = db.epoch // no running snapshot needs it
 	}
 	db.keys[key] = e
 	db.used += uint64(len(key)) + keyOverhead
@@ -197,6 +214,11 @@ func (db *DB) flush() {
 		db.dirty++
 	}
 	for _, e := range db.keys {
+		db.preserve(e)
+		if e.img != nil {
+			e.img.dropped = true
+			continue
+		}
 		e.free()
 	}
 	db.keys = map[string]*entry{}

@@ -23,6 +23,7 @@ type metrics struct {
 	latency      *prometheus.HistogramVec
 	authFailures prometheus.Counter
 	saves        prometheus.Counter
+	saveFailures prometheus.Counter
 	// per-command children, indexed by command.idx; the last is "unknown".
 	perCmd []cmdMetrics
 }
@@ -52,6 +53,9 @@ func newMetrics() *metrics {
 		saves: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "bloomkit_snapshots_total", Help: "Snapshots written.",
 		}),
+		saveFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "bloomkit_snapshot_failures_total", Help: "Snapshots that failed.",
+		}),
 	}
 	for _, c := range append(append([]*command{}, commandList...), &command{name: "unknown"}) {
 		m.perCmd = append(m.perCmd, cmdMetrics{
@@ -80,7 +84,7 @@ func (m *metrics) observe(cmd *command, start time.Time, failed bool) {
 }
 
 func (m *metrics) register(s *Server) {
-	m.reg.MustRegister(m.commands, m.errors, m.latency, m.authFailures, m.saves,
+	m.reg.MustRegister(m.commands, m.errors, m.latency, m.authFailures, m.saves, m.saveFailures,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&stateCollector{s: s})
 }
@@ -91,6 +95,11 @@ func (m *metrics) handler(s *Server) http.Handler {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		if s.closed.Load() {
 			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		if msg := s.misconf(); msg != "" {
+			// Reads are served, writes refused: not healthy.
+			http.Error(w, msg, http.StatusServiceUnavailable)
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain")
@@ -128,7 +137,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.s
 	ch <- prometheus.MustNewConstMetric(descClients, prometheus.GaugeValue, float64(s.clients.Load()))
 	ch <- prometheus.MustNewConstMetric(descAOF, prometheus.GaugeValue, float64(s.aofSize()))
-	ch <- prometheus.MustNewConstMetric(descLastSave, prometheus.GaugeValue, float64(s.lastSave.Load()))
+	ch <- prometheus.MustNewConstMetric(descLastSave, prometheus.GaugeValue, float64(s.persist.lastSave.Load()))
 	type row struct {
 		key, typ                 string
 		fill, rate, items, bytes float64

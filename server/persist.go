@@ -2,657 +2,717 @@ package server
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash"
-	"hash/crc32"
 	"io"
-	"math"
-	"os"
-	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
-
-	"github.com/bloomkit/bloomkit/redisbloom"
 )
 
-// On-disk files in Config.Dir.
+// Persistence: the files in the data directory and how they change.
+//
+// The data directory holds one chain of generations:
+//
+//	dump.<G>.bkdb        the snapshot: the keyspace at the start of generation G
+//	appendonly.<G>.aof   the log: every write acknowledged during generation G
+//
+// Start-up loads the newest snapshot S (none: an empty keyspace, S = 1) and
+// replays the logs S, S+1, … in order. A rewrite (BGSAVE, BGREWRITEAOF, SAVE,
+// the automatic save and the shutdown save all are one) moves to generation
+// G+1 in an order that keeps a complete (snapshot, logs) pair on disk at
+// every instant:
+//
+//  1. appendonly.<G+1>.aof is created, its header fsynced, the directory
+//     fsynced. Failing here changes nothing: the log of G keeps going.
+//  2. At one point in time (keyspace locked, a few microseconds) writes start
+//     going to the new log and the snapshot's image is fixed (copy-on-write,
+//     see snapshot.go). Until the snapshot is durable the chain S…G+1 holds
+//     everything, because log G ends exactly where log G+1 begins.
+//  3. The snapshot is written to a temporary file, fsynced, renamed to
+//     dump.<G+1>.bkdb, and the directory fsynced. Failing here leaves the
+//     chain S…G+1 intact; the next rewrite simply extends it.
+//  4. Only then are the files of generations before G+1 removed.
+//
+// A failed write or fsync of the log is sticky (see appendLog): writes are
+// refused with MISCONF, reads are served, and the server tries a rewrite
+// with growing pauses until one succeeds; that snapshot holds everything in
+// memory, so the writes that were in doubt become durable with it.
 const (
-	SnapshotFile = "dump.bkdb"
-	AOFFile      = "appendonly.aof"
+	snapPrefix = "dump."
+	snapSuffix = ".bkdb"
+	logPrefix  = "appendonly."
+	logSuffix  = ".aof"
+	tmpMarker  = ".tmp-"
 
-	snapMagic = "BKSNAP01"
-	aofMagic  = "BKAOF001"
-	// maxRecord bounds one log record (a command's arguments).
-	maxRecord = 1 << 31
+	// legacy (version 1) file names: one snapshot and one log
+	legacySnapshot = "dump.bkdb"
+	legacyLog      = "appendonly.aof"
 )
 
-var crcTable = crc32.MakeTable(crc32.Castagnoli)
+// SnapshotName is the file name of generation gen's snapshot.
+func SnapshotName(gen uint64) string { return snapPrefix + strconv.FormatUint(gen, 10) + snapSuffix }
 
-// ErrCorrupt marks a snapshot or log that failed its checksum or structure checks.
-var ErrCorrupt = errors.New("corrupt file")
+// LogName is the file name of generation gen's append-only log.
+func LogName(gen uint64) string { return logPrefix + strconv.FormatUint(gen, 10) + logSuffix }
 
-// appendLog is the append-only log: one record per successful write command,
-// u32 length, u32 CRC-32C, then the arguments (u32 count, then u32 length +
-// bytes each). Records are buffered under the keyspace lock and written (and
-// fsynced, per appendfsync) by flushTo.
-type appendLog struct {
-	path  string
-	mu    sync.Mutex // buf, spare, appended
-	buf   []byte
-	spare []byte // the previous buffer, reused to avoid garbage
-	// appended counts bytes ever appended; written/synced count bytes
-	// written to the file and fsynced.
-	appended int64
-	ioMu     sync.Mutex // f, written, synced
-	f        *os.File
-	written  int64
-	synced   int64
-	size     int64
+func parseGen(name, prefix, suffix string) (uint64, bool) {
+	if !strings.HasPrefix(name, prefix) || !strings.HasSuffix(name, suffix) {
+		return 0, false
+	}
+	g, err := strconv.ParseUint(name[len(prefix):len(name)-len(suffix)], 10, 64)
+	return g, err == nil && g > 0
 }
 
-func encodeRecord(dst []byte, args [][]byte) []byte {
-	start := len(dst)
-	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0)
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(args)))
-	for _, a := range args {
-		dst = binary.LittleEndian.AppendUint32(dst, uint32(len(a)))
-		dst = append(dst, a...)
-	}
-	payload := dst[start+8:]
-	binary.LittleEndian.PutUint32(dst[start:], uint32(len(payload)))
-	binary.LittleEndian.PutUint32(dst[start+4:], crc32.Checksum(payload, crcTable))
-	return dst
+// persistState is the snapshot bookkeeping INFO and /healthz report.
+type persistState struct {
+	saveMu    sync.Mutex // one rewrite at a time; nextGen
+	nextGen   uint64
+	gen       atomic.Uint64 // newest durable snapshot's generation (0: none)
+	saving    atomic.Bool
+	scheduled atomic.Bool
+	current   atomic.Pointer[snapshot]
+	started   atomic.Int64 // unix seconds the running rewrite started
+
+	lastSave     atomic.Int64 // unix seconds of the last successful save
+	lastOK       atomic.Bool
+	lastDuration atomic.Int64 // seconds the last rewrite took
+	saves        atomic.Int64
+	failures     atomic.Int64 // consecutive failed rewrites
+	lastCOW      atomic.Int64
+	lastSnapSize atomic.Int64
+	dirtyAtSave  atomic.Uint64
+	loadedKeys   atomic.Int64
 }
 
-func decodeRecord(p []byte) ([][]byte, error) {
-	if len(p) < 4 {
-		return nil, ErrCorrupt
-	}
-	n := binary.LittleEndian.Uint32(p)
-	p = p[4:]
-	if uint64(n) > uint64(len(p))/4 {
-		return nil, ErrCorrupt
-	}
-	args := make([][]byte, 0, n)
-	for i := uint32(0); i < n; i++ {
-		if len(p) < 4 {
-			return nil, ErrCorrupt
+// load reads the newest snapshot and replays the logs after it (New calls it).
+func (s *Server) load() error {
+	d := s.cfg.dataDir
+	if d == nil {
+		od, err := newOSDir(s.cfg.Dir)
+		if err != nil {
+			return fmt.Errorf("server: %w", err)
 		}
-		l := binary.LittleEndian.Uint32(p)
-		p = p[4:]
-		if uint64(l) > uint64(len(p)) {
-			return nil, ErrCorrupt
+		d = od
+	}
+	s.dir = d
+	names, err := d.List()
+	if err != nil {
+		return fmt.Errorf("server: list %s: %w", d.Path(""), err)
+	}
+	// Temporary files are snapshots that never completed.
+	for _, n := range names {
+		if strings.Contains(n, tmpMarker) {
+			if err := d.Remove(n); err != nil {
+				return fmt.Errorf("server: remove stale %s: %w", d.Path(n), err)
+			}
+			s.log.Info("removed an unfinished snapshot", "file", d.Path(n))
 		}
-		args = append(args, p[:l:l])
-		p = p[l:]
 	}
-	if len(p) != 0 {
-		return nil, ErrCorrupt
+	if names, err = s.migrateLegacy(names); err != nil {
+		return err
 	}
-	return args, nil
+	snaps, logs := map[uint64]bool{}, map[uint64]bool{}
+	var maxGen, snapGen uint64
+	for _, n := range names {
+		if g, ok := parseGen(n, snapPrefix, snapSuffix); ok {
+			snaps[g] = true
+			snapGen = max(snapGen, g)
+			maxGen = max(maxGen, g)
+		} else if g, ok := parseGen(n, logPrefix, logSuffix); ok {
+			logs[g] = true
+			maxGen = max(maxGen, g)
+		}
+	}
+	first := snapGen
+	if first == 0 {
+		first = 1 // no snapshot: the chain starts with an empty keyspace
+	}
+	var chain []uint64
+	for g := range logs {
+		if g >= first {
+			chain = append(chain, g)
+		}
+	}
+	sort.Slice(chain, func(i, j int) bool { return chain[i] < chain[j] })
+	for i, g := range chain {
+		if g != first+uint64(i) {
+			missing := LogName(first + uint64(i))
+			if snapGen == 0 && i == 0 {
+				missing = "a snapshot (" + SnapshotName(g) + ")"
+			}
+			return fmt.Errorf("server: %s: %s is missing, so the writes it held are lost; restore it, or move the newer files away to start without them: %w", d.Path(""), missing, ErrCorrupt)
+		}
+	}
+
+	// Exact replay: no limit that can change between runs applies.
+	limit := s.db.limit
+	s.db.limit = 0
+	s.db.loading = true
+	defer func() {
+		s.db.loading = false
+		s.db.limit = limit
+	}()
+	if snapGen > 0 {
+		f, err := d.Open(SnapshotName(snapGen))
+		if err != nil {
+			return fmt.Errorf("server: open snapshot: %w", err)
+		}
+		gen, n, err := s.readSnapshot(f, d.Path(SnapshotName(snapGen)))
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("server: %w", err)
+		}
+		if gen != snapGen {
+			return fmt.Errorf("server: snapshot %s says it is generation %d: %w", d.Path(SnapshotName(snapGen)), gen, ErrCorrupt)
+		}
+		s.persist.loadedKeys.Store(int64(n))
+		s.log.Info("snapshot loaded", "file", d.Path(SnapshotName(snapGen)), "keys", n)
+	}
+	scans := make([]logScan, len(chain))
+	for i, g := range chain {
+		if scans[i], err = s.scanLogFile(g, nil); err != nil {
+			return err
+		}
+		want := g
+		if scans[i].Version == 1 {
+			want = g - 1 // version 1 numbered generations from 0
+		}
+		if scans[i].Gen != want && scans[i].Version != 0 {
+			return fmt.Errorf("server: %s says it is generation %d: %w", d.Path(LogName(g)), scans[i].Gen, ErrCorrupt)
+		}
+	}
+	// Damage: a torn tail is a crash while appending and is cut; anything
+	// else stops start-up. A torn log before the last is only possible when
+	// its writes failed and the server refused writes since, so every later
+	// log must be empty.
+	for i, sc := range scans {
+		name := d.Path(LogName(chain[i]))
+		if sc.Corrupt != "" {
+			return fmt.Errorf("server: %s is damaged at offset %d (%s) with %d bytes after it; refusing to start with a partial log — `bloom check-log --fix %s` cuts it there, losing those bytes: %w",
+				name, sc.End, sc.Corrupt, sc.Size-sc.End, name, ErrCorrupt)
+		}
+		if sc.Torn != "" {
+			for _, later := range scans[i+1:] {
+				if later.Records > 0 {
+					return fmt.Errorf("server: %s ends with a torn record (%s) at offset %d, but later logs hold writes: %w", name, sc.Torn, sc.End, ErrCorrupt)
+				}
+			}
+		}
+	}
+	replayed := 0
+	for i, g := range chain {
+		name := d.Path(LogName(g))
+		sess := &Session{authed: true}
+		var reply Reply
+		if _, err := s.scanLogFile(g, func(off int64, cmds [][][]byte) error {
+			for _, args := range cmds {
+				if err := s.replayCommand(sess, args, &reply); err != nil {
+					return fmt.Errorf("server: replaying %s at offset %d: %s: %w; refusing to start with a database that differs from the acknowledged one", name, off, strings.ToUpper(string(args[0])), err)
+				}
+			}
+			replayed++
+			return nil
+		}); err != nil {
+			return err
+		}
+		if sc := scans[i]; sc.Torn != "" && sc.Version != 0 {
+			s.log.Warn("append-only log ends with a torn record; cutting it off", "file", name, "offset", sc.End, "reason", sc.Torn, "dropped_bytes", sc.Size-sc.End)
+			if err := cutLog(d, LogName(g), sc.End); err != nil {
+				return fmt.Errorf("server: cut %s: %w", name, err)
+			}
+		}
+	}
+	if replayed > 0 {
+		s.log.Info("append-only log replayed", "records", replayed, "logs", len(chain))
+	}
+
+	// The log to append to: the chain's last, unless it is missing, was
+	// never completed or is of the old version (a new one follows it then).
+	var cur *logFile
+	if n := len(chain); n > 0 && scans[n-1].Version == 2 {
+		g := chain[n-1]
+		f, err := d.OpenAppend(LogName(g))
+		if err != nil {
+			return fmt.Errorf("server: open %s: %w", d.Path(LogName(g)), err)
+		}
+		size := scans[n-1].End
+		cur = &logFile{name: LogName(g), gen: g, f: f, size: size}
+	} else {
+		g := first
+		if n > 0 {
+			g = chain[n-1]
+			if scans[n-1].Version == 0 {
+				if err := d.Remove(LogName(g)); err != nil {
+					return fmt.Errorf("server: remove unfinished %s: %w", d.Path(LogName(g)), err)
+				}
+			} else {
+				g++
+			}
+		}
+		if cur, err = createLog(d, g); err != nil {
+			return fmt.Errorf("server: %w", err)
+		}
+		maxGen = max(maxGen, g)
+	}
+	s.persist.nextGen = maxGen + 1
+	s.persist.gen.Store(snapGen)
+	s.aof = newAppendLog(d, cur, 0)
+	s.aof.keepUnsynced = s.cfg.AppendFsync == "always"
+	s.aof.onDoubt = s.doubt.add
+	s.db.onExpire = func(key string) { s.logCommand(nil, [][]byte{[]byte("DEL"), []byte(key)}) }
+	s.db.recount()
+	s.db.dirty = 0
+	// Files of generations before the snapshot are superseded.
+	s.removeOlder(names, first)
+	return nil
 }
 
-// append buffers a record and returns the log position that includes it.
-func (a *appendLog) append(args [][]byte) int64 {
-	a.mu.Lock()
-	before := len(a.buf)
-	a.buf = encodeRecord(a.buf, args)
-	a.appended += int64(len(a.buf) - before)
-	pos := a.appended
-	a.mu.Unlock()
-	return pos
+// scanLogFile scans generation g's log (see scanLog).
+func (s *Server) scanLogFile(g uint64, fn func(int64, [][][]byte) error) (logScan, error) {
+	f, err := s.dir.Open(LogName(g))
+	if err != nil {
+		return logScan{}, fmt.Errorf("server: open %s: %w", s.dir.Path(LogName(g)), err)
+	}
+	defer f.Close()
+	sc, err := scanLog(f, f.Size(), fn)
+	if err != nil && fn == nil {
+		err = fmt.Errorf("server: read %s: %w", s.dir.Path(LogName(g)), err)
+	}
+	return sc, err
 }
 
-// flushTo writes buffered records and, with sync, fsyncs until position pos
-// is durable (group commit: one fsync covers every connection waiting).
-func (a *appendLog) flushTo(pos int64, sync bool) error {
-	a.ioMu.Lock()
-	defer a.ioMu.Unlock()
-	if sync && pos > 0 && a.synced >= pos {
-		return nil
+// cutLog truncates a log at off and fsyncs it.
+func cutLog(d dataDir, name string, off int64) error {
+	f, err := d.OpenAppend(name)
+	if err != nil {
+		return err
 	}
-	a.mu.Lock()
-	buf := a.buf
-	a.buf, a.spare = a.spare[:0], nil
-	end := a.appended
-	a.mu.Unlock()
-	if a.f == nil {
-		return errors.New("append-only log closed")
+	if err := f.Truncate(off); err != nil {
+		f.Close()
+		return err
 	}
-	if len(buf) > 0 {
-		if _, err := a.f.Write(buf); err != nil {
-			// Cut any partial record and keep the records for a retry.
-			a.f.Truncate(a.size)
-			a.mu.Lock()
-			a.buf = append(buf, a.buf...)
-			a.mu.Unlock()
-			return fmt.Errorf("write %s: %w", a.path, err)
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// migrateLegacy gives version 1 files (dump.bkdb, appendonly.aof) their
+// generation's names; the reader still understands their contents.
+func (s *Server) migrateLegacy(names []string) ([]string, error) {
+	d := s.dir
+	has := map[string]bool{}
+	for _, n := range names {
+		has[n] = true
+	}
+	if !has[legacySnapshot] && !has[legacyLog] {
+		return names, nil
+	}
+	readGen := func(name string, magic string, at int) (uint64, error) {
+		f, err := d.Open(name)
+		if err != nil {
+			return 0, err
 		}
-		a.size += int64(len(buf))
-	}
-	if cap(buf) <= 1<<20 {
-		a.mu.Lock()
-		a.spare = buf[:0]
-		a.mu.Unlock()
-	}
-	a.written = end
-	if sync && a.synced < end {
-		if err := a.f.Sync(); err != nil {
-			return fmt.Errorf("fsync %s: %w", a.path, err)
+		defer f.Close()
+		h := make([]byte, 16)
+		if _, err := io.ReadFull(bufio.NewReader(f), h); err != nil || string(h[:8]) != magic {
+			return 0, fmt.Errorf("%s: not a bloomkit version 1 file: %w", d.Path(name), ErrCorrupt)
 		}
-		a.synced = end
+		return uint64(h[at]) | uint64(h[at+1])<<8 | uint64(h[at+2])<<16 | uint64(h[at+3])<<24 |
+			uint64(h[at+4])<<32 | uint64(h[at+5])<<40 | uint64(h[at+6])<<48 | uint64(h[at+7])<<56, nil
+	}
+	snapGen := uint64(0)
+	if has[legacySnapshot] {
+		g, err := readGen(legacySnapshot, snapMagic, 8)
+		if err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		snapGen = g
+	}
+	// Version 1 generations start at 0; ours at 1.
+	if has[legacyLog] {
+		g, err := readGen(legacyLog, aofMagicV1, 8)
+		if err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		if g < snapGen {
+			// It predates the snapshot: version 1 discarded it too.
+			if err := d.Remove(legacyLog); err != nil {
+				return nil, fmt.Errorf("server: %w", err)
+			}
+		} else if err := d.Rename(legacyLog, LogName(g+1)); err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+	}
+	if has[legacySnapshot] {
+		if err := d.Rename(legacySnapshot, SnapshotName(snapGen+1)); err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+	}
+	if err := d.Sync(); err != nil {
+		return nil, fmt.Errorf("server: fsync %s: %w", d.Path(""), err)
+	}
+	s.log.Info("renamed version 1 data files to generation names", "dir", d.Path(""))
+	return d.List()
+}
+
+// createLog creates generation g's log durably: header written and fsynced,
+// directory entry fsynced.
+func createLog(d dataDir, g uint64) (*logFile, error) {
+	name := LogName(g)
+	f, err := d.Create(name)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", d.Path(name), err)
+	}
+	fail := func(what string, err error) (*logFile, error) {
+		f.Close()
+		d.Remove(name)
+		return nil, fmt.Errorf("%s %s: %w", what, d.Path(name), err)
+	}
+	h := aofHeader(g)
+	if _, err := f.Write(h); err != nil {
+		return fail("write", err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail("fsync", err)
+	}
+	if err := d.Sync(); err != nil {
+		return fail("fsync directory of", err)
+	}
+	return &logFile{name: name, gen: g, f: f, size: int64(len(h))}, nil
+}
+
+// removeOlder removes snapshots and logs of generations before g.
+func (s *Server) removeOlder(names []string, g uint64) {
+	removed := false
+	for _, n := range names {
+		sg, isSnap := parseGen(n, snapPrefix, snapSuffix)
+		lg, isLog := parseGen(n, logPrefix, logSuffix)
+		if (isSnap && sg < g) || (isLog && lg < g) {
+			if err := s.dir.Remove(n); err != nil {
+				s.log.Warn("could not remove a superseded file", "file", s.dir.Path(n), "err", err)
+				continue
+			}
+			removed = true
+		}
+	}
+	if removed {
+		if err := s.dir.Sync(); err != nil {
+			s.log.Warn("fsync of the data directory failed", "err", err)
+		}
+	}
+}
+
+// replayCommand applies one logged command during start-up.
+func (s *Server) replayCommand(c *Session, args [][]byte, r *Reply) error {
+	cmd, ok := lookupCommand(args[0])
+	if !ok || cmd.fn == nil || !cmd.write {
+		return errors.New("not a logged command")
+	}
+	r.Reset(false)
+	s.db.mu.Lock()
+	c.skipLog, c.logArgs = false, nil
+	cmd.fn(s, c, args, r)
+	s.db.mu.Unlock()
+	if r.failed {
+		return errors.New(strings.TrimSpace(strings.TrimPrefix(string(r.Bytes()), "-")))
 	}
 	return nil
 }
 
-func (a *appendLog) flush(sync bool) error { return a.flushTo(0, sync) }
+// logCommand appends a write to the log, or to the transaction being
+// executed (db.mu held). It returns the log position the write is at.
+func (s *Server) logCommand(c *Session, args [][]byte) {
+	if s.aof == nil || s.db.loading {
+		return
+	}
+	if s.txn != nil {
+		cp := make([][]byte, len(args))
+		for i, a := range args {
+			cp[i] = append([]byte(nil), a...)
+		}
+		s.txn = append(s.txn, cp)
+		return
+	}
+	s.aof.append(func(b []byte) []byte { return encodeRecord(b, args) })
+}
 
-func (a *appendLog) close() error {
-	a.ioMu.Lock()
-	open := a.f != nil
-	a.ioMu.Unlock()
-	if !open {
+// rewrite moves to a new generation: a snapshot of the keyspace as it is
+// now, and a new log after it (see the top of this file). It is what SAVE,
+// BGSAVE, BGREWRITEAOF, the automatic save and the shutdown save do.
+func (s *Server) rewrite() error {
+	p := &s.persist
+	p.saveMu.Lock()
+	defer p.saveMu.Unlock()
+	if s.aof == nil {
+		p.lastSave.Store(time.Now().Unix())
 		return nil
 	}
-	err := a.flush(true)
-	a.ioMu.Lock()
-	if a.f != nil {
-		a.f.Close()
-		a.f = nil
+	start := time.Now()
+	p.started.Store(start.Unix())
+	gen := p.nextGen
+	p.nextGen++
+	err := s.rewrite0(gen)
+	p.lastDuration.Store(int64(time.Since(start).Seconds()))
+	if err != nil {
+		p.lastOK.Store(false)
+		p.failures.Add(1)
+		s.metrics.saveFailures.Inc()
+		return err
 	}
-	a.ioMu.Unlock()
-	return err
+	p.lastOK.Store(true)
+	p.failures.Store(0)
+	p.lastSave.Store(time.Now().Unix())
+	p.saves.Add(1)
+	s.metrics.saves.Inc()
+	s.log.Info("snapshot saved", "file", s.dir.Path(SnapshotName(gen)), "generation", gen, "took", time.Since(start).Round(time.Millisecond), "copied_on_write", p.lastCOW.Load())
+	return nil
+}
+
+func (s *Server) rewrite0(gen uint64) error {
+	p := &s.persist
+	lf, err := createLog(s.dir, gen)
+	if err != nil {
+		return fmt.Errorf("new log: %w", err)
+	}
+	s.db.mu.Lock()
+	failedBefore := s.aof.failure() != nil
+	snap := s.db.beginSnapshot(gen)
+	s.aof.rotate(lf)
+	dirty := s.db.dirty
+	s.db.mu.Unlock()
+	p.current.Store(snap)
+	err = s.writeSnapshotFile(snap)
+	s.db.mu.Lock()
+	s.db.endSnapshot(snap)
+	s.db.mu.Unlock()
+	p.current.Store(nil)
+	p.lastCOW.Store(snap.copied.Load())
+	if err != nil {
+		return err
+	}
+	p.gen.Store(gen)
+	p.dirtyAtSave.Store(dirty)
+	if failedBefore || s.aof.failure() != nil {
+		// Only a failure from before the point in time is covered by the
+		// snapshot; one of the new log needs the next rewrite.
+		if s.aof.failedGen() < gen {
+			s.aof.recover()
+			s.doubt.clear()
+			s.log.Info("append-only log writable again: the snapshot holds every write that was in doubt", "generation", gen)
+		}
+	}
+	if names, err := s.dir.List(); err == nil {
+		s.removeOlder(names, gen)
+	}
+	return nil
+}
+
+// writeSnapshotFile writes the snapshot to a temporary file and renames it
+// into place durably.
+func (s *Server) writeSnapshotFile(snap *snapshot) error {
+	name := SnapshotName(snap.gen)
+	tmp := name + tmpMarker + strconv.FormatInt(time.Now().UnixNano(), 36)
+	f, err := s.dir.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", s.dir.Path(tmp), err)
+	}
+	fail := func(what string, err error) error {
+		f.Close()
+		s.dir.Remove(tmp)
+		return fmt.Errorf("%s %s: %w", what, s.dir.Path(tmp), err)
+	}
+	cw := &countWriter{w: f}
+	bw := bufio.NewWriterSize(cw, 1<<20)
+	if err := s.writeSnapshot(bw, snap); err != nil {
+		return fail("write", err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fail("write", err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail("fsync", err)
+	}
+	if err := f.Close(); err != nil {
+		s.dir.Remove(tmp)
+		return fmt.Errorf("close %s: %w", s.dir.Path(tmp), err)
+	}
+	if err := s.dir.Rename(tmp, name); err != nil {
+		s.dir.Remove(tmp)
+		return fmt.Errorf("rename %s: %w", s.dir.Path(tmp), err)
+	}
+	if err := s.dir.Sync(); err != nil {
+		return fmt.Errorf("fsync directory %s: %w", s.dir.Path(""), err)
+	}
+	s.persist.lastSnapSize.Store(cw.n)
+	return nil
+}
+
+// countWriter counts the bytes written through it.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// Save writes a snapshot and starts a new log, waiting until both are
+// durable. Clients keep being served meanwhile.
+func (s *Server) Save() error { return s.rewrite() }
+
+// startRewrite runs a rewrite in the background unless one is running; it
+// reports whether it started one.
+func (s *Server) startRewrite(why string) bool {
+	p := &s.persist
+	if !p.saving.CompareAndSwap(false, true) {
+		return false
+	}
+	s.bgWG.Add(1)
+	go func() {
+		defer s.bgWG.Done()
+		defer p.saving.Store(false)
+		if err := s.rewrite(); err != nil {
+			s.log.Error("snapshot failed", "reason", why, "err", err)
+		}
+		if p.scheduled.CompareAndSwap(true, false) {
+			go s.startRewrite("scheduled")
+		}
+	}()
+	return true
+}
+
+// logStatus is aof_last_write_status.
+func (s *Server) logStatus() string {
+	if s.aof != nil && s.aof.failure() != nil {
+		return "err"
+	}
+	return "ok"
+}
+
+// lastSaveStatus is rdb_last_bgsave_status.
+func (s *Server) lastSaveStatus() string {
+	if s.persist.lastOK.Load() || s.persist.saves.Load() == 0 && s.persist.failures.Load() == 0 {
+		return "ok"
+	}
+	return "err"
 }
 
 func (s *Server) aofSize() int64 {
 	if s.aof == nil {
 		return 0
 	}
-	a := s.aof
-	a.ioMu.Lock()
-	defer a.ioMu.Unlock()
-	return a.size
+	return s.aof.size()
 }
 
-func (s *Server) lastSaveStatus() string {
-	if s.saveErr.Load() {
-		return "err"
+// misconf is the error writes get while the log is failed, or "".
+func (s *Server) misconf() string {
+	if s.aof == nil {
+		return ""
 	}
-	return "ok"
+	if err := s.aof.failure(); err != nil {
+		return "MISCONF Errors writing to the AOF file: " + errText(err)
+	}
+	return ""
 }
 
-// load reads the snapshot and replays the log (called by New).
-func (s *Server) load() error {
-	if err := os.MkdirAll(s.cfg.Dir, 0o755); err != nil {
-		return fmt.Errorf("server: data directory: %w", err)
-	}
-	snapPath := filepath.Join(s.cfg.Dir, SnapshotFile)
-	gen, n, err := s.loadSnapshot(snapPath)
-	if err != nil {
-		return err
-	}
-	if n >= 0 {
-		s.log.Info("snapshot loaded", "file", snapPath, "keys", n, "generation", gen)
-	}
-	s.gen = gen
-	aofPath := filepath.Join(s.cfg.Dir, AOFFile)
-	s.db.loading = true
-	replayed, err := s.replayAOF(aofPath, gen)
-	s.db.loading = false
-	if err != nil {
-		return err
-	}
-	if replayed < 0 {
-		// No usable log for this generation: start a fresh one.
-		if err := writeEmptyAOF(aofPath, gen); err != nil {
-			return err
-		}
-	}
-	f, err := os.OpenFile(aofPath, os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("server: open %s: %w", aofPath, err)
-	}
-	st, _ := f.Stat()
-	s.aof = &appendLog{path: aofPath, f: f, size: st.Size()}
-	s.db.onExpire = func(key string) {
-		s.aof.append([][]byte{[]byte("DEL"), []byte(key)})
-	}
-	s.db.recount()
-	s.db.dirty = 0
-	return nil
-}
-
-func writeEmptyAOF(path string, gen uint64) error {
-	hdr := make([]byte, 16)
-	copy(hdr, aofMagic)
-	binary.LittleEndian.PutUint64(hdr[8:], gen)
-	return writeFileAtomic(path, func(w io.Writer) error {
-		_, err := w.Write(hdr)
-		return err
-	})
-}
-
-// replayAOF replays the log if its generation is current; it returns the
-// number of records replayed, or -1 if there was no log for this generation.
-func (s *Server) replayAOF(path string, gen uint64) (int, error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if errors.Is(err, os.ErrNotExist) {
-		return -1, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("server: open %s: %w", path, err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return 0, fmt.Errorf("server: stat %s: %w", path, err)
-	}
-	size := st.Size()
-	r := bufio.NewReaderSize(f, 1<<20)
-	hdr := make([]byte, 16)
-	if _, err := io.ReadFull(r, hdr); err != nil || string(hdr[:8]) != aofMagic {
-		return 0, fmt.Errorf("server: %s: not a bloomkit append-only log (bad header): %w", path, ErrCorrupt)
-	}
-	fileGen := binary.LittleEndian.Uint64(hdr[8:])
-	if fileGen < gen {
-		s.log.Info("append-only log predates the snapshot; starting a new one", "file", path, "log_generation", fileGen, "snapshot_generation", gen)
-		return -1, nil
-	}
-	if fileGen > gen {
-		return 0, fmt.Errorf("server: %s: log generation %d is newer than the snapshot's (%d): snapshot missing or stale: %w", path, fileGen, gen, ErrCorrupt)
-	}
-	off := int64(16)
-	sess := &Session{authed: true, ID: 0}
-	var reply Reply
-	count := 0
-	var rec []byte
+// errText is the root cause of err (as Redis prints strerror).
+func errText(err error) string {
 	for {
-		var h [8]byte
-		n, err := io.ReadFull(r, h[:])
-		if err == io.EOF {
-			break
+		u := errors.Unwrap(err)
+		if u == nil {
+			return err.Error()
 		}
-		torn := func(why string) (int, error) {
-			s.log.Warn("append-only log ends with a torn record; cutting it off", "file", path, "offset", off, "reason", why, "dropped_bytes", size-off)
-			if err := f.Truncate(off); err != nil {
-				return 0, fmt.Errorf("server: truncate %s: %w", path, err)
-			}
-			if err := f.Sync(); err != nil {
-				return 0, fmt.Errorf("server: fsync %s: %w", path, err)
-			}
-			return count, nil
-		}
-		if err != nil {
-			return torn(fmt.Sprintf("partial record header (%d bytes)", n))
-		}
-		l := int64(binary.LittleEndian.Uint32(h[:4]))
-		sum := binary.LittleEndian.Uint32(h[4:])
-		if off+8+l > size {
-			return torn("record extends past end of file")
-		}
-		if l == 0 && sum == 0 && allZero(r) {
-			return torn("zero-filled tail")
-		}
-		if l > maxRecord {
-			return 0, fmt.Errorf("server: %s: record at offset %d: impossible length %d: %w", path, off, l, ErrCorrupt)
-		}
-		if int64(cap(rec)) < l {
-			rec = make([]byte, l)
-		}
-		rec = rec[:l]
-		if _, err := io.ReadFull(r, rec); err != nil {
-			return torn("partial record")
-		}
-		if crc32.Checksum(rec, crcTable) != sum {
-			return 0, fmt.Errorf("server: %s: checksum mismatch in record at offset %d; refusing to start (move the file away to start without it, losing its writes): %w", path, off, ErrCorrupt)
-		}
-		args, err := decodeRecord(rec)
-		if err != nil || len(args) == 0 {
-			return 0, fmt.Errorf("server: %s: malformed record at offset %d: %w", path, off, ErrCorrupt)
-		}
-		s.replay(sess, args, &reply)
-		off += 8 + l
-		count++
-	}
-	if count > 0 {
-		s.log.Info("append-only log replayed", "file", path, "records", count)
-	}
-	return count, nil
-}
-
-// allZero reports whether everything left in r is zero bytes.
-func allZero(r *bufio.Reader) bool {
-	for {
-		b, err := r.ReadByte()
-		if err != nil {
-			return true
-		}
-		if b != 0 {
-			r.UnreadByte()
-			return false
-		}
+		err = u
 	}
 }
 
-func (s *Server) replay(c *Session, args [][]byte, r *Reply) {
-	aof := s.aof
-	s.aof = nil
-	s.Do(c, args, r)
-	s.aof = aof
-	if r.failed {
-		s.log.Debug("replayed command failed", "cmd", string(args[0]), "reply", string(bytes.TrimSpace(r.Bytes())))
+// persistenceInfo is INFO's Persistence section, with Redis's field names.
+// A snapshot is both Redis's RDB save and its AOF rewrite (it starts a new
+// log), so the rdb_ and aof_ fields describe the same operation.
+func (s *Server) persistenceInfo() []string {
+	p := &s.persist
+	b01 := func(v bool) string {
+		if v {
+			return "1"
+		}
+		return "0"
 	}
-}
-
-// Save writes a snapshot (temp file, fsync, rename) and starts a new,
-// empty append-only log. Clients wait while it runs.
-func (s *Server) Save() error {
-	s.saveMu.Lock()
-	defer s.saveMu.Unlock()
-	return s.save0()
-}
-
-func (s *Server) save() error {
-	s.saveMu.Lock()
-	defer s.saveMu.Unlock()
-	return s.save0()
-}
-
-func (s *Server) save0() error {
-	if s.cfg.NoPersistence {
-		s.lastSave.Store(time.Now().Unix())
-		return nil
+	now := time.Now().Unix()
+	inProgress := p.saving.Load()
+	cur := int64(-1)
+	var cow, keysDone, keysTotal int64
+	if snap := p.current.Load(); snap != nil {
+		cur = now - p.started.Load()
+		cow = snap.copied.Load()
+		keysDone = snap.processed.Load()
+		keysTotal = int64(len(snap.keys))
 	}
-	start := time.Now()
-	s.db.mu.Lock()
-	defer s.db.mu.Unlock()
-	gen := s.gen + 1
-	path := filepath.Join(s.cfg.Dir, SnapshotFile)
-	err := writeFileAtomic(path, func(w io.Writer) error { return s.writeSnapshot(w, gen) })
-	if err != nil {
-		s.saveErr.Store(true)
-		return fmt.Errorf("snapshot %s: %w", path, err)
+	status := s.lastSaveStatus()
+	lines := []string{
+		"loading:0",
+		"async_loading:0",
+		"current_cow_peak:" + itoa(cow),
+		"current_cow_size:" + itoa(cow),
+		"current_cow_size_age:0",
+		"current_fork_perc:0.00",
+		"current_save_keys_processed:" + itoa(keysDone),
+		"current_save_keys_total:" + itoa(keysTotal),
+		"rdb_changes_since_last_save:" + strconv.FormatUint(s.db.dirty-p.dirtyAtSave.Load(), 10),
+		"rdb_bgsave_in_progress:" + b01(inProgress),
+		"rdb_last_save_time:" + itoa(p.lastSave.Load()),
+		"rdb_last_bgsave_status:" + status,
+		"rdb_last_bgsave_time_sec:" + itoa(p.lastDuration.Load()),
+		"rdb_current_bgsave_time_sec:" + itoa(cur),
+		"rdb_saves:" + itoa(p.saves.Load()),
+		"rdb_last_cow_size:" + itoa(p.lastCOW.Load()),
+		"rdb_last_load_keys_expired:0",
+		"rdb_last_load_keys_loaded:" + itoa(p.loadedKeys.Load()),
+		"aof_enabled:" + b01(s.aof != nil),
+		"aof_rewrite_in_progress:" + b01(inProgress),
+		"aof_rewrite_scheduled:" + b01(p.scheduled.Load()),
+		"aof_last_rewrite_time_sec:" + itoa(p.lastDuration.Load()),
+		"aof_current_rewrite_time_sec:" + itoa(cur),
+		"aof_last_bgrewrite_status:" + status,
+		"aof_rewrites:" + itoa(p.saves.Load()),
+		"aof_rewrites_consecutive_failures:" + itoa(p.failures.Load()),
+		"aof_last_write_status:" + s.logStatus(),
+		"aof_last_cow_size:" + itoa(p.lastCOW.Load()),
+		"module_fork_in_progress:0",
+		"module_fork_last_cow_size:0",
 	}
-	s.gen = gen
-	// The snapshot holds everything: start the log of the new generation.
-	aofPath := filepath.Join(s.cfg.Dir, AOFFile)
 	if s.aof != nil {
-		a := s.aof
-		a.ioMu.Lock()
-		a.mu.Lock()
-		var err error
-		if a.f != nil { // nil: the server closed meanwhile; the old log is stale now
-			err = writeEmptyAOF(aofPath, gen)
-		}
-		if err == nil && a.f != nil {
-			var f *os.File
-			f, err = os.OpenFile(aofPath, os.O_WRONLY|os.O_APPEND, 0o644)
-			if err == nil {
-				if a.f != nil {
-					a.f.Close()
-				}
-				a.f = f
-				a.buf = nil
-				a.size = 16
-				a.written, a.synced = a.appended, a.appended
-			}
-		}
-		a.mu.Unlock()
-		a.ioMu.Unlock()
-		if err != nil {
-			s.saveErr.Store(true)
-			return fmt.Errorf("rewrite %s: %w", aofPath, err)
-		}
+		lines = append(lines,
+			"aof_current_size:"+itoa(s.aofSize()),
+			"aof_base_size:"+itoa(p.lastSnapSize.Load()),
+			"aof_pending_rewrite:"+b01(p.scheduled.Load()),
+			"aof_buffer_length:"+itoa(s.aof.buffered()),
+			"aof_pending_bio_fsync:0",
+			"aof_delayed_fsync:0",
+			"aof_fsync:"+s.cfg.AppendFsync,
+			"aof_current_generation:"+strconv.FormatUint(s.aof.generation(), 10),
+			"aof_last_write_error:"+s.lastLogError(),
+		)
 	}
-	s.saveErr.Store(false)
-	if st, err := os.Stat(path); err == nil {
-		s.lastSnapSize.Store(st.Size())
-	}
-	s.lastSave.Store(time.Now().Unix())
-	s.dirtyAtSave.Store(s.db.dirty)
-	s.metrics.saves.Inc()
-	s.log.Info("snapshot saved", "file", path, "keys", len(s.db.keys), "generation", gen, "took", time.Since(start))
-	return nil
+	lines = append(lines, "dir:"+s.cfg.Dir)
+	return lines
 }
 
-// writeFileAtomic writes path via a temp file in the same directory,
-// fsyncs it, renames it into place and fsyncs the directory.
-func writeFileAtomic(path string, fill func(io.Writer) error) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
+// lastLogError is the log's failure, or "" when it is healthy.
+func (s *Server) lastLogError() string {
+	if s.aof == nil {
+		return ""
 	}
-	defer os.Remove(tmp.Name())
-	bw := bufio.NewWriterSize(tmp, 1<<20)
-	if err := fill(bw); err != nil {
-		tmp.Close()
-		return err
+	if err := s.aof.failure(); err != nil {
+		return errText(err)
 	}
-	if err := bw.Flush(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
-}
-
-type crcWriter struct {
-	w io.Writer
-	h hash.Hash32
-}
-
-// Write writes p and adds it to the checksum.
-func (c *crcWriter) Write(p []byte) (int, error) {
-	c.h.Write(p)
-	return c.w.Write(p)
-}
-
-// Snapshot layout: "BKSNAP01", u64 generation, u64 key count; per key:
-// u32 key length, key, u8 kind, i64 expiry (unix ms, 0 none), u32 header
-// length, the filter's SCANDUMP header, then its arrays in dump order;
-// finally the CRC-32C of everything before it.
-func (s *Server) writeSnapshot(w io.Writer, gen uint64) error {
-	cw := &crcWriter{w: w, h: crc32.New(crcTable)}
-	var b []byte
-	b = append(b, snapMagic...)
-	b = binary.LittleEndian.AppendUint64(b, gen)
-	now := s.db.nowMs()
-	live := 0
-	for _, e := range s.db.keys {
-		if e.expireAt == 0 || e.expireAt > now {
-			live++
-		}
-	}
-	b = binary.LittleEndian.AppendUint64(b, uint64(live))
-	if _, err := cw.Write(b); err != nil {
-		return err
-	}
-	for k, e := range s.db.keys {
-		if e.expireAt != 0 && e.expireAt <= now {
-			continue
-		}
-		var hdr []byte
-		var arrays [][]byte
-		switch e.kind {
-		case KindBloom:
-			hdr = e.bf.Header()
-			for i := range e.bf.Links {
-				arrays = append(arrays, e.bf.Links[i].Data)
-			}
-		case KindCuckoo:
-			hdr = e.cf.Header()
-			arrays = e.cf.Filters
-		}
-		b = b[:0]
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(k)))
-		b = append(b, k...)
-		b = append(b, byte(e.kind))
-		b = binary.LittleEndian.AppendUint64(b, uint64(e.expireAt))
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(hdr)))
-		b = append(b, hdr...)
-		if _, err := cw.Write(b); err != nil {
-			return err
-		}
-		for _, a := range arrays {
-			if _, err := cw.Write(a); err != nil {
-				return err
-			}
-		}
-	}
-	_, err := w.Write(binary.LittleEndian.AppendUint32(nil, cw.h.Sum32()))
-	return err
-}
-
-type crcReader struct {
-	r io.Reader
-	h hash.Hash32
-}
-
-// Read reads into p and adds what was read to the checksum.
-func (c *crcReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.h.Write(p[:n])
-	return n, err
-}
-
-// loadSnapshot loads path into the keyspace; it returns the generation and
-// the key count, or (0, -1) if there is no snapshot.
-func (s *Server) loadSnapshot(path string) (uint64, int, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, -1, nil
-	}
-	if err != nil {
-		return 0, 0, fmt.Errorf("server: open snapshot %s: %w", path, err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return 0, 0, fmt.Errorf("server: stat snapshot %s: %w", path, err)
-	}
-	fail := func(what string, err error) (uint64, int, error) {
-		if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, ErrCorrupt) {
-			return 0, 0, fmt.Errorf("server: snapshot %s is damaged (%s); refusing to start with a partial database — restore it or move it away: %w", path, what, ErrCorrupt)
-		}
-		return 0, 0, fmt.Errorf("server: snapshot %s is damaged (%s); refusing to start with a partial database — restore it or move it away: %w: %w", path, what, ErrCorrupt, err)
-	}
-	cr := &crcReader{r: bufio.NewReaderSize(f, 1<<20), h: crc32.New(crcTable)}
-	// Every length read is bounded by the file size, so a forged header
-	// cannot make us allocate more than the file could hold.
-	remaining := st.Size()
-	read := func(n int64) ([]byte, error) {
-		if n > remaining {
-			return nil, ErrCorrupt
-		}
-		p := make([]byte, n)
-		if _, err := io.ReadFull(cr, p); err != nil {
-			return nil, err
-		}
-		remaining -= n
-		return p, nil
-	}
-	head, err := read(24)
-	if err != nil {
-		return fail("header", err)
-	}
-	if string(head[:8]) != snapMagic {
-		return fail("bad magic", nil)
-	}
-	gen := binary.LittleEndian.Uint64(head[8:])
-	nkeys := binary.LittleEndian.Uint64(head[16:])
-	if nkeys > uint64(remaining) {
-		return fail("impossible key count", nil)
-	}
-	keys := make(map[string]*entry, nkeys)
-	for i := uint64(0); i < nkeys; i++ {
-		lb, err := read(4)
-		if err != nil {
-			return fail(fmt.Sprintf("key %d", i), err)
-		}
-		kb, err := read(int64(binary.LittleEndian.Uint32(lb)))
-		if err != nil {
-			return fail(fmt.Sprintf("key %d", i), err)
-		}
-		meta, err := read(13)
-		if err != nil {
-			return fail(fmt.Sprintf("key %q", kb), err)
-		}
-		kind := Kind(meta[0])
-		exp := int64(binary.LittleEndian.Uint64(meta[1:]))
-		hdr, err := read(int64(binary.LittleEndian.Uint32(meta[9:])))
-		if err != nil {
-			return fail(fmt.Sprintf("key %q header", kb), err)
-		}
-		e := &entry{kind: kind, expireAt: exp}
-		var arrays [][]byte
-		// The header's sizes must fit in what is left of the file.
-		fits := func(n uint64) error {
-			if n > uint64(remaining) {
-				return ErrCorrupt
-			}
-			return nil
-		}
-		switch kind {
-		case KindBloom:
-			e.bf, err = redisbloom.LoadBloomHeader(hdr, fits)
-			if err == nil {
-				for j := range e.bf.Links {
-					arrays = append(arrays, e.bf.Links[j].Data)
-				}
-			}
-		case KindCuckoo:
-			e.cf, err = redisbloom.LoadCuckooHeader(hdr, math.MaxUint16, fits)
-			if err == nil {
-				arrays = e.cf.Filters
-			}
-		default:
-			err = ErrCorrupt
-		}
-		if err != nil {
-			return fail(fmt.Sprintf("key %q: bad filter header", kb), err)
-		}
-		for _, a := range arrays {
-			if int64(len(a)) > remaining {
-				return fail(fmt.Sprintf("key %q data", kb), nil)
-			}
-			if _, err := io.ReadFull(cr, a); err != nil {
-				return fail(fmt.Sprintf("key %q data", kb), err)
-			}
-			remaining -= int64(len(a))
-		}
-		keys[string(kb)] = e
-	}
-	want := cr.h.Sum32()
-	var sum [4]byte
-	if _, err := io.ReadFull(cr.r, sum[:]); err != nil {
-		return fail("missing checksum", err)
-	}
-	if binary.LittleEndian.Uint32(sum[:]) != want {
-		return fail("checksum mismatch", nil)
-	}
-	if n, _ := cr.r.Read(sum[:1]); n != 0 {
-		return fail("trailing data", nil)
-	}
-	for k, e := range keys {
-		s.db.attach(e)
-		s.db.keys[k] = e
-	}
-	return gen, len(keys), nil
+	return ""
 }

@@ -73,14 +73,14 @@ func TestPersistenceRestart(t *testing.T) {
 	}
 }
 
-// A crash between writing a snapshot and starting the new log must not
-// apply the old log twice (CF.ADD is not idempotent).
+// A log of a generation before the snapshot must not be applied again
+// (CF.ADD is not idempotent), even if its removal did not happen.
 func TestSnapshotSupersedesOldLog(t *testing.T) {
 	s := startServer(t, Config{AppendFsync: "always"})
 	rc := dialRaw(t, s.Addr())
 	rc.do("CF.ADD", "c", "a")
 	rc.do("CF.ADD", "c", "a")
-	aof := filepath.Join(s.cfg.Dir, AOFFile)
+	aof := filepath.Join(s.cfg.Dir, LogName(1))
 	old, err := os.ReadFile(aof)
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +89,10 @@ func TestSnapshotSupersedesOldLog(t *testing.T) {
 		t.Fatal(got)
 	}
 	s.Close()
-	if err := os.WriteFile(aof, old, 0o644); err != nil { // as if the log rewrite never happened
+	if _, err := os.Stat(aof); !os.IsNotExist(err) {
+		t.Errorf("the superseded log is still there: %v", err)
+	}
+	if err := os.WriteFile(aof, old, 0o644); err != nil { // as if its removal never happened
 		t.Fatal(err)
 	}
 	s2 := startServer(t, Config{Dir: s.cfg.Dir})
@@ -109,7 +112,7 @@ func TestTornLogIsCut(t *testing.T) {
 			rc := dialRaw(t, s.Addr())
 			rc.do("BF.ADD", "b", "kept")
 			s.Close()
-			aof := filepath.Join(s.cfg.Dir, AOFFile)
+			aof := filepath.Join(s.cfg.Dir, LogName(1))
 			good, _ := os.ReadFile(aof)
 			f, _ := os.OpenFile(aof, os.O_WRONLY|os.O_APPEND, 0)
 			f.Write(tail)
@@ -142,9 +145,9 @@ func TestCorruptLogStopsStartup(t *testing.T) {
 	rc.do("BF.ADD", "b", "one")
 	rc.do("BF.ADD", "b", "two")
 	s.Close()
-	aof := filepath.Join(s.cfg.Dir, AOFFile)
+	aof := filepath.Join(s.cfg.Dir, LogName(1))
 	data, _ := os.ReadFile(aof)
-	data[16+8+6] ^= 0xff // inside the first record's payload
+	data[aofHeaderLen+recHeaderLen+6] ^= 0xff // inside the first record's payload
 	os.WriteFile(aof, data, 0o644)
 	_, err := New(Config{Dir: s.cfg.Dir, Logger: testLogger(t), NoPersistence: false})
 	if err == nil || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), aof) || !strings.Contains(err.Error(), "checksum") {
@@ -160,7 +163,7 @@ func TestCorruptSnapshotStopsStartup(t *testing.T) {
 	if err := s.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
-	snap := filepath.Join(s.cfg.Dir, SnapshotFile)
+	snap := filepath.Join(s.cfg.Dir, SnapshotName(2))
 	good, _ := os.ReadFile(snap)
 	for name, bad := range map[string][]byte{
 		"flipped byte": func() []byte { b := append([]byte{}, good...); b[len(b)/2] ^= 0x40; return b }(),
@@ -349,64 +352,74 @@ func TestSIGTERMSaves(t *testing.T) {
 	if err := srv.Wait(); err != nil {
 		t.Fatalf("exit: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, SnapshotFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, SnapshotName(2))); err != nil {
 		t.Fatalf("no snapshot after SIGINT: %v", err)
 	}
-	aof, _ := os.Stat(filepath.Join(dir, AOFFile))
-	if aof == nil || aof.Size() != 16 {
+	aof, _ := os.Stat(filepath.Join(dir, LogName(2)))
+	if aof == nil || aof.Size() != aofHeaderLen {
 		t.Errorf("log not rewritten after the snapshot: %v", aof)
+	}
+	if _, err := os.Stat(filepath.Join(dir, LogName(1))); !os.IsNotExist(err) {
+		t.Errorf("the superseded log is still there: %v", err)
 	}
 }
 
-// When the log cannot be written, the write is not acknowledged (the
-// connection closes without a reply) and later writes get MISCONF until the
-// log works again.
+// When the log cannot be written, the write is not acknowledged (its reply
+// is an IOERR), later writes get MISCONF while reads are served, and a
+// snapshot taken in the background brings the server back; the write that
+// was in doubt is then durable.
 func TestLogWriteFailureWithholdsReplies(t *testing.T) {
-	s := startServer(t, Config{AppendFsync: "always"})
+	s := startServer(t, Config{AppendFsync: "always", retryMin: 20 * time.Millisecond})
 	rc := dialRaw(t, s.Addr())
 	if got := rc.do("BF.ADD", "b", "ok"); got != ":1" {
 		t.Fatal(got)
 	}
+	if got := rc.do("BF.ADD", "other", "ok"); got != ":1" {
+		t.Fatal(got)
+	}
+	s.persist.saveMu.Lock() // hold off the background rewrite for a moment
 	a := s.aof
 	a.ioMu.Lock()
-	good := a.f
-	ro, err := os.Open(good.Name()) // read-only: writes fail
+	good := a.cur.f
+	ro, err := os.Open(filepath.Join(s.cfg.Dir, a.cur.name)) // read-only: writes fail
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.f = ro
+	a.cur.f = ro
 	a.ioMu.Unlock()
-	rc.send("BF.ADD", "b", "unlogged")
-	rc.c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if b, err := rc.r.ReadByte(); err == nil {
-		t.Fatalf("got a reply (%q) for a write that was not logged", b)
+	if got := rc.do("BF.ADD", "b", "unlogged"); !strings.HasPrefix(got, "-IOERR the append-only log failed") {
+		t.Fatalf("a write that was not logged was answered %s", got)
 	}
+	good.Close()
 	rc2 := dialRaw(t, s.Addr())
-	if got := rc2.do("BF.ADD", "b", "x"); !strings.HasPrefix(got, "-MISCONF Errors writing to the append-only log") {
+	if got := rc2.do("BF.ADD", "c", "x"); !strings.HasPrefix(got, "-MISCONF Errors writing to the AOF file") {
 		t.Errorf("write while the log is broken: %s", got)
 	}
-	if got := rc2.do("BF.EXISTS", "b", "ok"); got != ":1" {
+	if got := rc2.do("BF.EXISTS", "other", "ok"); got != ":1" {
 		t.Errorf("reads must still work: %s", got)
 	}
-	a.ioMu.Lock()
-	a.f = good
-	ro.Close()
-	a.ioMu.Unlock()
-	// The background retry writes the kept records and clears the state.
+	// b's last write is in doubt: no read may reveal it.
+	if got := rc2.do("BF.EXISTS", "b", "unlogged"); !strings.HasPrefix(got, "-IOERR") {
+		t.Errorf("a read of a key in doubt answered %s", got)
+	}
+	s.persist.saveMu.Unlock()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		got := rc2.do("BF.ADD", "b", "y")
 		if got == ":1" {
 			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still refusing writes after repair: %s", got)
+		if !strings.HasPrefix(got, "-MISCONF Errors writing to the AOF file") {
+			t.Fatalf("write while the log is broken: %s", got)
 		}
-		time.Sleep(50 * time.Millisecond)
+		if time.Now().After(deadline) {
+			t.Fatalf("still refusing writes: %s", got)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	s2 := restart(t, s, false)
 	rc3 := dialRaw(t, s2.Addr())
-	// "unlogged" was kept in the buffer and written on the retry.
+	// "unlogged" was in doubt: the snapshot made it durable.
 	if got := rc3.do("BF.MEXISTS", "b", "ok", "y", "unlogged"); got != "[:1 :1 :1]" {
 		t.Errorf("after restart: %s", got)
 	}

@@ -61,6 +61,12 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
+
+	// dataDir replaces the data directory (fault-injection tests).
+	dataDir dataDir
+	// retryMin is the first pause before retrying a failed rewrite after
+	// the log failed (default 1 s; it doubles up to a minute).
+	retryMin time.Duration
 }
 
 func (c *Config) defaults() {
@@ -85,6 +91,9 @@ func (c *Config) defaults() {
 	if c.AutoSaveLogBytes == 0 {
 		c.AutoSaveLogBytes = 64 << 20
 	}
+	if c.retryMin <= 0 {
+		c.retryMin = time.Second
+	}
 }
 
 // Session is one client connection's state.
@@ -103,11 +112,15 @@ type Session struct {
 	// set by handlers for the append-only log
 	skipLog bool
 	logArgs [][]byte
-	// pendingSync is the log position this connection's replies wait for
-	// (appendfsync always).
-	pendingSync int64
-	reply       Reply
-	out         []byte // replies of the current pipeline batch
+	// pendingSync is the log position this connection's replies wait for:
+	// everything its commands could have observed. pendingWrite is set when
+	// they include a write of its own.
+	pendingSync  int64
+	pendingWrite bool
+	// batched counts the replies in out.
+	batched int
+	reply   Reply
+	out     []byte // replies of the current pipeline batch
 	// multi holds the commands queued after MULTI (its first element is a
 	// marker, so an empty transaction is non-nil); multiErr aborts EXEC.
 	multi    []queued
@@ -119,35 +132,39 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	db      *DB
+	dir     dataDir
 	aof     *appendLog
+	persist persistState
 	metrics *metrics
+	// doubt is the keys whose last writes were not durable when the log failed.
+	doubt doubtSet
+	// txn collects the writes of the MULTI/EXEC block being executed, to
+	// be logged as one record (db.mu held).
+	txn [][][]byte
 
-	started      time.Time
-	nextID       atomic.Int64
-	clients      atomic.Int64
-	totalConns   atomic.Int64
-	totalCmds    atomic.Int64
-	lastSave     atomic.Int64
-	dirtyAtSave  atomic.Uint64
-	saving       atomic.Bool
-	saveMu       sync.Mutex
-	saveErr      atomic.Bool
-	lastSnapSize atomic.Int64
-	aofErr       atomic.Value // string, or nil when the log is writable
-	gen          uint64       // persistence generation (under db.mu)
+	started    time.Time
+	nextID     atomic.Int64
+	clients    atomic.Int64
+	totalConns atomic.Int64
+	totalCmds  atomic.Int64
 
 	smu      sync.Mutex
 	sessions map[int64]*Session
 
 	ln       net.Listener
 	addr     atomic.Value // string
+	rcMu     sync.Mutex
 	rc       *redcon.Server
 	httpSrv  *http.Server
 	httpLn   net.Listener
 	stop     chan struct{}
 	stopOnce sync.Once
-	bgWG     sync.WaitGroup
-	closed   atomic.Bool
+	// shutdownReq is closed by the SHUTDOWN command.
+	shutdownReq  chan struct{}
+	shutdownOnce sync.Once
+	finishOnce   sync.Once
+	bgWG         sync.WaitGroup
+	closed       atomic.Bool
 }
 
 // New creates a server: it loads the snapshot and replays the append-only
@@ -172,9 +189,12 @@ func New(cfg Config) (*Server, error) {
 		started:  time.Now(),
 		sessions: map[int64]*Session{},
 		stop:     make(chan struct{}),
+
+		shutdownReq: make(chan struct{}),
 	}
 	s.metrics.register(s)
-	s.lastSave.Store(time.Now().Unix())
+	s.persist.lastSave.Store(time.Now().Unix())
+	s.persist.lastOK.Store(true)
 	if !cfg.NoPersistence {
 		if err := s.load(); err != nil {
 			return nil, err
@@ -259,14 +279,33 @@ func (s *Server) Serve() error {
 	}
 	s.bgWG.Add(1)
 	go s.background()
-	s.rc = redcon.NewServerNetwork("tcp", s.Addr(), s.handle, s.accept, s.closedConn)
+	go func() {
+		select {
+		case <-s.shutdownReq:
+			s.Close()
+		case <-s.stop:
+		}
+	}()
+	rc := redcon.NewServerNetwork("tcp", s.Addr(), s.handle, s.accept, s.closedConn)
+	s.rcMu.Lock()
+	s.rc = rc
+	s.rcMu.Unlock()
+	if s.closed.Load() {
+		return nil
+	}
 	s.log.Info("serving", "addr", s.Addr(), "dir", s.cfg.Dir, "appendfsync", s.cfg.AppendFsync,
 		"tls", s.cfg.TLSCert != "", "auth", s.cfg.RequirePass != "", "maxmemory", s.db.limit, "metrics", s.MetricsAddr())
-	err := s.rc.Serve(s.ln)
+	err := rc.Serve(s.ln)
 	if s.closed.Load() {
 		return nil
 	}
 	return err
+}
+
+func (s *Server) rcServer() *redcon.Server {
+	s.rcMu.Lock()
+	defer s.rcMu.Unlock()
+	return s.rc
 }
 
 // ListenAndServe listens on cfg.Addr and serves.
@@ -277,20 +316,22 @@ func (s *Server) ListenAndServe() error {
 	return s.Serve()
 }
 
-// Shutdown stops accepting clients, saves a snapshot and closes the log.
+// Shutdown stops accepting clients, writes a snapshot and closes the log.
+// If the snapshot fails the log still holds every write; the error is
+// returned.
 func (s *Server) Shutdown() error {
 	s.closeListeners()
 	var err error
 	if !s.cfg.NoPersistence {
 		if err = s.Save(); err != nil {
-			s.log.Error("save on shutdown failed", "err", err)
+			s.log.Error("save on shutdown failed; the append-only log still holds every write", "err", err)
 		}
 	}
 	s.finish()
 	return err
 }
 
-// Close stops the server without saving a snapshot (the log is flushed).
+// Close stops the server without a snapshot (the log is written and fsynced).
 func (s *Server) Close() error {
 	s.closeListeners()
 	s.finish()
@@ -300,10 +341,11 @@ func (s *Server) Close() error {
 func (s *Server) closeListeners() {
 	s.closed.Store(true)
 	s.stopOnce.Do(func() { close(s.stop) })
-	if s.rc != nil {
-		s.rc.Close()
-	} else if s.ln != nil {
-		s.ln.Close()
+	if rc := s.rcServer(); rc != nil {
+		rc.Close()
+	}
+	if s.ln != nil {
+		s.ln.Close() // also when Serve has not got as far as redcon yet
 	}
 	if s.httpSrv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -313,9 +355,13 @@ func (s *Server) closeListeners() {
 }
 
 func (s *Server) finish() {
+	s.finishOnce.Do(s.finish0)
+}
+
+func (s *Server) finish0() {
 	s.bgWG.Wait()
-	s.saveMu.Lock() // let a running BGSAVE finish
-	s.saveMu.Unlock()
+	s.persist.saveMu.Lock() // let a running rewrite finish
+	defer s.persist.saveMu.Unlock()
 	if s.aof != nil {
 		if err := s.aof.close(); err != nil {
 			s.log.Error("closing append-only log", "err", err)
@@ -323,12 +369,15 @@ func (s *Server) finish() {
 	}
 }
 
-// background runs active expiry, the everysec fsync and memory recounts.
+// background runs active expiry, the everysec fsync, automatic snapshots,
+// the retries of a failed log, and memory recounts.
 func (s *Server) background() {
 	defer s.bgWG.Done()
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	ticks := 0
+	var retryAt time.Time
+	retryWait := s.cfg.retryMin
 	for {
 		select {
 		case <-s.stop:
@@ -336,37 +385,60 @@ func (s *Server) background() {
 		case <-t.C:
 		}
 		ticks++
-		s.db.mu.Lock()
-		for s.db.expireSome(20) == 20 {
-		}
+		s.expireCycle()
 		if ticks%10 == 0 {
+			s.db.mu.Lock()
 			s.db.recount()
+			s.db.mu.Unlock()
 		}
-		s.db.mu.Unlock()
-		if msg, _ := s.aofErr.Load().(string); msg != "" && s.aof != nil && ticks%5 == 0 {
-			if err := s.aof.flush(s.cfg.AppendFsync != "no"); err == nil {
-				s.aofErr.Store("")
-				s.log.Info("append-only log writable again")
+		if s.aof == nil {
+			continue
+		}
+		if s.cfg.AppendFsync != "always" && ticks%10 == 0 && s.aof.failure() == nil {
+			// everysec: fsync once a second; no: write what is buffered.
+			if err := s.aof.flushTo(0, s.cfg.AppendFsync == "everysec"); err != nil {
+				s.log.Error("append-only log failed; refusing writes (MISCONF) until a snapshot succeeds", "err", err)
 			}
 		}
-		if s.aof != nil && s.cfg.AutoSaveLogBytes > 0 && !s.saving.Load() {
+		if s.aof.failure() != nil {
+			// The log cannot be trusted again: a snapshot must replace it.
+			if now := time.Now(); now.After(retryAt) && !s.persist.saving.Load() {
+				retryAt = now.Add(retryWait)
+				retryWait = min(2*retryWait, time.Minute)
+				s.startRewrite("append-only log failed")
+			}
+			continue
+		}
+		retryWait = s.cfg.retryMin
+		if s.cfg.AutoSaveLogBytes > 0 && !s.persist.saving.Load() {
 			size := s.aofSize()
-			if size > s.cfg.AutoSaveLogBytes && size > s.lastSnapSize.Load() && s.saving.CompareAndSwap(false, true) {
+			if size > s.cfg.AutoSaveLogBytes && size > s.persist.lastSnapSize.Load() {
 				s.log.Info("append-only log is large; writing a snapshot", "log_bytes", size)
-				s.bgWG.Add(1)
-				go func() {
-					defer s.bgWG.Done()
-					defer s.saving.Store(false)
-					if err := s.save(); err != nil {
-						s.log.Error("automatic snapshot failed", "err", err)
-					}
-				}()
+				s.startRewrite("log size")
 			}
 		}
-		if s.aof != nil && s.cfg.AppendFsync == "everysec" && ticks%10 == 0 {
-			if err := s.aof.flush(true); err != nil {
-				s.log.Error("append-only log fsync", "err", err)
+	}
+}
+
+// expireCycle removes expired keys, sampling like Redis's active expiry,
+// for at most 1 ms with the keyspace locked at a time and 25 ms a cycle.
+func (s *Server) expireCycle() {
+	deadline := time.Now().Add(25 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		s.db.mu.Lock()
+		stop := time.Now().Add(time.Millisecond)
+		n := 0
+		for time.Now().Before(stop) {
+			got := s.db.expireSome(20)
+			n += got
+			if got < 20 {
+				break
 			}
+		}
+		more := n > 0 && time.Now().After(stop)
+		s.db.mu.Unlock()
+		if !more {
+			return
 		}
 	}
 }
@@ -412,23 +484,23 @@ func (s *Server) handle(conn redcon.Conn, cmd redcon.Command) {
 		conn.Close()
 		return
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			s.log.Error("panic in command; closing connection", "panic", p, "stack", string(debug.Stack()))
-			conn.WriteError("ERR internal error")
-			conn.Close()
-		}
-	}()
 	s.Do(c, cmd.Args, &c.reply)
 	c.out = append(c.out, c.reply.Bytes()...)
+	c.batched++
 	if len(conn.PeekPipeline()) == 0 || c.quit {
-		if !s.endBatch(c) {
-			// The log could not be written: acknowledge nothing.
+		if err := s.endBatch(c); err != nil {
+			// The log failed before the writes these replies acknowledge
+			// were durable: their outcome is unknown, and nothing may say
+			// they happened.
 			c.out = c.out[:0]
-			conn.Close()
-			return
+			for i := 0; i < c.batched; i++ {
+				c.out = append(c.out, "-IOERR the append-only log failed ("...)
+				c.out = appendClean(c.out, errText(err))
+				c.out = append(c.out, "); the outcome of this command is unknown\r\n"...)
+			}
 		}
 		conn.WriteRaw(c.out)
+		c.batched = 0
 		if cap(c.out) > 1<<20 {
 			c.out = nil
 		} else {
@@ -440,28 +512,30 @@ func (s *Server) handle(conn redcon.Conn, cmd redcon.Command) {
 	}
 }
 
-// endBatch runs before a connection's replies are sent: the log records of
-// the writes they acknowledge are written to the file (and, with
-// appendfsync always, fsynced) first. It reports false if that failed.
-func (s *Server) endBatch(c *Session) bool {
-	if s.aof == nil {
-		return true
+// endBatch runs before a connection's replies are sent: everything they
+// could have observed is written to the log first and, with appendfsync
+// always, fsynced (a reader waits for the commit point of the writes it
+// saw, as their writer does). It fails when the log failed first: then
+// nothing in the batch may be told (commands that ran after the failure
+// became visible do not wait, see run).
+func (s *Server) endBatch(c *Session) error {
+	pos, wrote := c.pendingSync, c.pendingWrite
+	c.pendingSync, c.pendingWrite = 0, false
+	if s.aof == nil || pos == 0 {
+		return nil
 	}
-	sync := s.cfg.AppendFsync == "always"
-	if c.pendingSync > 0 {
-		err := s.aof.flushTo(c.pendingSync, sync)
-		c.pendingSync = 0
-		if err != nil {
-			s.aofErr.Store(err.Error())
-			s.log.Error("append-only log write failed; replies withheld, writes refused until it works again", "err", err)
-			return false
-		}
-		if msg, _ := s.aofErr.Load().(string); msg != "" {
-			s.aofErr.Store("")
-			s.log.Info("append-only log writable again")
-		}
+	always := s.cfg.AppendFsync == "always"
+	if s.aof.durable(pos, always) {
+		return nil
 	}
-	return true
+	err := s.aof.flushTo(pos, always)
+	if err == nil {
+		return nil
+	}
+	if wrote {
+		s.log.Error("append-only log failed; refusing writes (MISCONF) until a snapshot succeeds", "err", err)
+	}
+	return err
 }
 
 // Do executes one command for session c and leaves the encoded reply in r.
@@ -499,7 +573,7 @@ func (s *Server) Do(c *Session, args [][]byte, r *Reply) {
 		switch cmd.name {
 		case "exec", "discard", "multi", "quit", "watch", "unwatch", "reset":
 		default:
-			if cmd.name == "save" || cmd.name == "bgsave" || cmd.name == "hello" || cmd.name == "auth" {
+			if cmd.noMulti {
 				c.multiErr = true
 				r.Error("ERR Command not allowed inside a transaction")
 				s.metrics.observe(cmd, start, true)
@@ -514,39 +588,82 @@ func (s *Server) Do(c *Session, args [][]byte, r *Reply) {
 			return
 		}
 	}
-	switch cmd.name {
-	case "save", "bgsave", "multi", "discard", "watch", "unwatch":
-		cmd.fn(s, c, args, r)
-		s.metrics.observe(cmd, start, r.failed)
-		return
-	case "exec":
+	switch {
+	case cmd.name == "exec":
 		s.exec(c, r)
-		s.metrics.observe(cmd, start, r.failed)
-		return
-	}
-	if cmd.write && s.aof != nil {
-		if msg, _ := s.aofErr.Load().(string); msg != "" {
-			r.Error("MISCONF Errors writing to the append-only log: " + msg)
-			s.metrics.observe(cmd, start, true)
-			return
+	case cmd.unlocked:
+		cmd.fn(s, c, args, r)
+	default:
+		if cmd.write {
+			if msg := s.misconf(); msg != "" {
+				r.Error(msg)
+				s.metrics.observe(cmd, start, true)
+				return
+			}
 		}
+		s.locked(c, cmd, args, r)
 	}
-	s.db.mu.Lock()
-	s.run(c, cmd, args, r)
-	s.db.mu.Unlock()
 	s.metrics.observe(cmd, start, r.failed)
 }
 
-// run executes a command with the keyspace locked and logs it if it wrote.
+// locked runs a command with the keyspace locked. The lock is released on
+// every path: a panic in a read-only command is logged and answered as an
+// error; in a write it crashes the process, since a half-applied write
+// would leave memory different from the log (restart replays the log).
+func (s *Server) locked(c *Session, cmd *command, args [][]byte, r *Reply) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("panic in command", "cmd", cmd.name, "panic", p, "stack", string(debug.Stack()))
+			if cmd.write {
+				panic(fmt.Sprintf("bloomkit: panic in write command %s: %v", cmd.name, p))
+			}
+			r.Reset(c.resp3)
+			r.Error("ERR internal error in '" + cmd.name + "' (logged)")
+		}
+	}()
+	s.db.mu.Lock()
+	defer s.db.mu.Unlock()
+	s.run(c, cmd, args, r)
+}
+
+// run executes a command (db.mu held): it preserves the point-in-time image
+// of the keys a write names for a running snapshot, and logs a write that
+// succeeded. The connection's replies then wait for everything it saw.
 func (s *Server) run(c *Session, cmd *command, args [][]byte, r *Reply) {
+	if cmd.write && s.db.snap != nil {
+		forKeys(cmd, args, func(k []byte) {
+			if e, ok := s.db.keys[string(k)]; ok {
+				s.db.preserve(e)
+			}
+		})
+	}
 	c.skipLog, c.logArgs = false, nil
 	cmd.fn(s, c, args, r)
-	if cmd.write && !r.failed && !c.skipLog && s.aof != nil {
+	if s.aof == nil {
+		return
+	}
+	logged := false
+	if cmd.write && !r.failed && !c.skipLog {
 		la := args
 		if c.logArgs != nil {
 			la = c.logArgs
 		}
-		c.pendingSync = s.aof.append(la)
+		s.logCommand(c, la)
+		c.pendingWrite, logged = true, true
+		if s.txn == nil && s.aof.failed.Load() {
+			// Appended after the log failed: in doubt, and its reply
+			// will say so (the flush below fails).
+			s.doubt.add(encodeRecord(nil, la))
+		}
+	}
+	if logged || !s.aof.failed.Load() {
+		// The reply waits until everything it could have seen is durable.
+		c.pendingSync = s.aof.appended.Load()
+	} else if !cmd.write && s.doubt.has(cmd, args) {
+		// The log failed (and the doubtful keys were recorded before that
+		// became visible): do not reveal a write that may not survive.
+		r.Reset(c.resp3)
+		r.Error("IOERR the append-only log failed; the state of this key is in doubt until a snapshot succeeds")
 	}
 }
 
@@ -557,6 +674,8 @@ type queued struct {
 }
 
 // exec runs a MULTI block atomically: one array with each command's reply.
+// Its writes are logged as one record, so a crash replays all or none, and
+// the clock stands still while it runs, so expiry cannot split it.
 func (s *Server) exec(c *Session, r *Reply) {
 	if c.multi == nil {
 		r.Error("ERR EXEC without MULTI")
@@ -568,26 +687,43 @@ func (s *Server) exec(c *Session, r *Reply) {
 		r.Error("EXECABORT Transaction discarded because of previous errors.")
 		return
 	}
-	if s.aof != nil {
-		for _, e := range q[1:] {
-			if e.cmd.write {
-				if msg, _ := s.aofErr.Load().(string); msg != "" {
-					r.Error("MISCONF Errors writing to the append-only log: " + msg)
-					return
-				}
-				break
+	for _, e := range q[1:] {
+		if e.cmd.write {
+			if msg := s.misconf(); msg != "" {
+				r.Error("EXECABORT Transaction discarded because of: " + msg)
+				return
 			}
+			break
 		}
 	}
 	r.Array(len(q) - 1) // q[0] is the MULTI marker
 	var sub Reply
 	s.db.mu.Lock()
+	defer s.db.mu.Unlock()
+	now := s.db.now()
+	clock := s.db.now
+	s.db.now = func() time.Time { return now }
+	s.txn = [][][]byte{}
+	defer func() {
+		s.db.now = clock
+		if len(s.txn) > 0 {
+			cmds := s.txn
+			s.aof.append(func(b []byte) []byte { return encodeTransaction(b, cmds) })
+			c.pendingWrite = true
+			if s.aof.failed.Load() {
+				s.doubt.add(encodeTransaction(nil, cmds))
+			}
+		}
+		s.txn = nil
+		if s.aof != nil {
+			c.pendingSync = s.aof.appended.Load()
+		}
+	}()
 	for _, e := range q[1:] {
 		sub.Reset(c.resp3)
 		s.run(c, e.cmd, e.args, &sub)
 		r.buf = append(r.buf, sub.buf...)
 	}
-	s.db.mu.Unlock()
 }
 
 // limitListener wraps accepted connections with the request limits.

@@ -1,11 +1,15 @@
 package main
 
 import (
-	"bytes"
+	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sync/atomic"
+	"time"
+
+	"github.com/bloomkit/bloomkit/bloom"
 )
 
 func init() {
@@ -21,10 +25,18 @@ Line endings (\n or \r\n) are not part of a key; empty keys are skipped.
 With --field the key is that column of a CSV or TSV record (quoted columns
 as in RFC 4180; a record must fit on one line).
 
--n may be left out when every INPUT is a file: build then counts the lines
-first. FILE is written atomically (a temporary file, fsynced and renamed), so
-a reader never sees half of it. A progress line (bytes read, keys/s, ETA)
-is drawn on stderr when it is a terminal.
+-n may be left out when every INPUT is a regular file: build then counts
+the lines first. A pipe, FIFO or stdin is read once, so it needs -n. Inputs
+compressed with gzip or zstd are recognised by their first bytes.
+
+FILE is written atomically (a temporary file, fsynced and renamed, removed
+on an error or Ctrl-C); a symbolic link is followed; "-", a device or a FIFO
+is written directly. An INPUT cannot be the output. A filter that does not
+fit in the memory available is refused with the -n or -p that would fit.
+
+Past N distinct keys (beyond the estimate's noise) a warning gives the rate
+the filter has; --strict makes it an error. On a terminal, a progress line
+and a summary are drawn on stderr (--progress, --quiet).
 
 Types (--type):`,
 	examples: `bloom build -n 1M -p 0.1% -o blacklist.bf blacklist.txt
@@ -40,12 +52,13 @@ func runBuild(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.Var(n, "n", "number of distinct keys `N` to size for (100M, 1e6); counted from the files if left out")
 	fs.Var(p, "p", "false-positive `RATE` at N keys (1%, 0.001)")
 	typ := fs.String("type", "classic", "filter `TYPE`: classic, blocked, counting, scalable or cuckoo")
-	out := fs.String("o", "", "write the filter to `FILE` (required)")
+	out := fs.String("o", "", "write the filter to `FILE` (required; - for stdout)")
 	field := fs.Int("field", 0, "use column `COL` (1 is the first) of each CSV/TSV line as the key")
 	delim := fs.String("delim", ",", "column separator `D` for --field: one character, or tab")
 	header := fs.Bool("header", false, "skip the first line of each input (a CSV header)")
 	seedFlag := fs.String("seed", "0", "hash `SEED`: a number, or random (filters merge only with equal seeds)")
-	progressFlag := fs.String("progress", "auto", "progress on stderr: `WHEN` is auto (if a terminal), always or never")
+	strict := fs.Bool("strict", false, "fail (exit 2, no file written) when the keys overfill N or a line lacks the --field column")
+	fb := addFeedbackFlags(fs)
 	h := buildHelp
 	for _, k := range kinds {
 		h.about += fmt.Sprintf("\n  %-9s %s", k.name, k.about)
@@ -59,7 +72,7 @@ func runBuild(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	const name = "build"
 	if *out == "" {
-		return usageErr(stderr, name, "-o FILE is required: where to write the filter")
+		return usageErr(stderr, name, "-o FILE is required: where to write the filter (- for stdout)")
 	}
 	k, err := findKind(*typ)
 	if err != nil {
@@ -68,32 +81,26 @@ func runBuild(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if k.make == nil {
 		return failf(stderr, name, "filter type %s is not available in this build (%s is not implemented yet)", k.name, k.missing)
 	}
-	spec := &fieldSpec{field: *field}
-	if *field < 0 {
-		return usageErr(stderr, name, "--field %d: columns are numbered from 1", *field)
-	}
-	if spec.delim, err = parseDelim(*delim); err != nil {
+	spec, err := parseFieldFlags(fs, *field, *delim)
+	if err != nil {
 		return usageErr(stderr, name, "%v", err)
 	}
 	seed, err := parseSeed(*seedFlag)
 	if err != nil {
 		return usageErr(stderr, name, "%v", err)
 	}
-	var showProgress bool
-	switch *progressFlag {
-	case "auto":
-		showProgress = isTerminal(stderr)
-	case "always":
-		showProgress = true
-	case "never":
-	default:
-		return usageErr(stderr, name, "--progress %q: want auto, always or never", *progressFlag)
-	}
-	if err := checkWritable(*out); err != nil {
-		return failf(stderr, name, "%s cannot be written: %v", *out, err)
+	showProgress, err := fb.enabled(stderr)
+	if err != nil {
+		return usageErr(stderr, name, "%v", err)
 	}
 	if len(inputs) == 0 {
 		inputs = []string{"-"}
+	}
+	if err := checkInputs(inputs); err != nil {
+		return usageErr(stderr, name, "%v", err)
+	}
+	if err := checkOutput(*out, inputs); err != nil {
+		return failf(stderr, name, "-o %v", err)
 	}
 	if !n.set {
 		lines, err := countLines(inputs, *header)
@@ -102,6 +109,11 @@ func runBuild(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		n.v = max(lines, 1)
 	}
+	if err := checkMemory(satMul(k.bits(n.v, p.v)/8, 1), func(budget uint64) string {
+		return fitSuggestion(budget, n.v, p.v, k.bits, k.rate)
+	}); err != nil {
+		return failf(stderr, name, "-n %s -p %s --type %s: %v", siCount(n.v), formatPlanned(p.v), k.name, err)
+	}
 
 	nf, err := k.make(n.v, p.v, seed)
 	if err != nil {
@@ -109,66 +121,174 @@ func runBuild(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	var total int64
 	for _, in := range inputs {
-		size, ok := inputSize(in, stdin)
-		if !ok {
+		size := int64(0)
+		if in == "-" {
+			if f, ok := stdin.(interface{ Stat() (os.FileInfo, error) }); ok {
+				if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+					size = fi.Size()
+				}
+			}
+		} else if fi, err := os.Stat(in); err == nil && fi.Mode().IsRegular() {
+			size = fi.Size()
+		}
+		if size == 0 {
 			total = 0
 			break
 		}
 		total += size
 	}
 	var done atomic.Int64 // bytes of inputs already finished
-	var cur atomic.Pointer[chunkReader]
+	var cur atomic.Pointer[input]
 	var keys atomic.Int64
+	start := time.Now()
 	prog := startProgress(showProgress, stderr, total, func() int64 {
 		b := done.Load()
-		if cr := cur.Load(); cr != nil {
-			b += cr.bytes.Load()
+		if in := cur.Load(); in != nil {
+			b += in.raw.n.Load()
 		}
 		return b
-	}, &keys)
+	}, &keys, "keys", nil)
+	fail := func(format string, args ...any) int {
+		prog.finish()
+		return failf(stderr, name, format, args...)
+	}
 
-	var warnings []string // printed once the progress line is gone
-	for _, in := range inputs {
-		r, closeIn, err := openInput(in, stdin)
-		if err != nil {
-			prog.finish()
-			return failf(stderr, name, "%v", err)
+	// The overfill check: the estimate is a scan of the whole filter, so it
+	// runs only once the keys read reach N, and then after every further
+	// twentieth of N (or batch of keys, for a small N).
+	warned := false
+	var keysAtWarn int64
+	nextCheck := int64(n.v)
+	overfilled := func(final bool) error {
+		if warned || nf.stats == nil || nf.grows || (!final && keys.Load() < nextCheck) {
+			return nil
 		}
-		cr := newChunkReader(r)
-		cur.Store(cr)
-		res := addLines(cr, spec, *header, nf, &keys)
-		closeIn()
-		done.Add(cr.bytes.Load())
+		nextCheck = keys.Load() + int64(max(n.v/20, batchKeys))
+		est := nf.stats.ApproxCount()
+		if !overPlanned(est, n.v, nf.params, nf.blocked, false) {
+			return nil
+		}
+		warned = true
+		keysAtWarn = keys.Load()
+		msg := fmt.Sprintf("after %s keys read the filter %s, more than -n %s: the false-positive rate is now about %s, not %s",
+			commas(uint64(keysAtWarn)), holdsText(est, nf.params), commas(n.v), formatRate(nf.stats.EstimatedFPR()), formatPlanned(p.v))
+		if *strict {
+			return fmt.Errorf("%s (--strict: nothing written)", msg)
+		}
+		if prog != nil {
+			prog.printf("bloom build: warning: %s\n", msg)
+		} else {
+			fmt.Fprintf(stderr, "bloom build: warning: %s\n", msg)
+		}
+		return nil
+	}
+
+	var missingTotal int64
+	for _, name := range inputs {
+		in, err := openInput(name, stdin)
+		if err != nil {
+			return fail("%v", err)
+		}
+		cur.Store(in)
+		cr := newChunkReader(in.r)
+		res := addLines(cr, spec, *header, *strict, nf, &keys, func() error { return overfilled(false) })
+		in.close()
+		done.Add(in.raw.n.Load())
 		cur.Store(nil)
 		if res.err != nil {
-			prog.finish()
-			return failf(stderr, name, "%s: %v", displayName(in), res.err)
+			return fail("%s: %v", displayName(name), res.err)
 		}
 		if res.missing > 0 {
-			lines := fmt.Sprintf("%d lines have", res.missing)
+			missingTotal += res.missing
+			lines := fmt.Sprintf("%s lines have", commas(uint64(res.missing)))
 			if res.missing == 1 {
 				lines = "1 line has"
 			}
-			warnings = append(warnings, fmt.Sprintf("bloom build: warning: %s: %s no column %d (the first is line %d); skipped\n",
-				displayName(in), lines, *field, res.firstMissing))
+			msg := fmt.Sprintf("bloom build: warning: %s: %s no column %d (the first is line %d); skipped\n",
+				displayName(name), lines, spec.field, res.firstMissing)
+			if prog != nil {
+				prog.printf("%s", msg)
+			} else {
+				fmt.Fprint(stderr, msg)
+			}
 		}
 	}
+	if err := overfilled(true); err != nil {
+		return fail("%v", err)
+	}
 	prog.finish()
-	for _, w := range warnings {
-		fmt.Fprint(stderr, w)
+	if warned && keys.Load() > keysAtWarn {
+		// The warning came mid-way; the filter kept filling since.
+		fmt.Fprintf(stderr, "bloom build: warning: at the end (%s keys read) the filter %s: its false-positive rate is about %s, not %s\n",
+			commas(uint64(keys.Load())), holdsText(nf.stats.ApproxCount(), nf.params), formatRate(nf.stats.EstimatedFPR()), formatPlanned(p.v))
 	}
 
-	if err := writeAtomic(*out, func(w io.Writer) error { _, err := nf.WriteTo(w); return err }); err != nil {
+	if err := writeOutput(*out, stdout, func(w io.Writer) error { _, err := nf.WriteTo(w); return err }); err != nil {
 		return failf(stderr, name, "%s: %v", *out, err)
 	}
-	if st, ok := nf.WriterTo.(interface {
-		ApproxCount() uint64
-		EstimatedFPR() float64
-	}); ok && st.ApproxCount() > n.v+n.v/20 && st.EstimatedFPR() > p.v {
-		fmt.Fprintf(stderr, "bloom build: warning: %s holds about %s distinct keys, more than -n %s: its false-positive rate is about %s, not %s\n",
-			*out, commas(st.ApproxCount()), commas(n.v), formatRate(st.EstimatedFPR()), formatPlanned(p.v))
+	if showProgress {
+		s := fmt.Sprintf("bloom build: %s: %s keys read", outputName(*out), commas(uint64(keys.Load())))
+		if nf.stats != nil {
+			est := nf.stats.ApproxCount()
+			s += fmt.Sprintf(", %s distinct", countText(est, nf.params))
+			if nf.params.M > 0 && est > 0 && est != math.MaxUint64 {
+				s += fmt.Sprintf(", %.2f bits/key", float64(nf.params.M)/float64(est))
+			}
+			s += ", rate about " + formatRate(nf.stats.EstimatedFPR())
+		}
+		fmt.Fprintf(stderr, "%s, %s\n", s, seconds(time.Since(start)))
 	}
 	return exitOK
+}
+
+// countText prints an estimated count: "about 1,004", or for a filter whose
+// every bit is set "saturated (> 13,000)".
+func countText(est uint64, ps bloom.Params) string {
+	if est == math.MaxUint64 {
+		return fmt.Sprintf("saturated (> %s)", commas(saturationBound(ps.M, ps.K)))
+	}
+	return "about " + commas(est)
+}
+
+// holdsText says how many distinct keys a filter holds: "holds about 1,004
+// distinct keys", or "is saturated (> 13,000 distinct keys)".
+func holdsText(est uint64, ps bloom.Params) string {
+	if est == math.MaxUint64 {
+		return fmt.Sprintf("is saturated (> %s distinct keys; every bit is set)", commas(saturationBound(ps.M, ps.K)))
+	}
+	return "holds about " + commas(est) + " distinct keys"
+}
+
+// checkInputs refuses an input list that names stdin twice: it can be read
+// only once.
+func checkInputs(inputs []string) error {
+	seen := 0
+	for _, in := range inputs {
+		if in == "-" {
+			seen++
+		}
+	}
+	if seen > 1 {
+		return fmt.Errorf("stdin (-) is named %d times: it can be read only once", seen)
+	}
+	return nil
+}
+
+// parseFieldFlags checks --field and --delim. --field 0 given explicitly is
+// an error: columns are numbered from 1, and 0 would silently mean the
+// whole line.
+func parseFieldFlags(fs *flag.FlagSet, field int, delim string) (*fieldSpec, error) {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "field" })
+	if given && field < 1 {
+		return nil, fmt.Errorf("--field %d: columns are numbered from 1 (leave --field out to use the whole line)", field)
+	}
+	spec := &fieldSpec{field: field}
+	var err error
+	if spec.delim, err = parseDelim(delim); err != nil {
+		return nil, err
+	}
+	return spec, nil
 }
 
 // addResult is what reading one input found.
@@ -182,7 +302,10 @@ type addResult struct {
 const batchKeys = 256
 
 // addLines adds the key of every line cr delivers to nf.
-func addLines(cr *chunkReader, spec *fieldSpec, skipHeader bool, nf *newFilter, keys *atomic.Int64) addResult {
+// A line without the --field column is counted and skipped, or with strict
+// ends the input with an error. afterChunk runs after every batch of keys
+// and every chunk of lines; its error ends the input.
+func addLines(cr *chunkReader, spec *fieldSpec, skipHeader, strict bool, nf *newFilter, keys *atomic.Int64, afterChunk func() error) addResult {
 	var res addResult
 	var line int64
 	batch := make([][]byte, 0, batchKeys)
@@ -213,6 +336,10 @@ func addLines(cr *chunkReader, spec *fieldSpec, skipHeader bool, nf *newFilter, 
 			}
 			key, ok := spec.key(l)
 			if !ok {
+				if strict {
+					res.err = fmt.Errorf("line %d has no column %d (--strict)", line, spec.field)
+					return res
+				}
 				if res.missing == 0 {
 					res.firstMissing = line
 				}
@@ -237,6 +364,12 @@ func addLines(cr *chunkReader, spec *fieldSpec, skipHeader bool, nf *newFilter, 
 					res.err = fmt.Errorf("line %d: %w", line, err)
 					return res
 				}
+				// Checked every batch, so an overfill is told within
+				// batchKeys keys of happening.
+				if err := afterChunk(); err != nil {
+					res.err = err
+					return res
+				}
 			}
 		}
 		if err := flush(); err != nil {
@@ -244,88 +377,9 @@ func addLines(cr *chunkReader, spec *fieldSpec, skipHeader bool, nf *newFilter, 
 			return res
 		}
 		cr.release(c)
-	}
-}
-
-// openInput opens a named input, or stdin for "-".
-func openInput(name string, stdin io.Reader) (io.Reader, func(), error) {
-	if name == "-" {
-		return stdin, func() {}, nil
-	}
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, nil, err
-	}
-	if fi, err := f.Stat(); err == nil && fi.IsDir() {
-		f.Close()
-		return nil, nil, fmt.Errorf("%s: is a directory", name)
-	}
-	return f, func() { f.Close() }, nil
-}
-
-func displayName(in string) string {
-	if in == "-" {
-		return "stdin"
-	}
-	return in
-}
-
-// inputSize returns an input's size when it is a regular file.
-func inputSize(name string, stdin io.Reader) (int64, bool) {
-	var fi os.FileInfo
-	var err error
-	if name == "-" {
-		f, ok := stdin.(*os.File)
-		if !ok {
-			return 0, false
+		if err := afterChunk(); err != nil {
+			res.err = err
+			return res
 		}
-		fi, err = f.Stat()
-	} else {
-		fi, err = os.Stat(name)
 	}
-	if err != nil || !fi.Mode().IsRegular() {
-		return 0, false
-	}
-	return fi.Size(), true
-}
-
-// countLines counts the lines of the named files, for sizing a filter when
-// -n is not given. stdin cannot be read twice, so it is refused.
-func countLines(inputs []string, header bool) (uint64, error) {
-	var total uint64
-	buf := make([]byte, chunkSize)
-	for _, in := range inputs {
-		if in == "-" {
-			return 0, fmt.Errorf("-n is required when reading stdin (the number of distinct keys to size the filter for)")
-		}
-		f, err := os.Open(in)
-		if err != nil {
-			return 0, err
-		}
-		var lines uint64
-		last := byte('\n')
-		for {
-			k, err := f.Read(buf)
-			if k > 0 {
-				lines += uint64(bytes.Count(buf[:k], []byte{'\n'}))
-				last = buf[k-1]
-			}
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				f.Close()
-				return 0, fmt.Errorf("%s: %w", in, err)
-			}
-		}
-		f.Close()
-		if last != '\n' {
-			lines++
-		}
-		if header && lines > 0 {
-			lines--
-		}
-		total += lines
-	}
-	return total, nil
 }

@@ -98,7 +98,7 @@ func TestBuildCountsLinesWithoutN(t *testing.T) {
 	}
 	bloomIn(t, dir, "", "test", "ab.bf", "a0", "b199", "last-without-newline").want(t, exitOK, "test")
 	r = bloomIn(t, dir, "x\n", "build", "-p", "1%", "-o", "x.bf").want(t, exitError, "stdin without -n")
-	if !strings.Contains(r.stderr, "-n is required when reading stdin") {
+	if !strings.Contains(r.stderr, "-n is required: stdin is a pipe") {
 		t.Errorf("stdin without -n: %q", r.stderr)
 	}
 }

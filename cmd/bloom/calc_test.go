@@ -142,10 +142,21 @@ func TestParseBits(t *testing.T) {
 
 func TestFormatRate(t *testing.T) {
 	for p, want := range map[float64]string{
-		0.01: "1.00%", 0.0099993: "1.00%", 0.157: "15.7%", 0.00159: "0.159%", 1e-9: "1.00e-07%", 0: "0%", 1: "100%",
+		0.01: "1.00%", 0.0099993: "1.00%", 0.157: "15.7%", 0.00159: "0.159%", 1e-9: "0.000000100%", 0: "0%", 1: "100%",
+		7.14e-7: "0.0000714%", 1e-20: "< 0.0000000000001%",
 	} {
 		if got := formatRate(p); got != want {
 			t.Errorf("formatRate(%v) = %q, want %q", p, got, want)
+		}
+		if strings.ContainsAny(formatRate(p), "e") {
+			t.Errorf("formatRate(%v) = %q: not plain notation", p, formatRate(p))
+		}
+	}
+	for p, want := range map[float64]string{
+		0.01: "1 in 100", 7.1e-5: "1 in 14,000", 0.5: "1 in 2", 0.0099993: "1 in 100", 1e-9: "1 in 1,000,000,000",
+	} {
+		if got := oneIn(p); got != want {
+			t.Errorf("oneIn(%v) = %q, want %q", p, got, want)
 		}
 	}
 }

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -274,28 +272,58 @@ func parseBits(s string) (uint64, error) {
 	return uint64(v), nil
 }
 
-// formatRate prints a rate as a percentage with enough digits: 1%, 0.1%,
-// 0.0123%, 1.2e-07%.
+// formatRate prints a rate as a percentage in plain notation with three
+// significant digits: 1.00%, 15.7%, 0.159%, 0.00714% — never 7.14e-05%.
+// Rates below 1e-15 print as "< 0.0000000000001%".
 func formatRate(p float64) string {
 	switch {
-	case p == 0:
+	case p <= 0:
 		return "0%"
 	case p >= 1:
 		return "100%"
+	case p < 1e-15:
+		return "< 0.0000000000001%"
 	}
 	pc := p * 100
-	if pc < 1e-4 {
-		return strconv.FormatFloat(pc, 'e', 2, 64) + "%"
-	}
 	// Three significant digits, keeping trailing zeros: 1.00%, 15.7%, 0.159%.
 	pc, _ = strconv.ParseFloat(strconv.FormatFloat(pc, 'g', 3, 64), 64)
 	decimals := max(0, 2-int(math.Floor(math.Log10(pc))))
 	return strconv.FormatFloat(pc, 'f', decimals, 64) + "%"
 }
 
+// oneIn prints a rate as odds with two significant digits: "1 in 14,000",
+// "1 in 100", "1 in 2".
+func oneIn(p float64) string {
+	switch {
+	case p <= 0:
+		return "never"
+	case p >= 1:
+		return "always"
+	}
+	v := 1 / p
+	if v >= 1e18 {
+		return "1 in more than 10^18"
+	}
+	scale := 1.0
+	for v/scale >= 100 {
+		scale *= 10
+	}
+	return "1 in " + commas(uint64(math.Round(v/scale)*scale))
+}
+
+// rateText is a rate in both forms: "0.00714% (1 in 14,000)".
+func rateText(p float64) string {
+	if p <= 0 || p >= 1 {
+		return formatRate(p)
+	}
+	return formatRate(p) + " (" + oneIn(p) + ")"
+}
+
 // formatPlanned prints a rate the user gave, as short as it goes: 1%, 0.1%.
+// Plain notation, never an exponent: 0.0000001%, not 1e-07%.
 func formatPlanned(p float64) string {
-	return strconv.FormatFloat(p*100, 'g', -1, 64) + "%"
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(p*100, 'g', 12, 64), 64)
+	return strconv.FormatFloat(v, 'f', -1, 64) + "%"
 }
 
 // writeTable prints rows as columns separated by three spaces, the first
@@ -321,6 +349,9 @@ func writeTable(w io.Writer, rows [][]string) error {
 				b.WriteString("   " + pad + c)
 			}
 		}
+		trimmed := strings.TrimRight(b.String(), " ")
+		b.Reset()
+		b.WriteString(trimmed)
 		b.WriteString("\n")
 	}
 	_, err := io.WriteString(w, b.String())
@@ -354,71 +385,6 @@ func commas(n uint64) string {
 		b.WriteRune(c)
 	}
 	return b.String()
-}
-
-// writeAtomic writes path through write so that readers see either the old
-// file or the whole new one, never part of it: it writes a temporary file in
-// the same directory, fsyncs it, renames it over path and fsyncs the
-// directory. A file already at path keeps its permissions; a new one gets
-// 0644. On error the temporary file is removed and path is untouched.
-func writeAtomic(path string, write func(w io.Writer) error) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	mode := os.FileMode(0o644)
-	if fi, err := os.Stat(path); err == nil {
-		mode = fi.Mode().Perm()
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		return err
-	}
-	bw := bufio.NewWriterSize(tmp, 1<<20)
-	if err := write(bw); err != nil {
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync() // best effort: some file systems cannot sync a directory
-		d.Close()
-	}
-	return nil
-}
-
-// checkWritable fails when writeAtomic could not create its temporary file
-// next to path, so that a long run does not find out only at the end.
-func checkWritable(path string) error {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp.Close()
-	return os.Remove(tmp.Name())
 }
 
 // isTerminal reports whether w is a character device such as a terminal,

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
-	"os/signal"
-	"syscall"
+	"sync/atomic"
+	"time"
 
 	"github.com/bloomkit/bloomkit/bloom"
 )
@@ -28,7 +29,9 @@ one CSV/TSV column).
 A Bloom filter never forgets a line, but may take a new line for a seen one:
 at most about RATE of the distinct lines (far fewer while the filter is far
 from full) are wrongly dropped. Past N distinct lines the rate climbs
-quickly, and a warning on stderr says so; --type scalable instead adds
+quickly: a warning on stderr says so at the line where it happens
+(--strict stops there, exit 2); with --field, lines without the column are
+copied through and counted; --type scalable instead adds
 filters as needed, keeping the rate at most RATE (memory then grows with
 the distinct lines, and each lookup costs a little more).
 
@@ -57,6 +60,8 @@ func runDedup(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	seedFlag := fs.String("seed", "0", "hash `SEED` of a new filter: a number, or random")
 	typ := fs.String("type", "blocked", "`TYPE` of a new filter: blocked, or scalable to grow past N keeping the rate")
 	stats := fs.Bool("stats", false, "print counts of lines read, written and dropped to stderr at the end")
+	strict := fs.Bool("strict", false, "stop with exit 2 when the filter passes N distinct lines or a line lacks the --field column")
+	fb := addFeedbackFlags(fs)
 	pos, code, ok := parseFlags(fs, dedupHelp, args, stdout, stderr)
 	if !ok {
 		return code
@@ -65,12 +70,8 @@ func runDedup(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(pos) > 0 {
 		return usageErr(stderr, name, "unexpected argument %q: dedup reads stdin", pos[0])
 	}
-	spec := &fieldSpec{field: *field}
-	var err error
-	if *field < 0 {
-		return usageErr(stderr, name, "--field %d: columns are numbered from 1", *field)
-	}
-	if spec.delim, err = parseDelim(*delim); err != nil {
+	spec, err := parseFieldFlags(fs, *field, *delim)
+	if err != nil {
 		return usageErr(stderr, name, "%v", err)
 	}
 	seed, err := parseSeed(*seedFlag)
@@ -80,16 +81,24 @@ func runDedup(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *typ != "blocked" && *typ != "scalable" {
 		return usageErr(stderr, name, "--type %q: want blocked or scalable", *typ)
 	}
+	showProgress, err := fb.enabled(stderr)
+	if err != nil {
+		return usageErr(stderr, name, "%v", err)
+	}
 
-	// The filter: the state file's, or a new blocked one.
+	// The filter: the state file's, or a new one. An empty state file (as
+	// mktemp makes) is no state yet.
 	var f testAndAdder
+	planned := n.v  // distinct lines the filter is sized for; 0: it grows
+	var base uint64 // distinct lines it held when loaded
+	var ps bloom.Params
 	if *state != "" {
-		l, err := loadFilter(*state)
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-		case err != nil:
+		if fi, err := os.Stat(*state); err == nil && fi.Mode().IsRegular() && fi.Size() == 0 {
+			// nothing to load
+		} else if l, err := loadFilter(*state); errors.Is(err, os.ErrNotExist) {
+		} else if err != nil {
 			return failf(stderr, name, "state %s", describeErr(err))
-		default:
+		} else {
 			t, ok := l.f.(testAndAdder)
 			if !ok {
 				return failf(stderr, name, "state %s: a %s filter cannot be used for dedup", *state, l.typeName())
@@ -99,12 +108,28 @@ func runDedup(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 				fmt.Fprintf(stderr, "bloom dedup: note: %s was sized for %s lines at %s; -n and -p only size a new state file\n",
 					*state, commas(l.hdr.N), formatPlanned(l.hdr.P))
 			}
+			planned = l.hdr.N
+			if _, grows := l.f.(*bloom.Scalable); grows {
+				planned = 0
+			}
+			if st, ok := l.f.(interface {
+				ApproxCount() uint64
+				Params() bloom.Params
+			}); ok {
+				base, ps = st.ApproxCount(), st.Params()
+			}
 		}
 	}
 	if f == nil {
 		switch *typ {
 		case "blocked":
-			ps := bloom.EstimateBlocked(n.v, p.v)
+			k, _ := findKind("blocked")
+			if err := checkMemory(k.bits(n.v, p.v)/8, func(budget uint64) string {
+				return fitSuggestion(budget, n.v, p.v, k.bits, k.rate)
+			}); err != nil {
+				return failf(stderr, name, "-n %s -p %s: %v", siCount(n.v), formatPlanned(p.v), err)
+			}
+			ps = bloom.EstimateBlocked(n.v, p.v)
 			ps.Seed = seed
 			b, err := bloom.NewBlockedFromParams(ps)
 			if err != nil {
@@ -112,6 +137,7 @@ func runDedup(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			}
 			f = b
 		default: // scalable
+			planned = 0
 			s, err := bloom.NewScalableWith(bloom.ScalableConfig{Capacity: n.v, Rate: p.v, Seed: seed})
 			if err != nil {
 				return failf(stderr, name, "%v", err)
@@ -121,25 +147,48 @@ func runDedup(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 
 	if *state != "" {
-		if err := checkWritable(*state); err != nil {
-			return failf(stderr, name, "state %s cannot be saved: %v", *state, err)
+		if err := checkOutput(*state, nil); err != nil {
+			return failf(stderr, name, "state %v", err)
 		}
 	}
 
 	// With a state file, an interrupt ends the run cleanly so the state is
-	// saved; without one, the default (die at once) is what users expect.
+	// saved (a second one kills); without one, the default (die at once,
+	// removing temporary files) is what users expect.
 	var sig chan os.Signal
 	if *state != "" {
 		sig = make(chan os.Signal, 1)
-		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-		defer signal.Stop(sig)
+		setSignalHook(sig)
+		defer setSignalHook(nil)
 	}
 
+	in, err := openInput("-", stdin)
+	if err != nil {
+		return failf(stderr, name, "%v", err)
+	}
+	defer in.close()
 	bw := bufio.NewWriterSize(stdout, 1<<20)
-	cr := newChunkReader(stdin)
+	cr := newChunkReader(in.r)
 	var d dedupCounts
+	var lines atomic.Int64
+	start := time.Now()
+	prog := startProgress(showProgress, stderr, in.size, in.raw.n.Load, &lines, "lines", func() string {
+		read, dropped := uint64(lines.Load()), d.droppedNow.Load()
+		return fmt.Sprintf("%s kept  %s dropped", commas(read-min(read, dropped)), commas(dropped))
+	})
+	warned := false
+	overfillMsg := func() string {
+		rate := "an unknown share"
+		if st, ok := f.(filterStats); ok {
+			rate = "about " + formatRate(st.EstimatedFPR())
+		}
+		return fmt.Sprintf("the filter now holds more than the %s distinct lines it was sized for (at input line %s): "+
+			"%s of new lines are wrongly dropped from here, and more as it fills; use a larger -n, or --type scalable",
+			commas(planned), commas(d.read), rate)
+	}
 	var interrupted os.Signal
 	var readErr error
+	strictErr := ""
 loop:
 	for {
 		var c chunk
@@ -156,51 +205,76 @@ loop:
 			readErr = c.err
 			break
 		}
-		if b, ok := f.(*bloom.Blocked); ok && spec.field == 0 {
-			d.blocked(b, c.data, bw)
-		} else {
-			d.generic(f, spec, c.data, bw)
+		// Lines are handled up to the one that takes the filter past its
+		// planned distinct lines, so the warning comes at that very line.
+		for data := c.data; len(data) > 0 && strictErr == ""; {
+			limit := uint64(math.MaxUint64)
+			if !warned && planned > 0 {
+				limit = planned - min(planned, base)
+			}
+			if b, ok := f.(*bloom.Blocked); ok && spec.field == 0 {
+				data = d.blocked(b, data, bw, limit)
+			} else {
+				var err error
+				if data, err = d.generic(f, spec, *strict, data, bw, limit); err != nil {
+					strictErr = err.Error()
+				}
+			}
+			if !warned && planned > 0 && (base == math.MaxUint64 || d.read-d.dropped-d.missing > limit) {
+				warned = true
+				msg := overfillMsg()
+				if *strict {
+					strictErr = msg + " (--strict)"
+				} else if prog != nil {
+					prog.printf("bloom dedup: warning: %s\n", msg)
+				} else {
+					fmt.Fprintf(stderr, "bloom dedup: warning: %s\n", msg)
+				}
+			}
 		}
+		lines.Store(int64(d.read))
+		d.droppedNow.Store(d.dropped)
 		cr.release(c)
+		if strictErr != "" {
+			break
+		}
 		if len(cr.c) == 0 {
 			// Caught up with the input: let what we have go downstream.
 			if err := bw.Flush(); err != nil {
+				prog.finish()
 				return failf(stderr, name, "stdout: %v (state not saved)", err)
 			}
 		}
 	}
+	prog.finish()
 	if err := bw.Flush(); err != nil {
 		return failf(stderr, name, "stdout: %v (state not saved)", err)
 	}
 	if readErr != nil {
 		return failf(stderr, name, "stdin: after line %d: %v (state not saved)", d.read, readErr)
 	}
+	if strictErr != "" {
+		return failf(stderr, name, "%s; stopped after input line %s (state not saved)", strictErr, commas(d.read))
+	}
 	if *state != "" {
-		if err := writeAtomic(*state, func(w io.Writer) error { _, err := f.WriteTo(w); return err }); err != nil {
+		if err := writeOutput(*state, stdout, func(w io.Writer) error { _, err := f.WriteTo(w); return err }); err != nil {
 			return failf(stderr, name, "saving state %s: %v", *state, err)
 		}
+	}
+	if d.missing > 0 {
+		fmt.Fprintf(stderr, "bloom dedup: warning: %s lines had no column %d (the first is line %d); they were copied through, not deduplicated\n",
+			commas(d.missing), spec.field, d.firstMissing)
 	}
 	if *stats {
 		fmt.Fprintf(stderr, "bloom dedup: %s lines read, %s written, %s dropped as seen\n",
 			commas(d.read), commas(d.read-d.dropped), commas(d.dropped))
 	}
-	if st, ok := f.(interface {
-		ApproxCount() uint64
-		EstimatedFPR() float64
-		Params() bloom.Params
-	}); ok {
-		ps := st.Params()
-		// A scalable filter grows past N by design: only a rate above the
-		// plan is worth a warning.
-		if ps.N > 0 && st.ApproxCount() > ps.N+ps.N/20 && st.EstimatedFPR() > ps.P {
-			where := "the filter"
-			if *state != "" {
-				where = *state
-			}
-			fmt.Fprintf(stderr, "bloom dedup: warning: %s holds about %s distinct lines, more than the %s it was sized for: "+
-				"about %s of new lines are now wrongly dropped; use a larger -n\n",
-				where, commas(st.ApproxCount()), commas(ps.N), formatRate(st.EstimatedFPR()))
+	if showProgress {
+		s := fmt.Sprintf("bloom dedup: %s lines read, %s written, %s dropped as seen", commas(d.read), commas(d.read-d.dropped), commas(d.dropped))
+		if st, ok := f.(filterStats); ok {
+			s += fmt.Sprintf("; filter %s distinct, rate now %s", countText(st.ApproxCount(), ps), formatRate(st.EstimatedFPR()))
 		}
+		fmt.Fprintf(stderr, "%s; %s\n", s, seconds(time.Since(start)))
 	}
 	if interrupted != nil {
 		msg := "stopped by " + interrupted.String()
@@ -215,12 +289,17 @@ loop:
 // dedupCounts counts lines read and dropped.
 type dedupCounts struct {
 	read, dropped uint64
+	droppedNow    atomic.Uint64 // dropped, for the progress line
+	missing       uint64        // lines without the --field column
+	firstMissing  uint64        // the first one's line number
 }
 
 // blocked is the fast path: whole lines, a blocked filter called directly.
 // (Testing a group of lines first, to overlap their cache misses, measured
 // slower: the second hash costs more than the misses it hides.)
-func (d *dedupCounts) blocked(f *bloom.Blocked, data []byte, w *bufio.Writer) {
+// It stops after the line that makes the lines written exceed limit and
+// returns the lines not yet handled.
+func (d *dedupCounts) blocked(f *bloom.Blocked, data []byte, w *bufio.Writer, limit uint64) []byte {
 	for len(data) > 0 {
 		var line []byte
 		line, data = cutLine(data)
@@ -230,20 +309,42 @@ func (d *dedupCounts) blocked(f *bloom.Blocked, data []byte, w *bufio.Writer) {
 			continue
 		}
 		w.Write(line)
+		if d.read-d.dropped > limit {
+			return data
+		}
 	}
+	return nil
 }
 
-// generic handles any filter and --field.
-func (d *dedupCounts) generic(f testAndAdder, spec *fieldSpec, data []byte, w *bufio.Writer) {
+// generic handles any filter and --field. A line without the column is
+// copied through and counted (strict: an error).
+// Like blocked, it stops after the line that makes the lines written
+// exceed limit.
+func (d *dedupCounts) generic(f testAndAdder, spec *fieldSpec, strict bool, data []byte, w *bufio.Writer, limit uint64) ([]byte, error) {
 	for len(data) > 0 {
 		var line []byte
 		line, data = cutLine(data)
 		d.read++
-		key, _ := spec.key(line) // a line without the column has the empty key
+		key, ok := spec.key(line)
+		if !ok {
+			if strict {
+				return nil, fmt.Errorf("line %d has no column %d (--strict)", d.read, spec.field)
+			}
+			if d.missing == 0 {
+				d.firstMissing = d.read
+			}
+			d.missing++
+			w.Write(line)
+			continue
+		}
 		if f.TestAndAdd(key) {
 			d.dropped++
 			continue
 		}
 		w.Write(line)
+		if d.read-d.dropped-d.missing > limit {
+			return data, nil
+		}
 	}
+	return nil, nil
 }

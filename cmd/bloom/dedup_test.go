@@ -101,9 +101,23 @@ func TestDedupRate(t *testing.T) {
 func TestDedupField(t *testing.T) {
 	in := "1,a,x\n2,b,x\n3,a,y\n4,\"a\",z\n5\n6\n"
 	r := bloomIn(t, "", in, "dedup", "--field", "2").want(t, exitOK, "dedup --field")
-	// Lines without the column share the empty key.
-	if r.stdout != "1,a,x\n2,b,x\n5\n" {
+	// Lines without the column are copied through, counted, and reported:
+	// they do not share an empty key (which dropped all but the first).
+	if r.stdout != "1,a,x\n2,b,x\n5\n6\n" {
 		t.Errorf("dedup --field: %q", r.stdout)
+	}
+	if !strings.Contains(r.stderr, "2 lines had no column 2 (the first is line 5)") {
+		t.Errorf("dedup --field: stderr %q", r.stderr)
+	}
+	r = bloomIn(t, "", in, "dedup", "--field", "2", "--strict").want(t, exitError, "dedup --field --strict")
+	if r.stdout != "1,a,x\n2,b,x\n" || !strings.Contains(r.stderr, "line 5 has no column 2") {
+		t.Errorf("dedup --field --strict: stdout %q stderr %q", r.stdout, r.stderr)
+	}
+	for _, cmd := range [][]string{{"dedup"}, {"build", "-n", "10", "-o", "x.bf"}, {"test", "x.bf"}} {
+		r = bloomIn(t, t.TempDir(), in, append(cmd, "--field", "0")...).want(t, exitError, "--field 0")
+		if !strings.Contains(r.stderr, "--field 0: columns are numbered from 1") {
+			t.Errorf("%v --field 0: %q", cmd, r.stderr)
+		}
 	}
 }
 
@@ -153,7 +167,6 @@ func TestDedupCorruptState(t *testing.T) {
 	for name, bad := range map[string][]byte{
 		"truncated": data[:len(data)/2],
 		"bit flip":  flip(data, len(data)/2),
-		"empty":     {},
 		"not ours":  []byte("hello, world\n"),
 	} {
 		if err := os.WriteFile(path, bad, 0o644); err != nil {
@@ -167,6 +180,12 @@ func TestDedupCorruptState(t *testing.T) {
 			t.Errorf("%s: the state file was changed", name)
 		}
 	}
+	// An empty file (as mktemp makes) is no state yet, not a truncated one.
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bloomIn(t, dir, "new\nnew\n", "dedup", "--state", "seen.bf").want(t, exitOK, "empty state")
+	bloomIn(t, dir, "", "test", "seen.bf", "new").want(t, exitOK, "state saved from an empty file")
 }
 
 func flip(data []byte, i int) []byte {
@@ -250,7 +269,7 @@ func TestDedupErrors(t *testing.T) {
 		{[]string{"-p", "2"}, "not between 0 and 1"},
 		{[]string{"--state", "."}, "is a directory"},
 		{[]string{"--field", "-2"}, "numbered from 1"},
-		{[]string{"--state", "no/such/dir/seen.bf"}, "state no/such/dir/seen.bf cannot be saved"},
+		{[]string{"--state", "no/such/dir/seen.bf"}, "state no/such/dir/seen.bf cannot be written"},
 	} {
 		r := bloomIn(t, "", "x\n", append([]string{"dedup"}, c.args...)...).want(t, exitError, strings.Join(c.args, " "))
 		if !strings.Contains(r.stderr, c.msg) || r.stdout != "" {
@@ -276,7 +295,7 @@ func TestDedupScalable(t *testing.T) {
 	}
 	// A blocked filter that small overfills, and says so.
 	r = bloomIn(t, dir, in, "dedup", "-n", "1000", "-p", "1e-6").want(t, exitOK, "overfilled")
-	if !strings.Contains(r.stderr, "more than the 1,000 it was sized for") {
+	if !strings.Contains(r.stderr, "more than the 1,000 distinct lines it was sized for (at input line") {
 		t.Errorf("no overfill warning: %q", r.stderr)
 	}
 	bloomIn(t, dir, in, "dedup", "--type", "cuckoo").want(t, exitError, "bad type")

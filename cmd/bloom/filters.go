@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -26,6 +27,22 @@ type newFilter struct {
 	add     func(key []byte) error
 	addMany func(keys [][]byte) error // adds a batch; faster for big filters
 	io.WriterTo
+	// stats is how full the filter is, for the overfill warning and the
+	// summary; nil for types that do not say.
+	stats filterStats
+	// params are the filter's bits and probes (zero for scalable and cuckoo).
+	params bloom.Params
+	// blocked: the estimate's noise is the blocked layout's.
+	blocked bool
+	// grows: the type grows past n by design (scalable, cuckoo), so holding
+	// more keys than planned is no overfill.
+	grows bool
+}
+
+// filterStats is what a filter tells of its fill.
+type filterStats interface {
+	ApproxCount() uint64
+	EstimatedFPR() float64
 }
 
 // kind is a filter type build can make.
@@ -35,16 +52,57 @@ type kind struct {
 	// make returns an empty filter for n keys at rate p with the given seed,
 	// or is nil when this build does not have the type.
 	make func(n uint64, p float64, seed uint64) (*newFilter, error)
+	// bits is the memory, in bits, a filter for n keys at rate p takes.
+	bits func(n uint64, p float64) uint64
+	// rate is the false-positive rate of m bits holding n keys, for
+	// suggesting a -p that fits in memory.
+	rate func(m, n uint64) float64
 	// missing says what is not in this build when make is nil.
 	missing string
 }
 
 var kinds = []kind{
-	{name: "classic", about: "the fewest bits for a rate; k cache lines a lookup", make: makeClassic},
-	{name: "blocked", about: "one cache line a lookup, a few % more bits; the fastest", make: makeBlocked},
-	{name: "counting", about: "4-bit counters, so keys can be removed; 4x the memory", make: makeCounting},
-	{name: "scalable", about: "grows past n while keeping the total rate at most p", make: makeScalable},
-	{name: "cuckoo", about: "removal and counting in fewer bits than counting Bloom", make: makeCuckoo},
+	{name: "classic", about: "the fewest bits for a rate; k cache lines a lookup", make: makeClassic,
+		bits: func(n uint64, p float64) uint64 { return bloom.Estimate(n, p).M }, rate: classicRate},
+	{name: "blocked", about: "one cache line a lookup, a few % more bits; the fastest", make: makeBlocked,
+		bits: func(n uint64, p float64) uint64 { return bloom.EstimateBlocked(n, p).M }, rate: blockedRate},
+	{name: "counting", about: "4-bit counters, so keys can be removed; 4x the memory", make: makeCounting,
+		bits: func(n uint64, p float64) uint64 { return satMul(bloom.Estimate(n, p).M, 4) },
+		rate: func(m, n uint64) float64 { return classicRate(m/4, n) }},
+	{name: "scalable", about: "grows past n while keeping the total rate at most p", make: makeScalable,
+		// The first link is sized for n at a tighter rate (p/2 here, a
+		// little more than the library's); later links are allocated as
+		// keys come.
+		bits: func(n uint64, p float64) uint64 { return bloom.Estimate(n, p/2).M },
+		rate: func(m, n uint64) float64 { return 2 * classicRate(m, n) }},
+	{name: "cuckoo", about: "removal and counting in fewer bits than counting Bloom", make: makeCuckoo,
+		// About log2(2b/p) fingerprint bits a slot, b = 4 slots a bucket,
+		// at 95% load; the table is a power of two, so up to twice that.
+		bits: func(n uint64, p float64) uint64 {
+			return uint64(2 * float64(n) * math.Ceil(math.Log2(8/p)) / 0.95)
+		},
+		rate: func(m, n uint64) float64 { return 8 / math.Pow(2, float64(m)*0.95/2/float64(max(n, 1))) }},
+}
+
+func classicRate(m, n uint64) float64 {
+	return bloom.FalsePositiveRate(m, n, bloom.OptimalK(m, n))
+}
+
+func blockedRate(m, n uint64) float64 {
+	m = m / bloom.BlockBits * bloom.BlockBits
+	if m == 0 || n >= m/2 {
+		// Far past any useful rate; the model is slow to say so.
+		return 1
+	}
+	return bloom.BlockedFalsePositiveRate(m, n, bestBlockedK(m, n))
+}
+
+// satMul multiplies without overflowing.
+func satMul(a, b uint64) uint64 {
+	if a != 0 && b > math.MaxUint64/a {
+		return math.MaxUint64
+	}
+	return a * b
 }
 
 func findKind(name string) (*kind, error) {
@@ -65,7 +123,9 @@ func makeClassic(n uint64, p float64, seed uint64) (*newFilter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return batchFilter(f), nil
+	nf := batchFilter(f)
+	nf.stats, nf.params = f, f.Params()
+	return nf, nil
 }
 
 func makeBlocked(n uint64, p float64, seed uint64) (*newFilter, error) {
@@ -75,7 +135,9 @@ func makeBlocked(n uint64, p float64, seed uint64) (*newFilter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return batchFilter(f), nil
+	nf := batchFilter(f)
+	nf.stats, nf.params, nf.blocked = f, f.Params(), true
+	return nf, nil
 }
 
 // batchFilter wraps a filter with a batch add (bloom.Filter, bloom.Blocked).
@@ -102,6 +164,8 @@ func makeCounting(n uint64, p float64, seed uint64) (*newFilter, error) {
 		add:      func(k []byte) error { f.Add(k); return nil },
 		addMany:  func(k [][]byte) error { addEach(f.Add, k); return nil },
 		WriterTo: f,
+		stats:    f,
+		params:   f.Params(),
 	}, nil
 }
 
@@ -114,6 +178,8 @@ func makeScalable(n uint64, p float64, seed uint64) (*newFilter, error) {
 		add:      func(k []byte) error { f.Add(k); return nil },
 		addMany:  func(k [][]byte) error { addEach(f.Add, k); return nil },
 		WriterTo: f,
+		stats:    f,
+		grows:    true,
 	}, nil
 }
 
@@ -126,6 +192,7 @@ func makeCuckoo(n uint64, p float64, seed uint64) (*newFilter, error) {
 		add:      f.Add,
 		addMany:  func(k [][]byte) error { _, err := f.AddMany(k); return err },
 		WriterTo: f,
+		grows:    true,
 	}, nil
 }
 
@@ -168,7 +235,15 @@ type testAndAdder interface {
 // loadFilter reads the whole filter file at path. A damaged, truncated or
 // foreign file is an error (naming the file); a filter is never returned
 // half-read, and bytes after the checksum are refused too.
-func loadFilter(path string) (*loaded, error) {
+//
+// "-" reads the filter from stdin (loadFilterFrom).
+func loadFilter(path string) (*loaded, error) { return loadFilterFrom(path, nil) }
+
+// loadFilterFrom is loadFilter with "-" meaning stdin.
+func loadFilterFrom(path string, stdin io.Reader) (*loaded, error) {
+	if path == "-" {
+		return loadStdin(stdin)
+	}
 	file, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -196,13 +271,7 @@ func loadFilter(path string) (*loaded, error) {
 	if _, err := file.Seek(0, io.SeekStart); err != nil {
 		r = io.MultiReader(bytes.NewReader(raw), file)
 	}
-	var f any
-	switch hdr.Type {
-	case format.TypeCuckoo:
-		f, err = cuckoo.Read(r)
-	default:
-		f, err = bloom.Read(r)
-	}
+	f, err := decodeFilter(hdr, r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -212,6 +281,15 @@ func loadFilter(path string) (*loaded, error) {
 		return nil, fmt.Errorf("%s: %w: %d bytes after the filter's checksum", path, bloom.ErrCorrupt, fi.Size()-rest+1)
 	}
 	return &loaded{path: path, hdr: hdr, version: binary.LittleEndian.Uint16(raw[8:]), size: fi.Size(), f: f}, nil
+}
+
+// decodeFilter reads the filter file that r holds, whose header is hdr,
+// with the package that knows its type.
+func decodeFilter(hdr format.Header, r io.Reader) (any, error) {
+	if hdr.Type == format.TypeCuckoo {
+		return cuckoo.Read(r)
+	}
+	return bloom.Read(r)
 }
 
 // typeName names a loaded filter's type as the file header does.
@@ -229,4 +307,34 @@ func describeErr(err error) string {
 		msg += " (the file is damaged)"
 	}
 	return msg
+}
+
+// loadStdin reads a whole filter from stdin. It is read into memory first,
+// so that the decoder knows its size: a header announcing more than was
+// sent fails before anything that large is allocated.
+func loadStdin(stdin io.Reader) (*loaded, error) {
+	const path = "stdin"
+	if stdin == nil {
+		return nil, fmt.Errorf("%s: not available", path)
+	}
+	data, err := io.ReadAll(stdin)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(data) < format.HeaderSize {
+		return nil, fmt.Errorf("%s: %w", path, format.Truncated(io.ErrUnexpectedEOF, "header"))
+	}
+	hdr, err := format.ParseHeader(data[:format.HeaderSize])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	r := bytes.NewReader(data)
+	f, err := decodeFilter(hdr, r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if r.Len() != 0 {
+		return nil, fmt.Errorf("%s: %w: %d bytes after the filter's checksum", path, bloom.ErrCorrupt, r.Len())
+	}
+	return &loaded{path: path, hdr: hdr, version: binary.LittleEndian.Uint16(data[8:]), size: int64(len(data)), f: f}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 
@@ -35,17 +36,24 @@ bloom info --json urls.bf | jq .estimated_fpr`,
 
 // infoResult is what info reports about one file; --json prints it as is.
 type infoResult struct {
-	File         string   `json:"file"`
-	Type         string   `json:"type"`
-	FormatVer    int      `json:"format_version"`
-	SizeBytes    int64    `json:"size_bytes"`
-	M            uint64   `json:"m"`
-	K            uint32   `json:"k"`
-	Seed         uint64   `json:"seed"`
-	PlannedN     uint64   `json:"planned_n"`
-	PlannedP     float64  `json:"planned_p"`
-	Items        *uint64  `json:"items,omitempty"`
-	ItemsExact   bool     `json:"items_exact"`
+	File      string  `json:"file"`
+	Type      string  `json:"type"`
+	FormatVer int     `json:"format_version"`
+	SizeBytes int64   `json:"size_bytes"`
+	M         uint64  `json:"m"`
+	K         uint32  `json:"k"`
+	Seed      uint64  `json:"seed"`
+	PlannedN  uint64  `json:"planned_n"`
+	PlannedP  float64 `json:"planned_p"`
+	// Items is null when the filter is saturated (every bit set): it then
+	// holds more than SaturatedAbove keys, by an unknown amount.
+	Items          *uint64 `json:"items"`
+	ItemsExact     bool    `json:"items_exact"`
+	Saturated      bool    `json:"saturated"`
+	SaturatedAbove uint64  `json:"saturated_above,omitempty"`
+	// OverPlanned: the items exceed planned_n by more than the estimate's
+	// statistical noise.
+	OverPlanned  bool     `json:"over_planned"`
 	FillRatio    *float64 `json:"fill_ratio,omitempty"`
 	EstimatedFPR *float64 `json:"estimated_fpr,omitempty"`
 	// Cuckoo filters only.
@@ -67,8 +75,11 @@ func runInfo(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return usageErr(stderr, "info", "missing the filter FILE")
 	}
 	status := exitOK
+	if err := checkInputs(files); err != nil {
+		return usageErr(stderr, "info", "%v", err)
+	}
 	for i, path := range files {
-		res, err := describe(path)
+		res, err := describe(path, stdin)
 		if err != nil {
 			failf(stderr, "info", "%s", describeErr(err))
 			status = exitError
@@ -94,9 +105,12 @@ func runInfo(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // describe reads the filter at path. When the header is sound but the rest
 // is not, it returns the header's description along with the error.
-func describe(path string) (*infoResult, error) {
-	l, err := loadFilter(path)
+func describe(path string, stdin io.Reader) (*infoResult, error) {
+	l, err := loadFilterFrom(path, stdin)
 	if err != nil {
+		if path == "-" {
+			return nil, err
+		}
 		hdr, version, herr := readHeaderOnly(path)
 		if herr != nil {
 			return nil, err
@@ -111,16 +125,29 @@ func describe(path string) (*infoResult, error) {
 		res.Error = strings.TrimPrefix(err.Error(), path+": ")
 		return res, err
 	}
-	res := headerInfo(path, l.hdr, l.version)
+	res := headerInfo(l.path, l.hdr, l.version)
 	res.SizeBytes = l.size
 	res.Checksum = "ok"
 	if c, ok := l.f.(interface{ ApproxCount() uint64 }); ok {
 		v := c.ApproxCount()
-		res.Items = &v
+		if v == math.MaxUint64 {
+			res.Saturated, res.SaturatedAbove = true, saturationBound(l.hdr.M, l.hdr.K)
+		} else {
+			res.Items = &v
+		}
 	}
 	if l.hdr.Count != 0 {
 		v := l.hdr.Count
-		res.Items, res.ItemsExact = &v, true
+		res.Items, res.ItemsExact, res.Saturated, res.SaturatedAbove = &v, true, false, 0
+	}
+	if res.Type != "scalable" && res.Type != "cuckoo" {
+		switch {
+		case res.Saturated:
+			res.OverPlanned = res.PlannedN > 0
+		case res.Items != nil:
+			ps := bloom.Params{M: l.hdr.M, K: l.hdr.K}
+			res.OverPlanned = overPlanned(*res.Items, res.PlannedN, ps, res.Type == "blocked", res.ItemsExact)
+		}
 	}
 	if c, ok := l.f.(interface{ FillRatio() float64 }); ok {
 		v := c.FillRatio()
@@ -196,12 +223,17 @@ func printInfo(w io.Writer, r *infoResult) {
 	} else {
 		row("planned", "sized by hand")
 	}
-	if r.Items != nil {
-		v := commas(*r.Items)
-		if !r.ItemsExact {
-			v = "about " + v + " (estimated from the bits set)"
+	if r.Items != nil || r.Saturated {
+		var v string
+		switch {
+		case r.Saturated:
+			v = fmt.Sprintf("saturated (> %s): every bit is set, so every key tests present", commas(r.SaturatedAbove))
+		case r.ItemsExact:
+			v = commas(*r.Items)
+		default:
+			v = "about " + commas(*r.Items) + " (estimated from the bits set)"
 		}
-		if r.PlannedN > 0 && *r.Items > r.PlannedN && r.Type != "scalable" && r.Type != "cuckoo" {
+		if r.OverPlanned && !r.Saturated {
 			v += ", more than planned"
 		}
 		row("items", v)
@@ -213,7 +245,7 @@ func printInfo(w io.Writer, r *infoResult) {
 		row("fill ratio", fmt.Sprintf("%.2f%%", 100**r.FillRatio))
 	}
 	if r.EstimatedFPR != nil {
-		row("rate now", formatRate(*r.EstimatedFPR))
+		row("rate now", rateText(*r.EstimatedFPR))
 	}
 	switch r.Checksum {
 	case "ok":

@@ -27,8 +27,11 @@
 // --help. The helpers in cli.go give it the conventions of the others:
 // newFlags and parseFlags (flags anywhere among the arguments; --help
 // printing a help{name, synopsis, about, examples} to stdout), failf and
-// usageErr (a message naming the file on stderr, exit code 2), writeAtomic
-// (temporary file, fsync, rename) and the count, rate and size flags.
+// usageErr (a message naming the file on stderr, exit code 2), openInput
+// (stdin for "-", gzip and zstd by magic bytes), writeOutput (temporary
+// file and rename for regular files, links followed, devices and "-"
+// streamed), addFeedbackFlags (--progress, --quiet) and the count, rate and
+// size flags.
 // docs/cli.md is the user's manual.
 package main
 
@@ -99,6 +102,7 @@ func sortedCommands() []command {
 }
 
 func main() {
+	cleanupOnSignal()
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"io"
+	"os"
+	"sync/atomic"
+	"time"
 
 	"github.com/bloomkit/bloomkit/bloom"
 )
@@ -27,7 +31,8 @@ bloom merge -o crawled.bf crawled.bf worker-*.bf`,
 
 func runMerge(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlags("merge")
-	out := fs.String("o", "", "write the union to `OUT` (required)")
+	out := fs.String("o", "", "write the union to `OUT` (required; - for stdout)")
+	fb := addFeedbackFlags(fs)
 	files, code, ok := parseFlags(fs, mergeHelp, args, stdout, stderr)
 	if !ok {
 		return code
@@ -39,15 +44,41 @@ func runMerge(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(files) == 0 {
 		return usageErr(stderr, name, "no filter files to merge")
 	}
-	acc, err := loadFilter(files[0])
+	if err := checkInputs(files); err != nil {
+		return usageErr(stderr, name, "%v", err)
+	}
+	// Every input is read whole before OUT is written, so OUT may be one of
+	// them; only a directory or an unwritable place is refused up front.
+	if err := checkOutput(*out, nil); err != nil {
+		return failf(stderr, name, "-o %v", err)
+	}
+	showProgress, err := fb.enabled(stderr)
+	if err != nil {
+		return usageErr(stderr, name, "%v", err)
+	}
+	var total int64
+	for _, f := range files {
+		if fi, err := os.Stat(f); err == nil {
+			total += fi.Size()
+		}
+	}
+	var merged, loadedBytes atomic.Int64
+	start := time.Now()
+	prog := startProgress(showProgress, stderr, total, loadedBytes.Load, &merged, "files", nil)
+	defer prog.finish()
+	acc, err := loadFilterFrom(files[0], stdin)
 	if err != nil {
 		return failf(stderr, name, "%s", describeErr(err))
 	}
+	merged.Add(1)
+	loadedBytes.Add(acc.size)
 	for _, path := range files[1:] {
-		l, err := loadFilter(path)
+		l, err := loadFilterFrom(path, stdin)
 		if err != nil {
 			return failf(stderr, name, "%s", describeErr(err))
 		}
+		merged.Add(1)
+		loadedBytes.Add(l.size)
 		if l.hdr.Type != acc.hdr.Type {
 			return failf(stderr, name, "%s holds a %s filter and %s a %s one: only filters of one type merge",
 				path, l.typeName(), acc.path, acc.typeName())
@@ -69,8 +100,17 @@ func runMerge(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if !ok {
 		return failf(stderr, name, "%s: %s filters cannot be written by this build", acc.path, acc.typeName())
 	}
-	if err := writeAtomic(*out, func(dst io.Writer) error { _, err := w.WriteTo(dst); return err }); err != nil {
+	if err := writeOutput(*out, stdout, func(dst io.Writer) error { _, err := w.WriteTo(dst); return err }); err != nil {
 		return failf(stderr, name, "%s: %v", *out, err)
+	}
+	prog.finish()
+	if showProgress {
+		s := fmt.Sprintf("bloom merge: %s: %d files", outputName(*out), merged.Load())
+		if st, ok := acc.f.(filterStats); ok {
+			ps := bloom.Params{M: acc.hdr.M, K: acc.hdr.K}
+			s += fmt.Sprintf(", %s distinct keys, rate about %s", countText(st.ApproxCount(), ps), formatRate(st.EstimatedFPR()))
+		}
+		fmt.Fprintf(stderr, "%s, %s\n", s, seconds(time.Since(start)))
 	}
 	return exitOK
 }

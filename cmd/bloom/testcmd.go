@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"sync/atomic"
 )
 
 func init() {
@@ -40,6 +41,7 @@ func runTest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	field := fs.Int("field", 0, "the key is column `COL` (1 is the first) of each CSV/TSV line")
 	delim := fs.String("delim", ",", "column separator `D` for --field: one character, or tab")
 	header := fs.Bool("header", false, "pass the first line of stdin through untested (a CSV header)")
+	fb := addFeedbackFlags(fs)
 	pos, code, ok := parseFlags(fs, testHelp, args, stdout, stderr)
 	if !ok {
 		return code
@@ -48,15 +50,18 @@ func runTest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(pos) == 0 {
 		return usageErr(stderr, name, "missing the filter FILE")
 	}
-	spec := &fieldSpec{field: *field}
-	var err error
-	if *field < 0 {
-		return usageErr(stderr, name, "--field %d: columns are numbered from 1", *field)
-	}
-	if spec.delim, err = parseDelim(*delim); err != nil {
+	spec, err := parseFieldFlags(fs, *field, *delim)
+	if err != nil {
 		return usageErr(stderr, name, "%v", err)
 	}
-	l, err := loadFilter(pos[0])
+	showProgress, err := fb.enabled(stderr)
+	if err != nil {
+		return usageErr(stderr, name, "%v", err)
+	}
+	if pos[0] == "-" && len(pos) == 1 {
+		return usageErr(stderr, name, "the filter is read from stdin (-), so the keys must be arguments: stdin cannot hold both")
+	}
+	l, err := loadFilterFrom(pos[0], stdin)
 	if err != nil {
 		return failf(stderr, name, "%s", describeErr(err))
 	}
@@ -88,14 +93,25 @@ func runTest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitNo
 	}
 
-	cr := newChunkReader(stdin)
+	in, err := openInput("-", stdin)
+	if err != nil {
+		return failf(stderr, name, "%v", err)
+	}
+	defer in.close()
+	cr := newChunkReader(in.r)
 	var line int64
+	var lines, matches atomic.Int64
+	prog := startProgress(showProgress && !*quiet, stderr, in.size, in.raw.n.Load, &lines, "lines", func() string {
+		return commas(uint64(matches.Load())) + " printed"
+	})
+	defer prog.finish()
 	for {
 		c, ok := cr.next()
 		if !ok {
 			break
 		}
 		if c.err != nil {
+			prog.finish()
 			bw.Flush()
 			return failf(stderr, name, "stdin: line %d: %v", line+1, c.err)
 		}
@@ -112,6 +128,7 @@ func runTest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 				continue
 			}
 			matched = true
+			matches.Add(1)
 			if *quiet {
 				return exitOK // like grep -q: the first match answers
 			}
@@ -121,6 +138,7 @@ func runTest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			}
 		}
 		cr.release(c)
+		lines.Store(line)
 		if len(cr.c) == 0 {
 			// Caught up with the input: let what we have go downstream.
 			if err := bw.Flush(); err != nil {

@@ -17,7 +17,7 @@ import (
 func buildCLI(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "bloom")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/bloom").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-C", "../..", "-o", bin, "./cmd/bloom").CombinedOutput(); err != nil {
 		t.Fatalf("building cmd/bloom: %v\n%s", err, out)
 	}
 	return bin
@@ -153,3 +153,32 @@ func TestSortedListContains(t *testing.T) {
 type allFilter struct{}
 
 func (allFilter) TestString(string) bool { return true }
+
+// TestCommentsAreNotKeys: the list's # comments are not domains. A filter
+// built from the raw file (comments as keys, as a plain "bloom build
+// domains.txt" does) is refused; one built as the README says is accepted.
+func TestCommentsAreNotKeys(t *testing.T) {
+	dir := t.TempDir()
+	list := filepath.Join(dir, "domains.txt")
+	os.WriteFile(list, []byte("# disposable\nmailinator.com\n\n# spam\nbad.example\n"), 0o644)
+	raw, clean := filepath.Join(dir, "raw.bloom"), filepath.Join(dir, "clean.bloom")
+	if out, err := exec.Command(buildCLI(t), "build", "-n", "100", "-o", raw, list).CombinedOutput(); err != nil {
+		t.Fatalf("bloom build: %v\n%s", err, out)
+	}
+	if _, err := Open(raw, list, dir); err == nil || !strings.Contains(err.Error(), "comment lines") {
+		t.Errorf("a filter holding the comments was accepted: %v", err)
+	}
+	cmd := exec.Command("bash", "-c", "grep -v -e '^#' -e '^$' domains.txt | "+buildCLI(t)+" build -n 100 -o clean.bloom")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("README's build: %v\n%s", err, out)
+	}
+	c, err := Open(clean, list, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Entries != 2 {
+		t.Errorf("%d entries, want 2", c.Entries)
+	}
+}

@@ -36,17 +36,31 @@ func buildSortedList(src, dst string, f interface{ TestString(string) bool }) (i
 	}
 	defer in.Close()
 	var entries []string
+	comments, commentsIn := 0, 0
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		e := normalizeEntry(sc.Text())
-		if e == "" || strings.HasPrefix(e, "#") {
+		if strings.HasPrefix(e, "#") {
+			comments++
+			if f.TestString(strings.TrimRight(sc.Text(), "\r")) {
+				commentsIn++
+			}
+			continue
+		}
+		if e == "" {
 			continue
 		}
 		entries = append(entries, e)
 	}
 	if err := sc.Err(); err != nil {
 		return 0, fmt.Errorf("reading %s: %w", src, err)
+	}
+	// A comment is not a domain: a filter built from the raw file (comments
+	// as keys) is refused when every comment, two or more, tests present —
+	// by chance that happens at the filter's rate squared.
+	if comments >= 2 && commentsIn == comments {
+		return 0, fmt.Errorf("the filter holds the %d comment lines of %s: build it from the domains only (grep -v -e '^#' -e '^$' %s | bloom build ...)", comments, src, src)
 	}
 	missing := 0
 	for _, e := range entries {

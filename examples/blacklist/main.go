@@ -5,7 +5,7 @@
 // false positive never rejects a good address.
 //
 //	bloom build -n 200000 -p 0.001 -o domains.bloom domains.txt
-//	go run ./examples/blacklist -filter domains.bloom -list domains.txt
+//	go run ./blacklist -filter domains.bloom -list domains.txt
 //	curl 'http://127.0.0.1:8081/check?email=someone@mailinator.com'
 package main
 

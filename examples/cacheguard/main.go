@@ -4,8 +4,8 @@
 // ids exist nowhere, once without and once with the filter, and prints how
 // many database queries each needed and the latencies.
 //
-//	go run ./examples/cacheguard                         # embedded SQLite in a temp dir
-//	go run ./examples/cacheguard -dsn 'postgres://user@localhost/db'
+//	go run ./cacheguard                         # embedded SQLite in a temp dir
+//	go run ./cacheguard -dsn 'postgres://user@localhost/db'
 package main
 
 import (
@@ -19,15 +19,17 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // "pgx" driver for -dsn postgres://
 	_ "modernc.org/sqlite"             // "sqlite" driver, pure Go
+
+	"github.com/bloomkit/bloomkit/examples/internal/flagx"
 )
 
 func main() {
 	fs := flag.NewFlagSet("cacheguard", flag.ExitOnError)
 	dsn := fs.String("dsn", "", "PostgreSQL DSN (postgres://...); empty: an embedded SQLite database in a temp dir")
-	rows := fs.Int("rows", 100_000, "rows in the table")
-	requests := fs.Int("requests", 200_000, "lookups per run")
+	rows := flagx.Count(fs, "rows", 100_000, "rows in the table (100K, 1M)")
+	requests := flagx.Count(fs, "requests", 200_000, "lookups per run (200K)")
 	absent := fs.Float64("absent", 0.9, "fraction of lookups for ids that exist nowhere")
-	p := fs.Float64("p", 0.01, "the filter's false-positive rate")
+	p := flagx.Rate(fs, "p", 0.01, "the filter's false-positive rate (1%, 0.01)")
 	fs.Parse(os.Args[1:])
 
 	ctx := context.Background()
@@ -37,7 +39,7 @@ func main() {
 		os.Exit(2)
 	}
 	defer cleanup()
-	ids, err := fill(ctx, db, *rows)
+	ids, err := fill(ctx, db, int(*rows))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "cacheguard: %v\n", err)
 		os.Exit(1)
@@ -46,12 +48,12 @@ func main() {
 	fmt.Println("| guard | DB queries | answered by the filter | p50 | p99 | lookups/s |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|")
 	for _, useFilter := range []bool{false, true} {
-		g, err := OpenGuard(ctx, db, *rows/10, useFilter, uint64(*rows)*2, *p)
+		g, err := OpenGuard(ctx, db, int(*rows/10), useFilter, *rows*2, *p)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "cacheguard: %v\n", err)
 			os.Exit(1)
 		}
-		l, err := runLoad(ctx, g, ids, int64(*rows)*4, *requests, 8, *absent)
+		l, err := runLoad(ctx, g, ids, int64(*rows)*4, int(*requests), 8, *absent)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "cacheguard: %v\n", err)
 			os.Exit(1)

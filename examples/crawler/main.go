@@ -3,8 +3,10 @@
 // (package redisfilter) with -shared so several crawler processes split one
 // crawl between them and never fetch a page twice.
 //
-//	go run ./examples/crawler -start http://127.0.0.1:8080/
-//	go run ./examples/crawler -start http://127.0.0.1:8080/ -shared redis://127.0.0.1:6379/0
+//	go run ./crawler -demo-site 127.0.0.1:8080 &        # a local site to crawl
+//	go run ./crawler -start http://127.0.0.1:8080/page/0
+//	go run ./crawler -start http://127.0.0.1:8080/page/0 -shared redis://127.0.0.1:6379/0
+//	go run ./crawler -shared redis://127.0.0.1:6379/0 -reset   # forget what the shared crawl saw
 //
 // It prints every fetched URL on stdout and a summary on stderr.
 package main
@@ -14,15 +16,18 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/bloomkit/bloomkit/bloom"
+	"github.com/bloomkit/bloomkit/examples/internal/flagx"
 	"github.com/bloomkit/bloomkit/redisfilter"
 	"github.com/redis/go-redis/v9"
 )
@@ -37,15 +42,39 @@ func run(args []string) int {
 		start    = fs.String("start", "", "URL to start from (required); only its host is crawled unless -allow says more")
 		allow    = fs.String("allow", "", "comma-separated extra hosts (host[:port]) the crawl may enter")
 		workers  = fs.Int("workers", 8, "concurrent fetches")
-		n        = fs.Uint64("n", 1_000_000, "URLs the seen-set is sized for")
-		p        = fs.Float64("p", 0.001, "false-positive rate of the seen-set: the fraction of new pages a crawl may skip")
+		n        = flagx.Count(fs, "n", 1_000_000, "URLs the seen-set is sized for (1M, 1e6)")
+		p        = flagx.Rate(fs, "p", 0.001, "false-positive rate of the seen-set: the fraction of new pages a crawl may skip")
 		shared   = fs.String("shared", "", "redis://host:port/db: keep the seen-set in Redis, shared by every crawler given the same URL and -name")
 		name     = fs.String("name", "crawler-seen", "name of the shared seen-set in Redis")
 		maxPages = fs.Int64("max-pages", 0, "stop after this many fetches (0: no limit)")
 		timeout  = fs.Duration("timeout", 10*time.Second, "per-request timeout")
+		demo     = fs.String("demo-site", "", "serve a generated demo site on `ADDR` (127.0.0.1:8080) until interrupted, instead of crawling")
+		pages    = fs.Int("pages", 3000, "pages of the -demo-site")
+		reset    = fs.Bool("reset", false, "empty the -shared seen-set (for every crawler using it) and exit")
 	)
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *demo != "" {
+		return serveDemo(*demo, *pages)
+	}
+	if *reset {
+		if *shared == "" {
+			fmt.Fprintln(os.Stderr, "crawler: -reset needs -shared: an in-process seen-set is new at every run")
+			return 2
+		}
+		f, closeF, err := openFrontier(context.Background(), *shared, *name, *n, *p)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "crawler: %v\n", err)
+			return 2
+		}
+		defer closeF()
+		if err := f.(redisFrontier).f.Reset(context.Background()); err != nil {
+			fmt.Fprintf(os.Stderr, "crawler: reset: %v\n", err)
+			return 2
+		}
+		fmt.Fprintf(os.Stderr, "crawler: %s emptied\n", *name)
+		return 0
 	}
 	if *start == "" {
 		fmt.Fprintln(os.Stderr, "crawler: -start is required")
@@ -96,6 +125,30 @@ func run(args []string) int {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "crawler: %v\n", err)
 		return 1
+	}
+	return 0
+}
+
+// serveDemo serves the demo site on addr until SIGINT or SIGTERM.
+func serveDemo(addr string, pages int) int {
+	d := newDemoSite(pages)
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "crawler: %v\n", err)
+		return 2
+	}
+	d.base = "http://" + l.Addr().String()
+	srv := &http.Server{Handler: d, ReadHeaderTimeout: 10 * time.Second}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	fmt.Fprintf(os.Stderr, "crawler: demo site of %d pages listening on %s/page/0\n", pages, d.base)
+	if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintf(os.Stderr, "crawler: %v\n", err)
+		return 2
 	}
 	return 0
 }

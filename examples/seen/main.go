@@ -2,7 +2,7 @@
 // bloomkit Window filter per user remembers the items shown within the last
 // -window, and /unseen drops them from a candidate list.
 //
-//	go run ./examples/seen -window 720h -items 5000 -p 0.01 -state seen.state
+//	go run ./seen -window 720h -items 5000 -p 0.01 -state seen.state
 //	curl -d '{"user":"u1","items":["a","b"]}' http://127.0.0.1:8082/impressions
 //	curl -d '{"user":"u1","items":["a","b","c"]}' http://127.0.0.1:8082/unseen   # {"items":["c"]}
 package main
@@ -19,14 +19,16 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/bloomkit/bloomkit/examples/internal/flagx"
 )
 
 func main() {
 	fs := flag.NewFlagSet("seen", flag.ExitOnError)
 	addr := fs.String("addr", "127.0.0.1:8082", "listen address")
 	window := fs.Duration("window", 30*24*time.Hour, "how long an impression is remembered")
-	items := fs.Uint64("items", 5000, "impressions per user per window to size each filter for")
-	rate := fs.Float64("p", 0.01, "false-positive rate: the fraction of unseen items wrongly hidden")
+	items := flagx.Count(fs, "items", 5000, "impressions per user per window to size each filter for")
+	rate := flagx.Rate(fs, "p", 0.01, "false-positive rate: the fraction of unseen items wrongly hidden")
 	state := fs.String("state", "", "file the filters are loaded from at start and saved to on exit")
 	fs.Parse(os.Args[1:])
 

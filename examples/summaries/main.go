@@ -3,9 +3,9 @@
 // behind CDN and proxy cache meshes): a node asks a sibling for a key only
 // when that sibling's summary says "maybe".
 //
-//	go run ./examples/summaries -addr 127.0.0.1:9001 -peers http://127.0.0.1:9002,http://127.0.0.1:9003 &
-//	go run ./examples/summaries -addr 127.0.0.1:9002 -peers http://127.0.0.1:9001,http://127.0.0.1:9003 &
-//	go run ./examples/summaries -addr 127.0.0.1:9003 -peers http://127.0.0.1:9001,http://127.0.0.1:9002 &
+//	go run ./summaries -addr 127.0.0.1:9001 -peers http://127.0.0.1:9002,http://127.0.0.1:9003 &
+//	go run ./summaries -addr 127.0.0.1:9002 -peers http://127.0.0.1:9001,http://127.0.0.1:9003 &
+//	go run ./summaries -addr 127.0.0.1:9003 -peers http://127.0.0.1:9001,http://127.0.0.1:9002 &
 //	curl 'http://127.0.0.1:9001/get?key=/img/logo.png'; curl http://127.0.0.1:9001/stats
 package main
 
@@ -21,14 +21,16 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/bloomkit/bloomkit/examples/internal/flagx"
 )
 
 func main() {
 	fs := flag.NewFlagSet("summaries", flag.ExitOnError)
 	addr := fs.String("addr", "127.0.0.1:9001", "listen address")
 	peers := fs.String("peers", "", "comma-separated base URLs of the sibling nodes")
-	capacity := fs.Int("capacity", 10_000, "keys this node caches (LRU)")
-	p := fs.Float64("p", 0.01, "false-positive rate of the summaries")
+	capacity := flagx.Count(fs, "capacity", 10_000, "keys this node caches (LRU; 10K)")
+	p := flagx.Rate(fs, "p", 0.01, "false-positive rate of the summaries")
 	refresh := fs.Duration("refresh", 5*time.Second, "how often summaries are rebuilt and fetched")
 	delay := fs.Duration("origin-delay", 2*time.Millisecond, "how long the simulated origin takes per fetch")
 	fs.Parse(os.Args[1:])
@@ -45,7 +47,7 @@ func main() {
 		h := sha256.Sum256([]byte(key))
 		return []byte(fmt.Sprintf("value of %s: %x\n", key, h[:8]))
 	}
-	n, err := NewNode(*capacity, *p, sib, origin)
+	n, err := NewNode(int(*capacity), *p, sib, origin)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "summaries: %v\n", err)
 		os.Exit(2)

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bloomkit/bloomkit/internal/doctest"
+)
+
+// TestDocCommands runs every command that README.md and docs/*.md show
+// (package doctest says how blocks are read), with the test's bloom binary
+// first on PATH and "go run ./cmd/bloom" meaning that binary, so that the
+// documents cannot drift from the program. The examples' READMEs are run by
+// the examples module's TestReadmeCommands.
+func TestDocCommands(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash is needed to run the documented commands")
+	}
+	root := filepath.Join("..", "..")
+	files := []string{filepath.Join(root, "README.md")}
+	docs, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	files = append(files, docs...)
+	shims := t.TempDir()
+	if err := os.WriteFile(filepath.Join(shims, "go"), []byte(goShim), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "PATH="+shims+string(os.PathListSeparator)+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	ran := 0
+	for _, file := range files {
+		rel, _ := filepath.Rel(root, file)
+		t.Run(rel, func(t *testing.T) {
+			src, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := doctest.Parse(string(src))
+			for _, s := range d.Skips {
+				t.Logf("skipped: %s", s)
+			}
+			for _, b := range d.Blocks {
+				ran += len(b.Script) + len(b.Console)
+			}
+			r := &doctest.Runner{Dir: t.TempDir(), Env: env}
+			fails, err := r.Run(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range fails {
+				t.Errorf("%s: %s", rel, f)
+			}
+		})
+	}
+	if ran < 30 {
+		t.Errorf("only %d documented commands found: is the parser still reading the documents?", ran)
+	}
+}
+
+// goShim stands in for go on PATH: "go run ./cmd/bloom ARGS" runs the test's
+// binary; anything else goes to the real go.
+const goShim = `#!/usr/bin/env bash
+if [ "$1" = run ] && [ "$2" = ./cmd/bloom ]; then shift 2; exec bloom "$@"; fi
+PATH="${PATH#*:}" exec go "$@"
+`
+
+// TestMakeBuild checks what docs/cli.md and README.md say about building:
+// `make build` puts the binary in ./bin/bloom, not in the bloom/ package
+// folder where `go build -o bloom ./cmd/bloom` lands in a clone.
+func TestMakeBuild(t *testing.T) {
+	root := filepath.Join("..", "..")
+	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(mk), "\nbuild:\n\t$(GO) build -o bin/bloom ./cmd/bloom\n") {
+		t.Fatal("the Makefile's build rule no longer builds bin/bloom, as the docs say")
+	}
+	out := filepath.Join(t.TempDir(), "bin", "bloom")
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/bloom")
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	if b, err := exec.Command(out, "version").CombinedOutput(); err != nil || !strings.HasPrefix(string(b), "bloom ") {
+		t.Errorf("bin/bloom version: %v %s", err, b)
+	}
+}

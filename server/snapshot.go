@@ -1,0 +1,437 @@
+package server
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"math"
+	"sync/atomic"
+
+	"github.com/bloomkit/bloomkit/redisbloom"
+)
+
+// Snapshots.
+//
+// A snapshot is the keyspace at one point in time: "BKSNAP01", u64
+// generation, u64 key count; per key: u32 key length, key, u8 kind, i64
+// expiry (unix ms, 0 none), u32 header length, the filter's SCANDUMP header,
+// then its arrays in dump order; finally the CRC-32C of everything before it.
+//
+// Go cannot fork, so the point-in-time image is kept by copy-on-write
+// instead of by the kernel. Starting a snapshot (beginSnapshot, with the
+// keyspace locked) only lists the live entries. The writer then walks them
+// and copies each filter's arrays out in 64 KiB chunks, taking the keyspace
+// lock for one chunk at a time, so clients wait at most for one chunk copy.
+// Meanwhile a command about to change an entry the writer has not finished
+// first freezes it (preserve): the entry's header and expiry are captured
+// and an image becomes the filter's redisbloom.Guard, which copies a chunk
+// the writer still needs just before a write changes it. Without writes the
+// snapshot costs one chunk of memory; with writes, at most one copy of each
+// chunk written to.
+const (
+	snapMagic = "BKSNAP02"
+	// Version 1 snapshots had the same layout and numbered generations
+	// from 0.
+	snapMagicV1 = "BKSNAP01"
+	cowChunk    = 64 << 10
+	// holdBytes bounds what the writer copies per hold of the keyspace lock.
+	holdBytes = 256 << 10
+	// holdKeys bounds how many small entries it takes per hold.
+	holdKeys = 256
+)
+
+// snapshot is one snapshot being written.
+type snapshot struct {
+	gen   uint64
+	epoch uint64
+	keys  []snapKey // the live entries at the point in time
+	// copied counts bytes copied because a write came first (copy-on-write);
+	// processed counts keys written out.
+	copied    atomic.Int64
+	processed atomic.Int64
+}
+
+type snapKey struct {
+	key string
+	e   *entry
+}
+
+// image is one entry as it was at a snapshot's point in time, held from
+// the first change after that point (or from when the writer reaches it)
+// until the writer is done with it. It is the filter's Guard meanwhile.
+// All its fields are used with the keyspace locked.
+type image struct {
+	snap     *snapshot
+	kind     Kind
+	expireAt int64
+	header   []byte
+	arrays   [][]byte   // the filter's arrays then (live memory, unless copied)
+	copies   [][][]byte // copies[i][c]: chunk c of array i as it was
+	// The writer is done with arrays before doneArr, and with the chunks
+	// of array doneArr before doneChunk.
+	doneArr, doneChunk int
+	started            bool     // the writer wrote the key and header
+	released           [][]byte // arrays the filter gave up meanwhile
+	dropped            bool     // the entry left the keyspace: free it when done
+}
+
+// beginSnapshot starts a snapshot at this point in time (db.mu held).
+func (db *DB) beginSnapshot(gen uint64) *snapshot {
+	db.epoch++
+	snap := &snapshot{gen: gen, epoch: db.epoch, keys: make([]snapKey, 0, len(db.keys))}
+	now := db.nowMs()
+	for k, e := range db.keys {
+		if e.expireAt != 0 && e.expireAt <= now {
+			e.epoch = snap.epoch // not part of it
+			continue
+		}
+		snap.keys = append(snap.keys, snapKey{k, e})
+	}
+	db.snap = snap
+	return snap
+}
+
+// preserve freezes e's image if a running snapshot still needs it; call it
+// (db.mu held) before changing an entry in any way.
+func (db *DB) preserve(e *entry) {
+	if db.snap != nil && e.img == nil && e.epoch < db.snap.epoch {
+		db.snap.freeze(e)
+	}
+}
+
+// freeze captures e's image and makes it the filter's guard.
+func (snap *snapshot) freeze(e *entry) *image {
+	im := &image{snap: snap, kind: e.kind, expireAt: e.expireAt}
+	switch e.kind {
+	case KindBloom:
+		im.header = e.bf.Header()
+		for i := range e.bf.Links {
+			im.arrays = append(im.arrays, e.bf.Links[i].Data)
+		}
+		e.bf.Guard = im
+	case KindCuckoo:
+		im.header = e.cf.Header()
+		im.arrays = append(im.arrays, e.cf.Filters...)
+		e.cf.Guard = im
+	}
+	e.img = im
+	return im
+}
+
+// done ends e's part in the snapshot (db.mu held).
+func (snap *snapshot) done(e *entry) {
+	im := e.img
+	e.img = nil
+	e.epoch = snap.epoch
+	switch e.kind {
+	case KindBloom:
+		e.bf.Guard = nil
+	case KindCuckoo:
+		e.cf.Guard = nil
+	}
+	for _, a := range im.released {
+		redisbloom.FreeArray(a)
+	}
+	if im.dropped {
+		e.free()
+	}
+}
+
+// end finishes the snapshot, successful or not (db.mu held): every entry
+// still holding an image lets it go.
+func (db *DB) endSnapshot(snap *snapshot) {
+	for _, k := range snap.keys {
+		if k.e.img != nil && k.e.img.snap == snap {
+			snap.done(k.e)
+		} else if k.e.epoch < snap.epoch {
+			k.e.epoch = snap.epoch
+		}
+	}
+	if db.snap == snap {
+		db.snap = nil
+	}
+}
+
+// index finds array a among the image's arrays by identity, or -1 (an
+// array the filter allocated after the point in time).
+func (im *image) index(a []byte) int {
+	if len(a) == 0 {
+		return -1
+	}
+	for i, b := range im.arrays {
+		if len(b) > 0 && &b[0] == &a[0] {
+			return i
+		}
+	}
+	return -1
+}
+
+// Write is the redisbloom.Guard hook: before bytes [off, off+n) of array a
+// change, it copies the chunks holding them that the writer still needs.
+func (im *image) Write(a []byte, off, n int) {
+	i := im.index(a)
+	if i < 0 || i < im.doneArr || n <= 0 {
+		return
+	}
+	first, last := off/cowChunk, (off+n-1)/cowChunk
+	if i == im.doneArr && first < im.doneChunk {
+		first = im.doneChunk
+	}
+	for c := first; c <= last; c++ {
+		if im.copies == nil {
+			im.copies = make([][][]byte, len(im.arrays))
+		}
+		if im.copies[i] == nil {
+			im.copies[i] = make([][]byte, (len(a)+cowChunk-1)/cowChunk)
+		}
+		if im.copies[i][c] == nil {
+			lo, hi := c*cowChunk, min((c+1)*cowChunk, len(a))
+			im.copies[i][c] = append([]byte(nil), a[lo:hi]...)
+			im.snap.copied.Add(int64(hi - lo))
+		}
+	}
+}
+
+// Release is the redisbloom.Guard hook for an array the filter no longer
+// needs: it is freed when the writer is done with it.
+func (im *image) Release(a []byte) {
+	if im.index(a) >= 0 {
+		im.released = append(im.released, a)
+		return
+	}
+	redisbloom.FreeArray(a)
+}
+
+type crcWriter struct {
+	w io.Writer
+	h hash.Hash32
+}
+
+// Write writes p and adds it to the checksum.
+func (c *crcWriter) Write(p []byte) (int, error) {
+	c.h.Write(p)
+	return c.w.Write(p)
+}
+
+// writeSnapshot writes snap's image to w. It takes the keyspace lock
+// briefly and often (see the comment at the top of this file); the caller
+// must call db.endSnapshot whatever the outcome.
+func (s *Server) writeSnapshot(w io.Writer, snap *snapshot) error {
+	cw := &crcWriter{w: w, h: crc32.New(crcTable)}
+	stage := make([]byte, 0, holdBytes+cowChunk)
+	stage = append(stage, snapMagic...)
+	stage = binary.LittleEndian.AppendUint64(stage, snap.gen)
+	stage = binary.LittleEndian.AppendUint64(stage, uint64(len(snap.keys)))
+	db := s.db
+	ki := 0
+	for ki < len(snap.keys) {
+		keys := 0
+		db.mu.Lock()
+		for ki < len(snap.keys) && len(stage) < holdBytes && keys < holdKeys {
+			k := snap.keys[ki]
+			im := k.e.img
+			if im == nil {
+				im = snap.freeze(k.e)
+			}
+			if !im.started {
+				im.started = true
+				stage = binary.LittleEndian.AppendUint32(stage, uint32(len(k.key)))
+				stage = append(stage, k.key...)
+				stage = append(stage, byte(im.kind))
+				stage = binary.LittleEndian.AppendUint64(stage, uint64(im.expireAt))
+				stage = binary.LittleEndian.AppendUint32(stage, uint32(len(im.header)))
+				stage = append(stage, im.header...)
+			}
+			// Copy chunks until the stage is full or the entry is done.
+			for im.doneArr < len(im.arrays) && len(stage) < holdBytes {
+				a := im.arrays[im.doneArr]
+				c := im.doneChunk
+				lo, hi := c*cowChunk, min((c+1)*cowChunk, len(a))
+				if lo < hi {
+					if im.copies != nil && im.copies[im.doneArr] != nil && im.copies[im.doneArr][c] != nil {
+						stage = append(stage, im.copies[im.doneArr][c]...)
+						im.copies[im.doneArr][c] = nil
+					} else {
+						stage = append(stage, a[lo:hi]...)
+					}
+				}
+				if hi >= len(a) {
+					im.doneArr, im.doneChunk = im.doneArr+1, 0
+				} else {
+					im.doneChunk++
+				}
+			}
+			if im.doneArr < len(im.arrays) {
+				break // stage full in the middle of this entry
+			}
+			snap.done(k.e)
+			snap.processed.Add(1)
+			ki++
+			keys++
+		}
+		db.mu.Unlock()
+		if _, err := cw.Write(stage); err != nil {
+			return err
+		}
+		stage = stage[:0]
+	}
+	if len(stage) > 0 {
+		if _, err := cw.Write(stage); err != nil {
+			return err
+		}
+	}
+	_, err := w.Write(binary.LittleEndian.AppendUint32(nil, cw.h.Sum32()))
+	return err
+}
+
+type crcReader struct {
+	r io.Reader
+	h hash.Hash32
+}
+
+// Read reads into p and adds what was read to the checksum.
+func (c *crcReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.h.Write(p[:n])
+	return n, err
+}
+
+// readSnapshot loads a snapshot into the keyspace and returns its
+// generation and key count. Every length read is bounded by the file size,
+// so a forged header cannot make it allocate more than the file could hold.
+func (s *Server) readSnapshot(f readFile, path string) (uint64, int, error) {
+	fail := func(what string, err error) (uint64, int, error) {
+		if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, ErrCorrupt) {
+			return 0, 0, fmt.Errorf("snapshot %s is damaged (%s); refusing to start with a partial database — restore it or move it away: %w", path, what, ErrCorrupt)
+		}
+		return 0, 0, fmt.Errorf("snapshot %s is damaged (%s: %v); refusing to start with a partial database — restore it or move it away: %w", path, what, err, ErrCorrupt)
+	}
+	cr := &crcReader{r: bufio.NewReaderSize(f, 1<<20), h: crc32.New(crcTable)}
+	remaining := f.Size()
+	read := func(n int64) ([]byte, error) {
+		if n > remaining {
+			return nil, ErrCorrupt
+		}
+		p := make([]byte, n)
+		if _, err := io.ReadFull(cr, p); err != nil {
+			return nil, err
+		}
+		remaining -= n
+		return p, nil
+	}
+	head, err := read(24)
+	if err != nil {
+		return fail("header", err)
+	}
+	gen := binary.LittleEndian.Uint64(head[8:])
+	switch string(head[:8]) {
+	case snapMagic:
+	case snapMagicV1:
+		gen++
+	default:
+		return fail("bad magic", nil)
+	}
+	nkeys := binary.LittleEndian.Uint64(head[16:])
+	if nkeys > uint64(remaining) {
+		return fail("impossible key count", nil)
+	}
+	keys := make(map[string]*entry, nkeys)
+	release := func() {
+		for _, e := range keys {
+			e.free()
+		}
+	}
+	for i := uint64(0); i < nkeys; i++ {
+		lb, err := read(4)
+		if err != nil {
+			release()
+			return fail(fmt.Sprintf("key %d", i), err)
+		}
+		kb, err := read(int64(binary.LittleEndian.Uint32(lb)))
+		if err != nil {
+			release()
+			return fail(fmt.Sprintf("key %d", i), err)
+		}
+		meta, err := read(13)
+		if err != nil {
+			release()
+			return fail(fmt.Sprintf("key %q", kb), err)
+		}
+		kind := Kind(meta[0])
+		exp := int64(binary.LittleEndian.Uint64(meta[1:]))
+		hdr, err := read(int64(binary.LittleEndian.Uint32(meta[9:])))
+		if err != nil {
+			release()
+			return fail(fmt.Sprintf("key %q header", kb), err)
+		}
+		e := &entry{kind: kind, expireAt: exp}
+		var arrays [][]byte
+		// The header's sizes must fit in what is left of the file.
+		fits := func(n uint64) error {
+			if n > uint64(remaining) {
+				return ErrCorrupt
+			}
+			return nil
+		}
+		switch kind {
+		case KindBloom:
+			e.bf, err = redisbloom.LoadBloomHeader(hdr, fits)
+			if err == nil {
+				for j := range e.bf.Links {
+					arrays = append(arrays, e.bf.Links[j].Data)
+				}
+			}
+		case KindCuckoo:
+			e.cf, err = redisbloom.LoadCuckooHeader(hdr, math.MaxUint16, fits)
+			if err == nil {
+				arrays = e.cf.Filters
+			}
+		default:
+			err = ErrCorrupt
+		}
+		if err != nil {
+			release()
+			return fail(fmt.Sprintf("key %q: bad filter header", kb), err)
+		}
+		for _, a := range arrays {
+			if int64(len(a)) > remaining {
+				e.free()
+				release()
+				return fail(fmt.Sprintf("key %q data", kb), nil)
+			}
+			if _, err := io.ReadFull(cr, a); err != nil {
+				e.free()
+				release()
+				return fail(fmt.Sprintf("key %q data", kb), err)
+			}
+			remaining -= int64(len(a))
+		}
+		if old, dup := keys[string(kb)]; dup {
+			old.free()
+		}
+		keys[string(kb)] = e
+	}
+	want := cr.h.Sum32()
+	var sum [4]byte
+	if _, err := io.ReadFull(cr.r, sum[:]); err != nil {
+		release()
+		return fail("missing checksum", err)
+	}
+	if binary.LittleEndian.Uint32(sum[:]) != want {
+		release()
+		return fail("checksum mismatch", nil)
+	}
+	if n, _ := cr.r.Read(sum[:1]); n != 0 {
+		release()
+		return fail("trailing data", nil)
+	}
+	for k, e := range keys {
+		s.db.attach(e)
+		s.db.keys[k] = e
+	}
+	return gen, len(keys), nil
+}
