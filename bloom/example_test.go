@@ -97,20 +97,21 @@ func ExampleFilter_Union() {
 	// bloom: incompatible filters: m = 9586 and 47926 bits
 }
 
-func ExampleFilter_AddStringSync() {
+func ExampleFilter_Sync() {
 	f, _ := bloom.New(100_000, 0.01)
+	s := f.Sync() // every goroutine adds and tests through the view
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range 1000 {
-				f.AddStringSync(fmt.Sprintf("worker %d item %d", w, i))
+				s.AddString(fmt.Sprintf("worker %d item %d", w, i))
 			}
 		}()
 	}
 	wg.Wait()
-	fmt.Println(f.TestString("worker 3 item 999"), f.ApproxCount())
+	fmt.Println(s.TestString("worker 3 item 999"), f.ApproxCount())
 	// Output: true 4005
 }
 

@@ -65,7 +65,7 @@ var typeCases = []typeCase{
 				c.AddString(k) // held twice
 			}
 			for _, k := range ks[100:200] {
-				c.RemoveString(k) // added once, removed: gone
+				c.DeleteString(k) // added once, removed: gone
 			}
 			return c, nil
 		},

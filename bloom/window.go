@@ -221,7 +221,7 @@ func (w *Window) rotate() {
 	}
 	for s := max(w.cur+1, now-int64(w.g)); s <= now; s++ {
 		i := w.ring(s)
-		w.gens[i].Clear()
+		w.gens[i].Reset()
 	}
 	w.cur = now
 }
@@ -294,10 +294,10 @@ func (w *Window) live(fn func(*Blocked)) {
 	}
 }
 
-// Clear forgets every key.
-func (w *Window) Clear() {
+// Reset forgets every key.
+func (w *Window) Reset() {
 	for _, g := range w.gens {
-		g.Clear()
+		g.Reset()
 	}
 }
 

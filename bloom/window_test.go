@@ -206,7 +206,7 @@ func TestWindowLongIdle(t *testing.T) {
 	if !w.TestAndAddString("b") || w.TestAndAddString("c") {
 		t.Error("TestAndAdd answers wrong")
 	}
-	w.Clear()
+	w.Reset()
 	if w.TestString("b") {
 		t.Error("Clear left keys")
 	}
