@@ -19,7 +19,8 @@ test: deps lint
 
 ## deps: install what the tests need from Debian: redis-server, redis-cli and
 ## redis-py (the server is tested with real clients), PostgreSQL (for
-## examples/cacheguard) and the wamerican word list (for examples/spell);
+## examples/cacheguard), the wamerican word list (for examples/spell) and
+## a JDK with Guava (guava/ is tested against the real Guava);
 ## run as root; does nothing when they are already there.
 deps:
 	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || [ ! -e /usr/share/dict/american-english ]; then \
@@ -33,6 +34,12 @@ deps:
 			DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools python3-redis >/dev/null; \
 		else echo "redis-server/redis-cli missing: run 'sudo make deps' or install redis-server and redis-tools"; fi; \
+	fi
+	@if ! command -v javac >/dev/null || [ ! -e /usr/share/java/guava.jar ]; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends default-jdk-headless libguava-java >/dev/null; \
+		else echo "javac or Guava missing: run 'sudo make deps' or install default-jdk-headless and libguava-java"; fi; \
 	fi
 	@command -v redis-server >/dev/null && redis-server --version || true
 
