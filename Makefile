@@ -10,12 +10,15 @@ PKGS := ./...
 # under the race detector it takes minutes to build and run, so it runs
 # without it; its own concurrency is a mutex and atomics around the filter.
 # examples/ is its own module (examples/go.mod), so the library's go.mod does
-# not carry what only the examples need.
+# not carry what only the examples need; bench/interop checks our readers of
+# other libraries' formats against those libraries, which only bench/go.mod
+# holds.
 NORACE := ./cacheguard
 test: deps lint
 	$(GO) test -race -count=1 $(PKGS)
 	cd examples && $(GO) test -race -count=1 $$($(GO) list ./... | grep -v '/examples/cacheguard$$')
 	cd examples && $(GO) test -count=1 $(NORACE)
+	cd bench && $(GO) test -race -count=1 ./interop
 
 ## deps: install what the tests need from Debian: redis-server, redis-cli and
 ## redis-py (the server is tested with real clients), PostgreSQL (for
