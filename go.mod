@@ -3,10 +3,12 @@ module github.com/bloomkit/bloomkit
 go 1.26.0
 
 require (
+	github.com/FastFilter/xorfilter v0.4.1
 	github.com/klauspost/compress v1.20.1
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/tidwall/redcon v1.6.2
+	github.com/twmb/murmur3 v1.2.2
 	github.com/zeebo/xxh3 v1.1.0
 )
 
@@ -20,7 +22,6 @@ require (
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/tidwall/btree v1.1.0 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
-	github.com/twmb/murmur3 v1.2.2 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
