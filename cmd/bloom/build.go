@@ -17,7 +17,7 @@ func init() {
 }
 
 var buildHelp = help{
-	name:     "build",
+	name: "build",
 	synopsis: `build [-n N] [-p RATE] [--type TYPE] [--format FORMAT] [--field COL [--delim D]] -o FILE [INPUT...]
 build --static [--bits 8|16] [--field COL [--delim D]] -o FILE [INPUT...]`,
 	about: `Reads keys, one a line, from the INPUT files ("-" or none: stdin) and writes a
