@@ -10,7 +10,9 @@ PKGS := ./...
 # under the race detector it takes minutes to build and run, so it runs
 # without it; its own concurrency is a mutex and atomics around the filter.
 # examples/ is its own module (examples/go.mod), so the library's go.mod does
-# not carry what only the examples need.
+# not carry what only the examples need; bench/interop checks our readers of
+# other libraries' formats against those libraries, which only bench/go.mod
+# holds.
 NORACE := ./cacheguard
 # The filter packages' statistical tests (millions of keys in one goroutine)
 # skip themselves under the race detector, which has nothing to check in
@@ -21,10 +23,12 @@ test: deps lint
 	$(GO) test -count=1 $(STATS)
 	cd examples && $(GO) test -race -count=1 $$($(GO) list ./... | grep -v '/examples/cacheguard$$')
 	cd examples && $(GO) test -count=1 $(NORACE)
+	cd bench && $(GO) test -race -count=1 ./interop
 
 ## deps: install what the tests need from Debian: redis-server, redis-cli and
 ## redis-py (the server is tested with real clients), PostgreSQL (for
-## examples/cacheguard) and the wamerican word list (for examples/spell);
+## examples/cacheguard), the wamerican word list (for examples/spell) and
+## a JDK with Guava (guava/ is tested against the real Guava);
 ## run as root; does nothing when they are already there.
 deps:
 	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || [ ! -e /usr/share/dict/american-english ]; then \
@@ -38,6 +42,12 @@ deps:
 			DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools python3-redis >/dev/null; \
 		else echo "redis-server/redis-cli missing: run 'sudo make deps' or install redis-server and redis-tools"; fi; \
+	fi
+	@if ! command -v javac >/dev/null || [ ! -e /usr/share/java/guava.jar ]; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends default-jdk-headless libguava-java >/dev/null; \
+		else echo "javac or Guava missing: run 'sudo make deps' or install default-jdk-headless and libguava-java"; fi; \
 	fi
 	@command -v redis-server >/dev/null && redis-server --version || true
 
