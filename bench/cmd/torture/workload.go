@@ -292,7 +292,7 @@ func (w *worker) cfAdd(ctx context.Context, c *redis.Client) outcome {
 	var fp byte
 	for {
 		item = w.item("cf")
-		fp = byte(redisbloom.CuckooHash([]byte(item))%255 + 1)
+		fp = fingerprint(item)
 		if fp%2 == 1 && !w.cfUsed[fp] {
 			break
 		}
@@ -316,6 +316,11 @@ func (w *worker) cfAdd(ctx context.Context, c *redis.Client) outcome {
 		w.cf = append(w.cf, e) // checked once: 0 or 1 copies, never 2
 	}
 	return e.add
+}
+
+// fingerprint is RedisBloom's 8-bit cuckoo fingerprint of item (1..255).
+func fingerprint(item string) byte {
+	return byte(redisbloom.CuckooHash([]byte(item))%255 + 1)
 }
 
 func (w *worker) cfDel(ctx context.Context, c *redis.Client) outcome {
