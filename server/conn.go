@@ -49,7 +49,14 @@ func (s *Server) acceptLoop(ln net.Listener) error {
 			return err
 		}
 		pause = 0
+		s.lifeMu.Lock()
+		if s.closed.Load() {
+			s.lifeMu.Unlock()
+			nc.Close()
+			return nil
+		}
 		s.connWG.Add(1)
+		s.lifeMu.Unlock()
 		go func() {
 			defer s.connWG.Done()
 			s.serveConn(nc)
@@ -98,13 +105,17 @@ func (s *Server) serveConn(nc net.Conn) {
 	c := &Session{ID: s.nextID.Add(1), Addr: nc.RemoteAddr().String(), LocalAddr: nc.LocalAddr().String(), created: time.Now()}
 	c.authed = s.requirePass() == ""
 	c.lastCmd.Store(c.created.UnixMilli())
-	s.smu.Lock()
+	lc := s.adoptable(nc, c)
+	if lc == nil {
+		c.conn = nc
+	}
+	s.smu.Lock() // after c.conn and c.kill are set: disconnect reads them
 	s.sessions[c.ID] = c
 	s.smu.Unlock()
-	if s.adopt(nc, c) {
+	if lc != nil {
+		lc.hand()
 		return
 	}
-	c.setConn(nc)
 	defer nc.Close()
 	defer s.endSession(c)
 
@@ -216,39 +227,11 @@ func (s *Server) endSession(c *Session) {
 
 // disconnect closes a client's connection (CLIENT KILL, shutdown): at once
 // when it waits for a request, after its current command otherwise.
-// The session is listed (CLIENT KILL, shutdown can see it) before its
-// connection is handed to a loop or kept by a goroutine, so conn and kill
-// are set and read under hmu.
 func (c *Session) disconnect() {
 	c.closing.Store(true)
-	c.hmu.Lock()
-	kill, conn := c.kill, c.conn
-	c.hmu.Unlock()
-	if kill != nil {
-		kill()
-	} else if conn != nil {
-		conn.Close()
-	}
-}
-
-// setConn records the goroutine path's connection; a disconnect asked for
-// before then takes effect now.
-func (c *Session) setConn(nc net.Conn) {
-	c.hmu.Lock()
-	c.conn = nc
-	c.hmu.Unlock()
-	if c.closing.Load() {
-		nc.Close()
-	}
-}
-
-// setKill records the event loop's wake-up; a disconnect asked for before
-// then takes effect now.
-func (c *Session) setKill(kill func()) {
-	c.hmu.Lock()
-	c.kill = kill
-	c.hmu.Unlock()
-	if c.closing.Load() {
-		kill()
+	if c.kill != nil {
+		c.kill()
+	} else if c.conn != nil {
+		c.conn.Close()
 	}
 }

@@ -151,7 +151,6 @@ type Session struct {
 	Addr      string
 	LocalAddr string
 
-	hmu     sync.Mutex              // conn and kill: set after the session is listed
 	conn    net.Conn                // the goroutine path's connection
 	kill    func()                  // the event loop's way to notice closing
 	closing atomic.Bool             // CLIENT KILL: close after the current command
@@ -227,6 +226,7 @@ type Server struct {
 	protoErrors   atomic.Int64
 	slowClients   atomic.Int64
 	connWG        sync.WaitGroup
+	lifeMu        sync.Mutex // closed, and adding to connWG
 	loops         []*eventLoop
 
 	smu      sync.Mutex
@@ -370,14 +370,17 @@ func (s *Server) Serve() error {
 		case <-s.stop:
 		}
 	}()
-	s.log.Info("serving", "addr", s.Addr(), "dir", s.cfg.Dir, "appendfsync", s.cfg.AppendFsync,
+	s.log.Info("serving", "addr", s.Addr(), "dir", s.cfg.Dir, "appendfsync", s.appendFsync(),
 		"tls", s.cfg.TLSCert != "", "auth", s.requirePass() != "", "maxmemory", s.db.limit, "metrics", s.MetricsAddr())
+	s.lifeMu.Lock()
 	if s.closed.Load() {
+		s.lifeMu.Unlock()
 		return nil
 	}
 	if err := s.startLoops(); err != nil {
 		s.log.Warn("event loops unavailable; serving each client with a goroutine", "err", err)
 	}
+	s.lifeMu.Unlock()
 	return s.acceptLoop(s.ln)
 }
 
@@ -412,7 +415,11 @@ func (s *Server) Close() error {
 }
 
 func (s *Server) closeListeners() {
+	// Under lifeMu, so that no goroutine is added to connWG once closed
+	// is set (finish waits for connWG).
+	s.lifeMu.Lock()
 	s.closed.Store(true)
+	s.lifeMu.Unlock()
 	s.stopOnce.Do(func() { close(s.stop) })
 	if s.ln != nil {
 		s.ln.Close()
