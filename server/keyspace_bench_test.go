@@ -108,3 +108,21 @@ func scrape(b *testing.B, h interface {
 	}
 	io.Copy(io.Discard, w.Body)
 }
+
+// BenchmarkDoBFExists is the command layer's cost per command (no
+// network): dispatch, lock, handler, metrics and INFO counters.
+func BenchmarkDoBFExists(b *testing.B) {
+	s, err := New(Config{NoPersistence: true, Logger: testLogger(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := &Session{authed: true}
+	var r Reply
+	s.Do(c, [][]byte{[]byte("BF.ADD"), []byte("k"), []byte("x")}, &r)
+	args := [][]byte{[]byte("BF.EXISTS"), []byte("k"), []byte("x")}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s.Do(c, args, &r)
+	}
+}
