@@ -373,7 +373,9 @@ func configQuote(v string) string {
 // resetStats is CONFIG RESETSTAT: the counters INFO stats, commandstats and
 // errorstats report start again from zero (the slow log stays).
 func (s *Server) resetStats() {
+	s.db.mu.Lock()
 	s.stats.reset()
+	s.db.mu.Unlock()
 	s.totalCmds.Store(0)
 	s.totalConns.Store(0)
 	s.rejectedConns.Store(0)

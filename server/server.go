@@ -583,7 +583,9 @@ func (s *Server) Do(c *Session, args [][]byte, r *Reply) {
 
 func (s *Server) do(c *Session, args [][]byte, r *Reply) {
 	start := time.Now()
-	c.lastCmd.Store(start.UnixMilli())
+	if ms := start.UnixMilli(); ms-c.lastCmd.Load() >= 1000 {
+		c.lastCmd.Store(ms) // CLIENT LIST idle has second resolution
+	}
 	cmd, ok := lookupCommand(args[0])
 	if !ok {
 		if c.multi != nil {
@@ -593,7 +595,9 @@ func (s *Server) do(c *Session, args [][]byte, r *Reply) {
 		s.reject(nil, start, r)
 		return
 	}
-	c.curCmd.Store(cmd)
+	if c.curCmd.Load() != cmd {
+		c.curCmd.Store(cmd)
+	}
 	s.totalCmds.Add(1)
 	if !c.authed && !cmd.noauth {
 		if s.requirePass() != "" {
@@ -627,8 +631,11 @@ func (s *Server) do(c *Session, args [][]byte, r *Reply) {
 		r.Simple("QUEUED")
 		return
 	}
+	var d time.Duration
 	if cmd.unlocked {
 		cmd.fn(s, c, args, r)
+		d = time.Since(start)
+		s.stats.executed(cmd, d, r)
 	} else {
 		if cmd.write {
 			if msg := s.misconf(); msg != "" {
@@ -637,9 +644,9 @@ func (s *Server) do(c *Session, args [][]byte, r *Reply) {
 				return
 			}
 		}
-		s.locked(c, cmd, args, r)
+		d = s.locked(c, cmd, args, r, start)
 	}
-	s.executed(c, cmd, args, start, r)
+	s.executed(c, cmd, args, start, d, r)
 }
 
 // reject counts a command refused before it ran (cmd nil: unknown).
@@ -648,12 +655,10 @@ func (s *Server) reject(cmd *command, start time.Time, r *Reply) {
 	s.stats.rejected(cmd, r)
 }
 
-// executed counts a command that ran: metrics, INFO commandstats and
-// errorstats, and the slow log.
-func (s *Server) executed(c *Session, cmd *command, args [][]byte, start time.Time, r *Reply) {
-	d := time.Since(start)
+// executed counts a command that ran and took d in the metrics and the
+// slow log (INFO commandstats counted it already).
+func (s *Server) executed(c *Session, cmd *command, args [][]byte, start time.Time, d time.Duration, r *Reply) {
 	s.metrics.observe(cmd, d, r.failed)
-	s.stats.executed(cmd, d, r)
 	if t := s.set.slowerThan.Load(); t >= 0 && d.Microseconds() >= t && !cmd.noSlowlog {
 		s.slowlog.add(c, args, start, d, int(s.set.slowMaxLen.Load()))
 	}
@@ -663,7 +668,9 @@ func (s *Server) executed(c *Session, cmd *command, args [][]byte, start time.Ti
 // every path: a panic in a read-only command is logged and answered as an
 // error; in a write it crashes the process, since a half-applied write
 // would leave memory different from the log (restart replays the log).
-func (s *Server) locked(c *Session, cmd *command, args [][]byte, r *Reply) {
+// It returns how long the command took, and counts it for INFO
+// commandstats while it holds the lock.
+func (s *Server) locked(c *Session, cmd *command, args [][]byte, r *Reply, start time.Time) (d time.Duration) {
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("panic in command", "cmd", cmd.name, "panic", p, "stack", string(debug.Stack()))
@@ -677,6 +684,9 @@ func (s *Server) locked(c *Session, cmd *command, args [][]byte, r *Reply) {
 	s.db.mu.Lock()
 	defer s.db.mu.Unlock()
 	s.run(c, cmd, args, r)
+	d = time.Since(start)
+	s.stats.executedLocked(cmd, d, r)
+	return d
 }
 
 // run executes a command (db.mu held): it preserves the point-in-time image
@@ -779,7 +789,7 @@ func (s *Server) exec(c *Session, r *Reply) {
 		sub.Reset(c.resp3)
 		t := time.Now()
 		s.run(c, e.cmd, e.args, &sub)
-		s.stats.executed(e.cmd, time.Since(t), &sub)
+		s.stats.executedLocked(e.cmd, time.Since(t), &sub)
 		r.buf = append(r.buf, sub.buf...)
 	}
 }

@@ -11,9 +11,14 @@ import (
 // cmdStats is one command's counters for INFO commandstats, kept as Redis
 // keeps them: calls and usec count executions; rejected_calls the times it
 // was refused before running (NOAUTH, arity, MISCONF, not allowed in
-// MULTI); failed_calls the executions answered with an error.
+// MULTI); failed_calls the executions answered with an error. Commands
+// that run under the keyspace lock count in plain fields guarded by it
+// (no atomic operation on the hot path); the others, and rejections, in
+// atomics. INFO, which holds the lock, adds both.
 type cmdStats struct {
-	calls, usec, rejected, failed atomic.Int64
+	calls, usec, failed    int64 // db.mu held
+	ucalls, uusec, ufailed atomic.Int64
+	rejected               atomic.Int64
 }
 
 // maxErrorCodes bounds the distinct error codes INFO errorstats tracks
@@ -33,13 +38,25 @@ func newServerStats() *serverStats {
 	return &serverStats{perCmd: make([]cmdStats, len(commandList)), errors: map[string]int64{}}
 }
 
-// executed counts one execution of cmd that took d and answered r.
+// executedLocked counts one execution of cmd that took d and answered r
+// (db.mu held).
+func (st *serverStats) executedLocked(cmd *command, d time.Duration, r *Reply) {
+	cs := &st.perCmd[cmd.idx]
+	cs.calls++
+	cs.usec += d.Microseconds()
+	if r.failed {
+		cs.failed++
+		st.countError(r)
+	}
+}
+
+// executed counts one execution of a command run without the lock.
 func (st *serverStats) executed(cmd *command, d time.Duration, r *Reply) {
 	cs := &st.perCmd[cmd.idx]
-	cs.calls.Add(1)
-	cs.usec.Add(d.Microseconds())
+	cs.ucalls.Add(1)
+	cs.uusec.Add(d.Microseconds())
 	if r.failed {
-		cs.failed.Add(1)
+		cs.ufailed.Add(1)
 		st.countError(r)
 	}
 }
@@ -73,13 +90,15 @@ func (st *serverStats) countError(r *Reply) {
 	st.emu.Unlock()
 }
 
+// reset zeroes the counters (db.mu held).
 func (st *serverStats) reset() {
 	for i := range st.perCmd {
 		cs := &st.perCmd[i]
-		cs.calls.Store(0)
-		cs.usec.Store(0)
+		cs.calls, cs.usec, cs.failed = 0, 0, 0
+		cs.ucalls.Store(0)
+		cs.uusec.Store(0)
+		cs.ufailed.Store(0)
 		cs.rejected.Store(0)
-		cs.failed.Store(0)
 	}
 	st.errorsTotal.Store(0)
 	st.emu.Lock()
@@ -87,13 +106,14 @@ func (st *serverStats) reset() {
 	st.emu.Unlock()
 }
 
-// commandLines are INFO commandstats' lines, in command-name order.
+// commandLines are INFO commandstats' lines, in command-name order (db.mu
+// held).
 func (st *serverStats) commandLines() []string {
 	var out []string
 	for _, cmd := range commandList {
 		cs := &st.perCmd[cmd.idx]
-		calls, usec := cs.calls.Load(), cs.usec.Load()
-		rej, failed := cs.rejected.Load(), cs.failed.Load()
+		calls, usec := cs.calls+cs.ucalls.Load(), cs.usec+cs.uusec.Load()
+		rej, failed := cs.rejected.Load(), cs.failed+cs.ufailed.Load()
 		if calls == 0 && rej == 0 && failed == 0 {
 			continue
 		}
