@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 
@@ -222,17 +223,30 @@ func recordSum(sum uint32, iter int64, data []byte) uint32 {
 
 // tempKey is a scratch key in the same cluster hash slot as key, into which
 // a filter is loaded before a RENAME puts it in place in one step, so that
-// nobody sees a half-loaded filter under key.
+// nobody sees a half-loaded filter under key. A key without a {hash tag}
+// gets one that hashes to its slot.
 func tempKey(key string) string {
 	base := key + ".bloom-load"
 	if hashTag(key) != key { // a {tag}: any suffix keeps the slot
 		return base
 	}
-	want := keySlot(key)
-	for i := 0; ; i++ {
-		t := base + strconv.Itoa(i)
-		if keySlot(t) == want {
-			return t
+	slotTagsOnce.Do(fillSlotTags)
+	// In front, so that it is the first {...} of the name.
+	return "{" + slotTags[keySlot(key)] + "}" + base
+}
+
+// slotTags[s] is a short string whose slot is s.
+var (
+	slotTags     [16384]string
+	slotTagsOnce sync.Once
+)
+
+func fillSlotTags() {
+	for left, i := 16384, 0; left > 0; i++ {
+		t := strconv.FormatInt(int64(i), 36)
+		if s := keySlot(t); slotTags[s] == "" {
+			slotTags[s] = t
+			left--
 		}
 	}
 }
