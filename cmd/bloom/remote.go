@@ -33,6 +33,8 @@ type remote struct {
 // through go-redis's cluster client, which routes each key to the master
 // of its hash slot; addr is then one seed node.
 func dial(ctx context.Context, addr string) (*remote, error) {
+	// go-redis logs failed dials on its own; the error returned says it.
+	quietOnce.Do(func() { redis.SetLogger(quietLogger{}) })
 	opt := &redis.Options{Addr: addr}
 	if strings.Contains(addr, "://") {
 		var err error
@@ -234,6 +236,12 @@ func tempKey(key string) string {
 	// In front, so that it is the first {...} of the name.
 	return "{" + slotTags[keySlot(key)] + "}" + base
 }
+
+var quietOnce sync.Once
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
 
 // slotTags[s] is a short string whose slot is s.
 var (
