@@ -1,7 +1,6 @@
 package bloom
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 
@@ -75,7 +74,7 @@ func Read(r io.Reader) (Tester, error) {
 	default:
 		return nil, fmt.Errorf("%w: the bloom package does not read %s filters", ErrType, format.TypeName(h.Type))
 	}
-	if _, err := f.ReadFrom(io.MultiReader(bytes.NewReader(hdr), r)); err != nil {
+	if _, err := f.ReadFrom(format.Prepend(hdr, r)); err != nil {
 		return nil, err
 	}
 	return f, nil

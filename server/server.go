@@ -1,12 +1,18 @@
 // Package server is bloomkit's network server: it speaks the Redis protocol
-// (RESP2, and RESP3 after HELLO 3) through github.com/tidwall/redcon and
-// answers RedisBloom's BF.* and CF.* commands exactly as RedisBloom does,
-// plus the generic commands Redis clients need. Filters live in a keyspace
-// with expiry; writes go to an append-only log and periodic snapshots so
-// acknowledged writes survive crashes.
+// (RESP2, and RESP3 after HELLO 3) and answers RedisBloom's BF.* and CF.*
+// commands exactly as RedisBloom does, plus the generic commands Redis
+// clients and operators need. Filters live in a keyspace with expiry;
+// writes go to an append-only log and to snapshots so that no acknowledged
+// write is lost.
 //
 // A Server is created with New, started with Serve or ListenAndServe and
 // stopped with Shutdown (which saves a snapshot) or Close.
+//
+// The files, in the order a request meets them: conn.go (connections,
+// limits, pipelining), reader.go (the one request parser), server.go
+// (dispatch, locking, transactions), commands.go (the command table), the
+// cmd_*.go handlers, keyspace.go, then aof.go, snapshot.go and persist.go
+// (durability). docs/server-internals.md traces one BF.ADD through them.
 package server
 
 import (
@@ -14,7 +20,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -25,8 +30,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/tidwall/redcon"
 )
 
 // Config configures a Server. The zero value of each field means its default.
@@ -51,8 +54,26 @@ type Config struct {
 	MetricsAddr string
 	// MaxArgs limits the arguments of one command (default 1,048,576).
 	MaxArgs int
-	// MaxBulk limits one argument's size in bytes (default 512 MiB).
+	// MaxBulk limits one argument's size in bytes (default 512 MiB, Redis's
+	// proto-max-bulk-len).
 	MaxBulk int
+	// MaxQuery limits one request's total size (default 1 GiB, Redis's
+	// client-query-buffer-limit).
+	MaxQuery int
+	// MaxClients limits open connections (default 10,000); more are
+	// answered "ERR max number of clients reached" and closed.
+	MaxClients int
+	// Timeout closes a connection idle for this long (0: never, as Redis's
+	// timeout 0).
+	Timeout time.Duration
+	// WriteTimeout disconnects a client whose replies make no progress for
+	// this long (default 60 s): a client that does not read.
+	WriteTimeout time.Duration
+	// HandshakeTimeout bounds a TLS handshake (default 10 s).
+	HandshakeTimeout time.Duration
+	// goroutinePerConn serves every client with a goroutine instead of
+	// the event loops (tests run both paths).
+	goroutinePerConn bool
 	// AutoSaveLogBytes makes the server write a snapshot (and so restart the
 	// log) in the background once the append-only log is larger than this
 	// and larger than the last snapshot (default 64 MiB; negative: never).
@@ -85,6 +106,19 @@ func (c *Config) defaults() {
 	if c.MaxBulk <= 0 {
 		c.MaxBulk = 512 << 20
 	}
+	if c.MaxQuery <= 0 {
+		c.MaxQuery = 1 << 30
+	}
+	c.MaxQuery = max(c.MaxQuery, min(c.MaxBulk+(64<<10), 1<<40))
+	if c.MaxClients == 0 {
+		c.MaxClients = 10000
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = 60 * time.Second
+	}
+	if c.HandshakeTimeout <= 0 {
+		c.HandshakeTimeout = 10 * time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -98,11 +132,18 @@ func (c *Config) defaults() {
 
 // Session is one client connection's state.
 type Session struct {
-	ID      int64
-	Name    string
-	LibName string
-	LibVer  string
-	Addr    string
+	ID        int64
+	Name      string
+	LibName   string
+	LibVer    string
+	Addr      string
+	LocalAddr string
+
+	conn    net.Conn     // the goroutine path's connection
+	kill    func()       // the event loop's way to notice closing
+	closing atomic.Bool  // CLIENT KILL: close after the current command
+	lastCmd atomic.Int64 // unix ms of the last command (CLIENT LIST idle)
+	curCmd  atomic.Value // name of the last command (string)
 
 	resp3   bool
 	authed  bool
@@ -142,19 +183,22 @@ type Server struct {
 	// be logged as one record (db.mu held).
 	txn [][][]byte
 
-	started    time.Time
-	nextID     atomic.Int64
-	clients    atomic.Int64
-	totalConns atomic.Int64
-	totalCmds  atomic.Int64
+	started       time.Time
+	nextID        atomic.Int64
+	clients       atomic.Int64
+	totalConns    atomic.Int64
+	totalCmds     atomic.Int64
+	rejectedConns atomic.Int64
+	protoErrors   atomic.Int64
+	slowClients   atomic.Int64
+	connWG        sync.WaitGroup
+	loops         []*eventLoop
 
 	smu      sync.Mutex
 	sessions map[int64]*Session
 
 	ln       net.Listener
 	addr     atomic.Value // string
-	rcMu     sync.Mutex
-	rc       *redcon.Server
 	httpSrv  *http.Server
 	httpLn   net.Listener
 	stop     chan struct{}
@@ -250,7 +294,7 @@ func (s *Server) Listen() error {
 		}
 		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
 	}
-	s.ln = &limitListener{Listener: ln, maxArgs: s.cfg.MaxArgs, maxBulk: s.cfg.MaxBulk}
+	s.ln = ln
 	s.addr.Store(ln.Addr().String())
 	if s.cfg.MetricsAddr != "" {
 		hl, err := net.Listen("tcp", s.cfg.MetricsAddr)
@@ -286,26 +330,15 @@ func (s *Server) Serve() error {
 		case <-s.stop:
 		}
 	}()
-	rc := redcon.NewServerNetwork("tcp", s.Addr(), s.handle, s.accept, s.closedConn)
-	s.rcMu.Lock()
-	s.rc = rc
-	s.rcMu.Unlock()
-	if s.closed.Load() {
-		return nil
-	}
 	s.log.Info("serving", "addr", s.Addr(), "dir", s.cfg.Dir, "appendfsync", s.cfg.AppendFsync,
 		"tls", s.cfg.TLSCert != "", "auth", s.cfg.RequirePass != "", "maxmemory", s.db.limit, "metrics", s.MetricsAddr())
-	err := rc.Serve(s.ln)
 	if s.closed.Load() {
 		return nil
 	}
-	return err
-}
-
-func (s *Server) rcServer() *redcon.Server {
-	s.rcMu.Lock()
-	defer s.rcMu.Unlock()
-	return s.rc
+	if err := s.startLoops(); err != nil {
+		s.log.Warn("event loops unavailable; serving each client with a goroutine", "err", err)
+	}
+	return s.acceptLoop(s.ln)
 }
 
 // ListenAndServe listens on cfg.Addr and serves.
@@ -341,11 +374,14 @@ func (s *Server) Close() error {
 func (s *Server) closeListeners() {
 	s.closed.Store(true)
 	s.stopOnce.Do(func() { close(s.stop) })
-	if rc := s.rcServer(); rc != nil {
-		rc.Close()
-	}
 	if s.ln != nil {
-		s.ln.Close() // also when Serve has not got as far as redcon yet
+		s.ln.Close()
+	}
+	for _, c := range s.sessionList() {
+		c.disconnect()
+	}
+	for _, l := range s.loops {
+		l.stop()
 	}
 	if s.httpSrv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -359,6 +395,7 @@ func (s *Server) finish() {
 }
 
 func (s *Server) finish0() {
+	s.connWG.Wait()
 	s.bgWG.Wait()
 	s.persist.saveMu.Lock() // let a running rewrite finish
 	defer s.persist.saveMu.Unlock()
@@ -443,30 +480,6 @@ func (s *Server) expireCycle() {
 	}
 }
 
-func (s *Server) accept(conn redcon.Conn) bool {
-	c := &Session{ID: s.nextID.Add(1), Addr: conn.RemoteAddr(), created: time.Now()}
-	c.authed = s.cfg.RequirePass == ""
-	conn.SetContext(c)
-	s.clients.Add(1)
-	s.totalConns.Add(1)
-	s.smu.Lock()
-	s.sessions[c.ID] = c
-	s.smu.Unlock()
-	return true
-}
-
-func (s *Server) closedConn(conn redcon.Conn, err error) {
-	s.clients.Add(-1)
-	if c, ok := conn.Context().(*Session); ok {
-		s.smu.Lock()
-		delete(s.sessions, c.ID)
-		s.smu.Unlock()
-	}
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-		s.log.Debug("connection closed", "addr", conn.RemoteAddr(), "err", err)
-	}
-}
-
 func (s *Server) sessionList() []*Session {
 	s.smu.Lock()
 	defer s.smu.Unlock()
@@ -476,40 +489,6 @@ func (s *Server) sessionList() []*Session {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
-}
-
-func (s *Server) handle(conn redcon.Conn, cmd redcon.Command) {
-	c, _ := conn.Context().(*Session)
-	if c == nil {
-		conn.Close()
-		return
-	}
-	s.Do(c, cmd.Args, &c.reply)
-	c.out = append(c.out, c.reply.Bytes()...)
-	c.batched++
-	if len(conn.PeekPipeline()) == 0 || c.quit {
-		if err := s.endBatch(c); err != nil {
-			// The log failed before the writes these replies acknowledge
-			// were durable: their outcome is unknown, and nothing may say
-			// they happened.
-			c.out = c.out[:0]
-			for i := 0; i < c.batched; i++ {
-				c.out = append(c.out, "-IOERR the append-only log failed ("...)
-				c.out = appendClean(c.out, errText(err))
-				c.out = append(c.out, "); the outcome of this command is unknown\r\n"...)
-			}
-		}
-		conn.WriteRaw(c.out)
-		c.batched = 0
-		if cap(c.out) > 1<<20 {
-			c.out = nil
-		} else {
-			c.out = c.out[:0]
-		}
-	}
-	if c.quit {
-		conn.Close()
-	}
 }
 
 // endBatch runs before a connection's replies are sent: everything they
@@ -724,110 +703,4 @@ func (s *Server) exec(c *Session, r *Reply) {
 		s.run(c, e.cmd, e.args, &sub)
 		r.buf = append(r.buf, sub.buf...)
 	}
-}
-
-// limitListener wraps accepted connections with the request limits.
-type limitListener struct {
-	net.Listener
-	maxArgs, maxBulk int
-}
-
-// Accept wraps each connection in a limitConn.
-func (l *limitListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return &limitConn{Conn: c, maxArgs: l.maxArgs, maxBulk: l.maxBulk}, nil
-}
-
-// limitConn checks the RESP request stream as it is read, before redcon
-// buffers it: an argument count above maxArgs, a bulk length above maxBulk
-// or an inline command longer than 64 KiB gets a protocol error and the
-// connection is closed, so no single request can exhaust memory.
-type limitConn struct {
-	net.Conn
-	maxArgs, maxBulk int
-
-	state   int   // 0: at a line start, 1: in a header line, 2: in bulk data, 3: in inline line
-	kind    byte  // '*' or '$' for header lines
-	num     int64 // number being parsed
-	neg     bool
-	skip    int64 // bulk bytes (+CRLF) left to pass
-	lineLen int
-	failed  bool
-}
-
-// Read reads and checks the request stream.
-func (c *limitConn) Read(p []byte) (int, error) {
-	if c.failed {
-		return 0, io.EOF
-	}
-	n, err := c.Conn.Read(p)
-	if msg := c.scan(p[:n]); msg != "" {
-		c.failed = true
-		c.Conn.Write([]byte("-ERR Protocol error: " + msg + "\r\n"))
-		c.Conn.Close()
-		return 0, io.EOF
-	}
-	return n, err
-}
-
-func (c *limitConn) scan(p []byte) string {
-	for i := 0; i < len(p); i++ {
-		b := p[i]
-		switch c.state {
-		case 0:
-			switch b {
-			case '*', '$':
-				c.state, c.kind, c.num, c.neg = 1, b, 0, false
-			case '\r', '\n':
-			default:
-				c.state, c.lineLen = 3, 1
-			}
-		case 1:
-			switch {
-			case b >= '0' && b <= '9':
-				c.num = c.num*10 + int64(b-'0')
-				if c.num > 1<<40 {
-					c.num = 1 << 40
-				}
-			case b == '-':
-				c.neg = true
-			case b == '\n':
-				c.state = 0
-				if c.neg {
-					break
-				}
-				if c.kind == '*' && c.num > int64(c.maxArgs) {
-					return "invalid multibulk length"
-				}
-				if c.kind == '$' {
-					if c.num > int64(c.maxBulk) {
-						return "invalid bulk length"
-					}
-					c.skip = c.num + 2
-					c.state = 2
-				}
-			}
-		case 2:
-			k := int64(len(p) - i)
-			if k > c.skip {
-				k = c.skip
-			}
-			c.skip -= k
-			i += int(k) - 1
-			if c.skip == 0 {
-				c.state = 0
-			}
-		case 3:
-			c.lineLen++
-			if b == '\n' {
-				c.state = 0
-			} else if c.lineLen > 64<<10 {
-				return "too big inline request"
-			}
-		}
-	}
-	return ""
 }
