@@ -9,8 +9,8 @@ import (
 	"hash/crc32"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/bloomkit/bloomkit/internal/format"
