@@ -81,8 +81,10 @@ func testWindow(t *testing.T, b backend) {
 				present++
 			}
 		}
-		if before < o.Span && present != len(first) {
-			t.Fatalf("%v after adding (< T = %v): %d of %d keys present", before, o.Span, present, len(first))
+		// Present is required only when the whole test ran within T of the
+		// add's start (a loaded machine may stall between the two).
+		if after := time.Since(start); after < o.Span && present != len(first) {
+			t.Fatalf("%v after adding (< T = %v): %d of %d keys present", after, o.Span, present, len(first))
 		}
 		if before > limit && present > len(first)/20 {
 			t.Fatalf("%v after adding (> T + T/G + 2·Slack): %d of %d keys still present", before, present, len(first))
