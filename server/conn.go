@@ -93,7 +93,7 @@ func (s *Server) serveConn(nc net.Conn) {
 		}
 		tc.SetDeadline(time.Time{})
 	}
-	if n := s.clients.Add(1); s.cfg.MaxClients > 0 && n > int64(s.cfg.MaxClients) {
+	if n := s.clients.Add(1); n > s.maxClients() {
 		s.clients.Add(-1)
 		s.rejectedConns.Add(1)
 		nc.SetWriteDeadline(time.Now().Add(time.Second))
@@ -103,11 +103,11 @@ func (s *Server) serveConn(nc net.Conn) {
 	}
 	s.totalConns.Add(1)
 	c := &Session{ID: s.nextID.Add(1), Addr: nc.RemoteAddr().String(), LocalAddr: nc.LocalAddr().String(), created: time.Now()}
-	c.authed = s.cfg.RequirePass == ""
+	c.authed = s.requirePass() == ""
 	c.lastCmd.Store(c.created.UnixMilli())
 	lc := s.adoptable(nc, c)
 	if lc == nil {
-		c.conn = nc
+		c.setConn(nc)
 	}
 	s.smu.Lock() // after c.conn and c.kill are set: disconnect reads them
 	s.sessions[c.ID] = c
@@ -142,7 +142,7 @@ func (s *Server) serveConn(nc net.Conn) {
 			if c.closing.Load() {
 				return
 			}
-			if t := s.cfg.Timeout; t > 0 {
+			if t := s.idleTimeout(); t > 0 {
 				nc.SetReadDeadline(time.Now().Add(t))
 			}
 			if err := p.fill(); err != nil {
@@ -227,11 +227,39 @@ func (s *Server) endSession(c *Session) {
 
 // disconnect closes a client's connection (CLIENT KILL, shutdown): at once
 // when it waits for a request, after its current command otherwise.
+// The session is listed (CLIENT KILL, shutdown can see it) before its
+// connection is handed to a loop or kept by a goroutine, so conn and kill
+// are set and read under hmu.
 func (c *Session) disconnect() {
 	c.closing.Store(true)
-	if c.kill != nil {
-		c.kill()
-	} else if c.conn != nil {
-		c.conn.Close()
+	c.hmu.Lock()
+	kill, conn := c.kill, c.conn
+	c.hmu.Unlock()
+	if kill != nil {
+		kill()
+	} else if conn != nil {
+		conn.Close()
+	}
+}
+
+// setConn records the goroutine path's connection; a disconnect asked for
+// before then takes effect now.
+func (c *Session) setConn(nc net.Conn) {
+	c.hmu.Lock()
+	c.conn = nc
+	c.hmu.Unlock()
+	if c.closing.Load() {
+		nc.Close()
+	}
+}
+
+// setKill records the event loop's wake-up; a disconnect asked for before
+// then takes effect now.
+func (c *Session) setKill(kill func()) {
+	c.hmu.Lock()
+	c.kill = kill
+	c.hmu.Unlock()
+	if c.closing.Load() {
+		kill()
 	}
 }

@@ -2,11 +2,11 @@ package server
 
 import (
 	"errors"
-	"sort"
 	"sync"
 	"time"
 
 	"github.com/bloomkit/bloomkit/redisbloom"
+	"github.com/google/btree"
 )
 
 // Kind is the type of a key's value.
@@ -62,8 +62,16 @@ var errOOM = errors.New("allocation exceeds maxmemory")
 // DB is the keyspace: key → filter, with expiry. All access goes through
 // the server's single mutex (mu), like Redis's single thread.
 type DB struct {
-	mu      sync.Mutex
-	keys    map[string]*entry
+	mu   sync.Mutex
+	keys map[string]*entry
+	// order holds every key of keys sorted by (scanHash, key): SCAN resumes
+	// from a cursor in O(log N) and metrics pick keys without sorting.
+	// Kept in step with keys by link, remove and flush (reindex rebuilds
+	// it after a snapshot was loaded into keys directly).
+	order *btree.BTreeG[scanKey]
+	// expires counts the keys with an expiry (INFO keyspace), kept by
+	// link, remove and setExpire.
+	expires int
 	used    uint64 // bytes accounted: keys + filters
 	limit   uint64 // 0 = none
 	now     func() time.Time
@@ -84,7 +92,49 @@ func newDB(limit uint64, now func() time.Time) *DB {
 	if now == nil {
 		now = time.Now
 	}
-	return &DB{keys: map[string]*entry{}, limit: limit, now: now}
+	return &DB{keys: map[string]*entry{}, order: newOrder(), limit: limit, now: now}
+}
+
+func newOrder() *btree.BTreeG[scanKey] {
+	return btree.NewG(32, func(a, b scanKey) bool {
+		if a.h != b.h {
+			return a.h < b.h
+		}
+		return a.k < b.k
+	})
+}
+
+// link adds key → e to the map and the scan order (key not present).
+func (db *DB) link(key string, e *entry) {
+	db.keys[key] = e
+	db.order.ReplaceOrInsert(scanKey{scanHash(key), key})
+	if e.expireAt != 0 {
+		db.expires++
+	}
+}
+
+// setExpire changes a key's expiry, keeping the expires count.
+func (db *DB) setExpire(e *entry, at int64) {
+	if (e.expireAt != 0) != (at != 0) {
+		if at != 0 {
+			db.expires++
+		} else {
+			db.expires--
+		}
+	}
+	e.expireAt = at
+}
+
+// reindex rebuilds the scan order and the expires count from the map.
+func (db *DB) reindex() {
+	db.order = newOrder()
+	db.expires = 0
+	for k, e := range db.keys {
+		db.order.ReplaceOrInsert(scanKey{scanHash(k), k})
+		if e.expireAt != 0 {
+			db.expires++
+		}
+	}
 }
 
 func (db *DB) nowMs() int64 { return db.now().UnixMilli() }
@@ -156,6 +206,10 @@ func (e *entry) free() {
 // (RENAME moves it).
 func (db *DB) remove(key string, e *entry) {
 	delete(db.keys, key)
+	db.order.Delete(scanKey{scanHash(key), key})
+	if e.expireAt != 0 {
+		db.expires--
+	}
 	sub := e.dataBytes() + uint64(len(key)) + keyOverhead
 	if sub > db.used {
 		sub = db.used
@@ -172,7 +226,7 @@ func (db *DB) put(key string, e *entry) {
 	if e.img == nil {
 		e.epoch = db.epoch // no running snapshot needs it
 	}
-	db.keys[key] = e
+	db.link(key, e)
 	db.used += uint64(len(key)) + keyOverhead
 	// the filter's arrays were counted by allow; the struct overheads of
 	// MemUsage beyond the arrays are small and added here.
@@ -222,6 +276,8 @@ func (db *DB) flush() {
 		e.free()
 	}
 	db.keys = map[string]*entry{}
+	db.order = newOrder()
+	db.expires = 0
 	db.used = 0
 }
 
@@ -243,23 +299,33 @@ func (db *DB) expireSome(max int) int {
 	return n
 }
 
-// sortedKeys lists live keys ordered by their scan hash (SCAN's cursor order).
-func (db *DB) scanOrder() []scanKey {
+// scan visits keys in scan order from cursor (a scan hash) on: at least
+// count keys, then the rest of the last hash's keys, so that a cursor never
+// splits keys of equal hash. It returns the next cursor (0 at the end).
+// Expired keys are visited (they count) but not passed to fn. Work is
+// O(count + log N): keys present for a whole scan are each visited once
+// whatever is added or removed meanwhile, since a key's position depends
+// on its own hash only.
+func (db *DB) scan(cursor uint64, count int, fn func(k string, e *entry)) uint64 {
 	now := db.nowMs()
-	out := make([]scanKey, 0, len(db.keys))
-	for k, e := range db.keys {
-		if e.expireAt != 0 && e.expireAt <= now {
-			continue
+	next := uint64(0)
+	visited := 0
+	var last uint64
+	db.order.AscendGreaterOrEqual(scanKey{h: cursor}, func(sk scanKey) bool {
+		if visited > 0 && visited >= count && sk.h != last {
+			next = sk.h
+			return false
 		}
-		out = append(out, scanKey{scanHash(k), k})
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].h != out[j].h {
-			return out[i].h < out[j].h
+		visited++
+		last = sk.h
+		e := db.keys[sk.k]
+		if e.expireAt != 0 && e.expireAt <= now && !db.loading {
+			return true
 		}
-		return out[i].k < out[j].k
+		fn(sk.k, e)
+		return true
 	})
-	return out
+	return next
 }
 
 type scanKey struct {

@@ -155,7 +155,7 @@ func (s *Server) adoptable(nc net.Conn, c *Session) *loopConn {
 	nc.Close() // the duplicate keeps the socket open
 	now := time.Now()
 	l := s.loops[int(c.ID)%len(s.loops)]
-	c.kill = l.wakeUp
+	c.setKill(l.wakeUp)
 	return &loopConn{loop: l, fd: fd, sess: c, rd: newRequestReader(fdReader{fd}, s.readLimits(c)), lastRead: now, lastWrite: now}
 }
 
@@ -414,7 +414,7 @@ func (l *eventLoop) checkTimeouts(now time.Time) {
 			s.slowClients.Add(1)
 			s.log.Info("disconnecting a client that does not read its replies", "addr", c.sess.Addr, "timeout", s.cfg.WriteTimeout)
 			l.close(c)
-		case s.cfg.Timeout > 0 && !c.watchOut && now.Sub(c.lastRead) > s.cfg.Timeout:
+		case s.idleTimeout() > 0 && !c.watchOut && now.Sub(c.lastRead) > s.idleTimeout():
 			l.close(c)
 		case c.sess.closing.Load():
 			l.close(c)

@@ -17,7 +17,9 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -52,6 +54,16 @@ type Config struct {
 	MaxMemory uint64
 	// MetricsAddr, when set, serves Prometheus /metrics and /healthz.
 	MetricsAddr string
+	// SlowlogLogSlowerThan is the slow log's threshold in microseconds
+	// (nil: 10000; negative: off; 0: every command); SlowlogMaxLen its
+	// length (nil: 128).
+	SlowlogLogSlowerThan, SlowlogMaxLen *int64
+	// ConfigFile is the file the settings were read from, if any: CONFIG
+	// REWRITE writes the settings changed by CONFIG SET back to it.
+	ConfigFile string
+	// MetricsPassword, when set, makes /metrics require HTTP basic auth
+	// with this password (any user name). /healthz stays open for probes.
+	MetricsPassword string
 	// MaxArgs limits the arguments of one command (default 1,048,576).
 	MaxArgs int
 	// MaxBulk limits one argument's size in bytes (default 512 MiB, Redis's
@@ -139,16 +151,23 @@ type Session struct {
 	Addr      string
 	LocalAddr string
 
-	conn    net.Conn     // the goroutine path's connection
-	kill    func()       // the event loop's way to notice closing
-	closing atomic.Bool  // CLIENT KILL: close after the current command
-	lastCmd atomic.Int64 // unix ms of the last command (CLIENT LIST idle)
-	curCmd  atomic.Value // name of the last command (string)
+	hmu     sync.Mutex              // conn and kill: set after the session is listed
+	conn    net.Conn                // the goroutine path's connection
+	kill    func()                  // the event loop's way to notice closing
+	closing atomic.Bool             // CLIENT KILL: close after the current command
+	lastCmd atomic.Int64            // unix ms of the last command (CLIENT LIST idle)
+	curCmd  atomic.Pointer[command] // the last command (CLIENT LIST cmd)
 
 	resp3   bool
 	authed  bool
 	quit    bool
 	created time.Time
+	// noEvict is CLIENT NO-EVICT (reported; there is no client eviction).
+	noEvict bool
+	// replyOff is CLIENT REPLY OFF; skipReplies counts the replies still to
+	// be dropped for CLIENT REPLY SKIP (its own and the next command's).
+	replyOff    bool
+	skipReplies int
 
 	// set by handlers for the append-only log
 	skipLog bool
@@ -166,6 +185,9 @@ type Session struct {
 	// marker, so an empty transaction is non-nil); multiErr aborts EXEC.
 	multi    []queued
 	multiErr bool
+	// txnLen mirrors len(multi) (0: not in MULTI) for CLIENT LIST,
+	// which other sessions run.
+	txnLen atomic.Int64
 }
 
 // Server is a bloomkit server. Its methods are safe for concurrent use.
@@ -177,6 +199,19 @@ type Server struct {
 	aof     *appendLog
 	persist persistState
 	metrics *metrics
+	// set holds the settings CONFIG SET changes; stats and slowlog feed
+	// INFO and SLOWLOG.
+	set     settings
+	stats   *serverStats
+	slowlog slowlog
+	// configFile is the file CONFIG REWRITE writes ("" when the server was
+	// not started with one).
+	configFile string
+	runID      string // INFO run_id: random, new each start
+	// cfgMu serializes CONFIG SET and CONFIG REWRITE.
+	cfgMu sync.Mutex
+	// filterStats caches the per-filter metric series.
+	filterStats filterStats
 	// doubt is the keys whose last writes were not durable when the log failed.
 	doubt doubtSet
 	// txn collects the writes of the MULTI/EXEC block being executed, to
@@ -231,12 +266,16 @@ func New(cfg Config) (*Server, error) {
 		log:      cfg.Logger,
 		db:       newDB(limit, cfg.Now),
 		metrics:  newMetrics(),
+		stats:    newServerStats(),
 		started:  time.Now(),
 		sessions: map[int64]*Session{},
 		stop:     make(chan struct{}),
 
 		shutdownReq: make(chan struct{}),
 	}
+	s.set.init(&cfg)
+	s.configFile = cfg.ConfigFile
+	s.runID = newRunID()
 	s.metrics.register(s)
 	s.persist.lastSave.Store(time.Now().Unix())
 	s.persist.lastOK.Store(true)
@@ -244,6 +283,7 @@ func New(cfg Config) (*Server, error) {
 		if err := s.load(); err != nil {
 			return nil, err
 		}
+		s.db.reindex() // the snapshot was loaded into the map directly
 	}
 	return s, nil
 }
@@ -332,7 +372,7 @@ func (s *Server) Serve() error {
 		}
 	}()
 	s.log.Info("serving", "addr", s.Addr(), "dir", s.cfg.Dir, "appendfsync", s.cfg.AppendFsync,
-		"tls", s.cfg.TLSCert != "", "auth", s.cfg.RequirePass != "", "maxmemory", s.db.limit, "metrics", s.MetricsAddr())
+		"tls", s.cfg.TLSCert != "", "auth", s.requirePass() != "", "maxmemory", s.db.limit, "metrics", s.MetricsAddr())
 	s.lifeMu.Lock()
 	if s.closed.Load() {
 		s.lifeMu.Unlock()
@@ -439,9 +479,9 @@ func (s *Server) background() {
 		if s.aof == nil {
 			continue
 		}
-		if s.cfg.AppendFsync != "always" && ticks%10 == 0 && s.aof.failure() == nil {
+		if fs := s.set.fsync.Load(); fs != fsyncAlways && ticks%10 == 0 && s.aof.failure() == nil {
 			// everysec: fsync once a second; no: write what is buffered.
-			if err := s.aof.flushTo(0, s.cfg.AppendFsync == "everysec"); err != nil {
+			if err := s.aof.flushTo(0, fs == fsyncEverysec); err != nil {
 				s.log.Error("append-only log failed; refusing writes (MISCONF) until a snapshot succeeds", "err", err)
 			}
 		}
@@ -511,7 +551,7 @@ func (s *Server) endBatch(c *Session) error {
 	if s.aof == nil || pos == 0 {
 		return nil
 	}
-	always := s.cfg.AppendFsync == "always"
+	always := s.fsyncAlways()
 	if s.aof.durable(pos, always) {
 		return nil
 	}
@@ -532,65 +572,92 @@ func (s *Server) Do(c *Session, args [][]byte, r *Reply) {
 	if len(args) == 0 {
 		return
 	}
+	s.do(c, args, r)
+	if c.replyOff || c.skipReplies > 0 {
+		// CLIENT REPLY OFF/SKIP: the command ran, its reply is dropped.
+		if c.skipReplies > 0 {
+			c.skipReplies--
+		}
+		r.buf = r.buf[:r.start]
+	}
+}
+
+func (s *Server) do(c *Session, args [][]byte, r *Reply) {
 	start := time.Now()
+	c.lastCmd.Store(start.UnixMilli())
 	cmd, ok := lookupCommand(args[0])
 	if !ok {
 		if c.multi != nil {
 			c.multiErr = true
 		}
 		r.Error(unknownCommand(args))
-		s.metrics.observe(nil, start, true)
+		s.reject(nil, start, r)
 		return
 	}
+	c.curCmd.Store(cmd)
 	s.totalCmds.Add(1)
 	if !c.authed && !cmd.noauth {
-		r.Error(errNoAuth)
-		s.metrics.observe(cmd, start, true)
-		return
+		if s.requirePass() != "" {
+			r.Error(errNoAuth)
+			s.reject(cmd, start, r)
+			return
+		}
+		c.authed = true // CONFIG SET requirepass "" let everyone in
 	}
 	if !cmd.checkOwn && !cmd.arityOK(len(args)) {
 		if c.multi != nil {
 			c.multiErr = true
 		}
 		r.Error(wrongArity(cmd.name))
-		s.metrics.observe(cmd, start, true)
+		s.reject(cmd, start, r)
 		return
 	}
-	if c.multi != nil {
-		switch cmd.name {
-		case "exec", "discard", "multi", "quit", "watch", "unwatch", "reset":
-		default:
-			if cmd.noMulti {
-				c.multiErr = true
-				r.Error("ERR Command not allowed inside a transaction")
-				s.metrics.observe(cmd, start, true)
-				return
-			}
-			q := make([][]byte, len(args))
-			for i, a := range args {
-				q[i] = append([]byte(nil), a...)
-			}
-			c.multi = append(c.multi, queued{cmd, q})
-			r.Simple("QUEUED")
+	if c.multi != nil && !cmd.txnControl {
+		if cmd.noMulti {
+			c.multiErr = true
+			r.Error("ERR Command not allowed inside a transaction")
+			s.reject(cmd, start, r)
 			return
 		}
+		q := make([][]byte, len(args))
+		for i, a := range args {
+			q[i] = append([]byte(nil), a...)
+		}
+		c.multi = append(c.multi, queued{cmd, q})
+		c.txnLen.Store(int64(len(c.multi)))
+		r.Simple("QUEUED")
+		return
 	}
-	switch {
-	case cmd.name == "exec":
-		s.exec(c, r)
-	case cmd.unlocked:
+	if cmd.unlocked {
 		cmd.fn(s, c, args, r)
-	default:
+	} else {
 		if cmd.write {
 			if msg := s.misconf(); msg != "" {
 				r.Error(msg)
-				s.metrics.observe(cmd, start, true)
+				s.reject(cmd, start, r)
 				return
 			}
 		}
 		s.locked(c, cmd, args, r)
 	}
-	s.metrics.observe(cmd, start, r.failed)
+	s.executed(c, cmd, args, start, r)
+}
+
+// reject counts a command refused before it ran (cmd nil: unknown).
+func (s *Server) reject(cmd *command, start time.Time, r *Reply) {
+	s.metrics.observe(cmd, time.Since(start), true)
+	s.stats.rejected(cmd, r)
+}
+
+// executed counts a command that ran: metrics, INFO commandstats and
+// errorstats, and the slow log.
+func (s *Server) executed(c *Session, cmd *command, args [][]byte, start time.Time, r *Reply) {
+	d := time.Since(start)
+	s.metrics.observe(cmd, d, r.failed)
+	s.stats.executed(cmd, d, r)
+	if t := s.set.slowerThan.Load(); t >= 0 && d.Microseconds() >= t && !cmd.noSlowlog {
+		s.slowlog.add(c, args, start, d, int(s.set.slowMaxLen.Load()))
+	}
 }
 
 // locked runs a command with the keyspace locked. The lock is released on
@@ -663,6 +730,8 @@ type queued struct {
 // exec runs a MULTI block atomically: one array with each command's reply.
 // Its writes are logged as one record, so a crash replays all or none, and
 // the clock stands still while it runs, so expiry cannot split it.
+func cmdExec(s *Server, c *Session, args [][]byte, r *Reply) { s.exec(c, r) }
+
 func (s *Server) exec(c *Session, r *Reply) {
 	if c.multi == nil {
 		r.Error("ERR EXEC without MULTI")
@@ -670,6 +739,7 @@ func (s *Server) exec(c *Session, r *Reply) {
 	}
 	q, failed := c.multi, c.multiErr
 	c.multi, c.multiErr = nil, false
+	c.txnLen.Store(0)
 	if failed {
 		r.Error("EXECABORT Transaction discarded because of previous errors.")
 		return
@@ -708,7 +778,16 @@ func (s *Server) exec(c *Session, r *Reply) {
 	}()
 	for _, e := range q[1:] {
 		sub.Reset(c.resp3)
+		t := time.Now()
 		s.run(c, e.cmd, e.args, &sub)
+		s.stats.executed(e.cmd, time.Since(t), &sub)
 		r.buf = append(r.buf, sub.buf...)
 	}
+}
+
+// newRunID is 40 random hex digits, as Redis's run_id.
+func newRunID() string {
+	var b [20]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
