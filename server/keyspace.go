@@ -36,9 +36,9 @@ func (k Kind) String() string {
 
 // entry is one key's value.
 type entry struct {
-	kind     Kind
-	bf       *redisbloom.Bloom
-	cf       *redisbloom.Cuckoo
+	kind Kind
+	bf   *redisbloom.Bloom
+	cf   *redisbloom.Cuckoo
 	// str is a string's value. It is never changed in place (a write
 	// replaces the entry), so a snapshot's image can share it.
 	str      []byte
