@@ -3,10 +3,12 @@ module github.com/bloomkit/bloomkit
 go 1.26.0
 
 require (
+	github.com/FastFilter/xorfilter v0.4.1
 	github.com/klauspost/compress v1.20.1
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/tidwall/redcon v1.6.2
+	github.com/twmb/murmur3 v1.2.2
 	github.com/zeebo/xxh3 v1.1.0
 )
 

@@ -7,9 +7,9 @@ package main
 //	go test -run '^$' -bench . -count 10 | tee new.txt
 //	benchstat old.txt new.txt
 //
-// BenchmarkConcurrent measures bloomkit's lock-free AddStringSync and
-// TestString from 1 and 2 goroutines; BenchmarkAddVsSync compares the plain
-// AddString with AddStringSync (and AddManyStrings) in one goroutine.
+// BenchmarkConcurrent measures bloomkit's lock-free Sync view (AddString and
+// TestString) from 1 and 2 goroutines; BenchmarkAddVsSync compares the plain
+// AddString with the Sync view's (and AddManyStrings) in one goroutine.
 
 import (
 	"flag"
@@ -216,10 +216,10 @@ func BenchmarkHash(b *testing.B) {
 // syncFilter is what the concurrency benchmarks need of Filter and Blocked.
 type syncFilter interface {
 	AddString(string)
-	AddStringSync(string)
+	Sync() bloom.Sync
 	AddManyStrings([]string)
 	TestString(string) bool
-	Clear()
+	Reset()
 }
 
 var syncKinds = []struct {
@@ -265,18 +265,18 @@ func parallel(b *testing.B, g int, reset func(), op func(w, i int)) {
 	}
 }
 
-// BenchmarkConcurrent: AddStringSync of new keys into an empty filter,
+// BenchmarkConcurrent: Sync().AddString of new keys into an empty filter,
 // TestString of added keys (random order) on a full one, and a mix (each op
-// one AddStringSync of a new key and one TestString of a random added key)
+// one Sync().AddString of a new key and one TestString of a random added key)
 // at 1 and 2 goroutines; p = 1%.
 func BenchmarkConcurrent(b *testing.B) {
 	setup(b)
 	n := *benchN
 	for _, kind := range syncKinds {
 		for _, g := range []int{1, 2} {
-			b.Run(fmt.Sprintf("%s/AddStringSync/goroutines=%d", kind.name, g), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/Sync().AddString/goroutines=%d", kind.name, g), func(b *testing.B) {
 				f, _ := kind.make(n, 0.01)
-				parallel(b, g, f.Clear, func(_, i int) { f.AddStringSync(insertKeys[i]) })
+				parallel(b, g, f.Reset, func(_, i int) { f.Sync().AddString(insertKeys[i]) })
 			})
 			b.Run(fmt.Sprintf("%s/TestString/goroutines=%d", kind.name, g), func(b *testing.B) {
 				f, _ := kind.make(n, 0.01)
@@ -286,7 +286,7 @@ func BenchmarkConcurrent(b *testing.B) {
 					_ [56]byte // a cache line per goroutine
 				}
 				parallel(b, g, nil, func(w, i int) {
-					if f.TestString(hitKeys[i]) {
+					if f.Sync().TestString(hitKeys[i]) {
 						hits[w].c++
 					}
 				})
@@ -297,15 +297,15 @@ func BenchmarkConcurrent(b *testing.B) {
 				// other half and tests a random key of the first half.
 				f, _ := kind.make(n, 0.01)
 				half := insertKeys[:len(insertKeys)/2]
-				reset := func() { f.Clear(); f.AddManyStrings(half) }
+				reset := func() { f.Reset(); f.AddManyStrings(half) }
 				reset()
 				var sink [2]struct {
 					c int
 					_ [56]byte
 				}
 				parallel(b, g, reset, func(w, i int) {
-					f.AddStringSync(insertKeys[i])
-					if f.TestString(hitKeys[i]) {
+					f.Sync().AddString(insertKeys[i])
+					if f.Sync().TestString(hitKeys[i]) {
 						sink[w].c++
 					}
 				})
@@ -315,7 +315,7 @@ func BenchmarkConcurrent(b *testing.B) {
 	}
 }
 
-// BenchmarkAddVsSync compares AddString, AddStringSync and AddManyStrings
+// BenchmarkAddVsSync compares AddString, Sync().AddString and AddManyStrings
 // of new keys into an empty filter, one goroutine; p = 1%.
 func BenchmarkAddVsSync(b *testing.B) {
 	setup(b)
@@ -327,19 +327,19 @@ func BenchmarkAddVsSync(b *testing.B) {
 				for _, k := range keys {
 					f.AddString(k)
 				}
-			}, f.Clear)
+			}, f.Reset)
 		})
-		b.Run(kind.name+"/AddStringSync", func(b *testing.B) {
+		b.Run(kind.name+"/Sync().AddString", func(b *testing.B) {
 			f, _ := kind.make(n, 0.01)
 			loop(b, insertKeys, func(keys []string) {
 				for _, k := range keys {
-					f.AddStringSync(k)
+					f.Sync().AddString(k)
 				}
-			}, f.Clear)
+			}, f.Reset)
 		})
 		b.Run(kind.name+"/AddManyStrings", func(b *testing.B) {
 			f, _ := kind.make(n, 0.01)
-			loop(b, insertKeys, f.AddManyStrings, f.Clear)
+			loop(b, insertKeys, f.AddManyStrings, f.Reset)
 		})
 	}
 }

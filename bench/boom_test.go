@@ -65,7 +65,7 @@ var boomContenders = []boomContender{
 		if err != nil {
 			b.Fatal(err)
 		}
-		return boomFilter{f.Add, f.Test, f.Remove}
+		return boomFilter{f.Add, f.Test, f.Delete}
 	}},
 	{"counting/BoomFilters", func(b *testing.B) boomFilter {
 		f := boom.NewDefaultCountingBloomFilter(boomN, boomP)

@@ -42,8 +42,9 @@ func BenchmarkAdd(b *testing.B) {
 
 func BenchmarkAddSync(b *testing.B) {
 	benchLayouts(b, func(b *testing.B, f filter) {
+		s := f.Sync()
 		for i := 0; b.Loop(); i++ {
-			f.AddStringSync(benchKeys[benchOrder(i)])
+			s.AddString(benchKeys[benchOrder(i)])
 		}
 	})
 }
@@ -81,17 +82,18 @@ func BenchmarkTestMany(b *testing.B) {
 }
 
 // BenchmarkConcurrent adds and tests from b's parallelism; run it with
-// -cpu 1,2 to see how the Sync methods scale across cores.
+// -cpu 1,2 to see how the Sync view scales across cores.
 func BenchmarkConcurrent(b *testing.B) {
 	benchLayouts(b, func(b *testing.B, f filter) {
+		s := f.Sync()
 		b.RunParallel(func(pb *testing.PB) {
 			i := 0
 			for pb.Next() {
 				k := benchKeys[benchOrder(i)]
 				if i&1 == 0 {
-					f.AddStringSync(k)
+					s.AddString(k)
 				} else {
-					f.TestString(k)
+					s.TestString(k)
 				}
 				i++
 			}

@@ -21,8 +21,8 @@ const CounterMax = 15
 const MaxCounters = MaxBits / 4
 
 // Counting is a counting Bloom filter: the classic filter with each bit
-// replaced by a 4-bit counter, so that keys can be removed. A key increments
-// its k counters when added and decrements them when removed; it tests
+// replaced by a 4-bit counter, so that keys can be deleted. A key increments
+// its k counters when added and decrements them when deleted; it tests
 // present while all k are above zero. The counters are packed 16 to a 64-bit
 // word: counter i is bits 4(i mod 16) to 4(i mod 16)+3 of word i/16.
 //
@@ -44,7 +44,7 @@ const MaxCounters = MaxBits / 4
 // can only make keys test present, so it never causes a false negative; the
 // price is that keys sharing it can no longer be fully removed.
 //
-// Remove must only be given keys that were added: removing a key that was
+// Delete must only be given keys that were added: removing a key that was
 // never added but tests present (a false positive) decrements counters that
 // belong to other keys and can make them test absent. Removing a key that
 // tests absent changes nothing and returns false.
@@ -52,11 +52,11 @@ const MaxCounters = MaxBits / 4
 // # Concurrency
 //
 // The Test methods only read and may run concurrently with each other.
-// Add, Remove and every other method that changes the filter must run alone.
+// Add, Delete and every other method that changes the filter must run alone.
 type Counting struct {
 	words  []uint64 // 16 counters a word
 	params Params   // M counters, K probes
-	items  uint64   // adds minus successful removes
+	items  uint64   // adds minus successful deletes
 }
 
 // NewCounting returns an empty counting filter sized for n items at
@@ -140,17 +140,17 @@ func (c *Counting) TestAndAddString(key string) bool {
 	return present
 }
 
-// Remove removes one occurrence of key, which must have been added. If key
-// tests absent, Remove changes nothing and returns false; otherwise it
+// Delete removes one occurrence of key, which must have been added. If key
+// tests absent, Delete changes nothing and returns false; otherwise it
 // decrements each of the key's counters that is not saturated and returns
 // true.
-func (c *Counting) Remove(key []byte) bool {
+func (c *Counting) Delete(key []byte) bool {
 	lo, hi := hashBytes(key, c.params.Seed)
 	return c.remove(lo, hi)
 }
 
-// RemoveString is Remove for a string key.
-func (c *Counting) RemoveString(key string) bool {
+// DeleteString is Delete for a string key.
+func (c *Counting) DeleteString(key string) bool {
 	lo, hi := hashString(key, c.params.Seed)
 	return c.remove(lo, hi)
 }
@@ -159,15 +159,15 @@ func (c *Counting) RemoveString(key string) bool {
 // k counters. It is never below the true number of adds minus removes of
 // key (unless keys that were never added were removed); it is above it when
 // other keys share all of key's counters, and it is at most CounterMax.
-func (c *Counting) Count(key []byte) int {
+func (c *Counting) Count(key []byte) uint64 {
 	lo, hi := hashBytes(key, c.params.Seed)
-	return c.count(lo, hi)
+	return uint64(c.count(lo, hi))
 }
 
 // CountString is Count for a string key.
-func (c *Counting) CountString(key string) int {
+func (c *Counting) CountString(key string) uint64 {
 	lo, hi := hashString(key, c.params.Seed)
-	return c.count(lo, hi)
+	return uint64(c.count(lo, hi))
 }
 
 // Probe positions are the classic filter's: x_0 = lo, y_0 = hi,
@@ -235,8 +235,8 @@ func (c *Counting) remove(x, y uint64) bool {
 	return true
 }
 
-// Clear removes every key.
-func (c *Counting) Clear() {
+// Reset removes every key.
+func (c *Counting) Reset() {
 	clear(c.words)
 	c.items = 0
 }
@@ -247,7 +247,7 @@ func (c *Counting) Clone() *Counting {
 }
 
 // Equal reports whether c and d have the same parameters and counters, so
-// that they answer every Test, Count and Remove alike.
+// that they answer every Test, Count and Delete alike.
 func (c *Counting) Equal(d *Counting) bool {
 	return compatible(c.params, d.params) == nil && equalWords(c.words, d.words)
 }

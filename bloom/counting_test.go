@@ -58,7 +58,7 @@ func TestCountingMatchesClassic(t *testing.T) {
 	}
 	same(all, "after adds")
 	for _, k := range all[:n/2] {
-		if !c.RemoveString(k) {
+		if !c.DeleteString(k) {
 			t.Fatalf("Remove(%q) of an added key returned false", k)
 		}
 	}
@@ -67,7 +67,7 @@ func TestCountingMatchesClassic(t *testing.T) {
 	}
 	same(all[n/2:], "after removing half")
 	for _, k := range all[n/2:] {
-		c.Remove([]byte(k))
+		c.Delete([]byte(k))
 	}
 	if c.Nonzero() != 0 || c.Len() != 0 || c.ApproxCount() != 0 {
 		t.Errorf("after removing every key: %d counters above zero, Len %d", c.Nonzero(), c.Len())
@@ -102,7 +102,7 @@ func TestCountingAgainstMultiset(t *testing.T) {
 					ref[i]++
 					held++
 				case ref[i] > 0:
-					if !c.RemoveString(k) {
+					if !c.DeleteString(k) {
 						t.Fatalf("op %d: Remove of %q (held %d times) returned false", op, k, ref[i])
 					}
 					ref[i]--
@@ -112,7 +112,7 @@ func TestCountingAgainstMultiset(t *testing.T) {
 					// it tests absent: then nothing may change.
 					if !c.TestString(k) {
 						before := c.Clone()
-						if c.RemoveString(k) || !c.Equal(before) || c.Len() != before.Len() {
+						if c.DeleteString(k) || !c.Equal(before) || c.Len() != before.Len() {
 							t.Fatalf("op %d: Remove of absent %q changed the filter", op, k)
 						}
 					}
@@ -122,7 +122,7 @@ func TestCountingAgainstMultiset(t *testing.T) {
 						if cnt > 0 && !c.TestString(key("ms", j)) {
 							t.Fatalf("op %d: %q held %d times tests absent (%d saturated)", op, key("ms", j), cnt, c.Saturated())
 						}
-						if cnt > 0 && c.CountString(key("ms", j)) < min(cnt, CounterMax) {
+						if cnt > 0 && c.CountString(key("ms", j)) < uint64(min(cnt, CounterMax)) {
 							t.Fatalf("op %d: Count(%q) = %d, held %d times", op, key("ms", j), c.CountString(key("ms", j)), cnt)
 						}
 					}
@@ -154,7 +154,7 @@ func TestCountingSaturation(t *testing.T) {
 	// A saturated counter is never decremented: the key stays present
 	// however often it is removed.
 	for i := range 40 {
-		if !c.RemoveString("hot") {
+		if !c.DeleteString("hot") {
 			t.Fatalf("remove %d of a saturated key returned false", i)
 		}
 	}
@@ -170,9 +170,9 @@ func TestCountingSaturation(t *testing.T) {
 		t.Errorf("Count after 14 adds = %d", d.Count([]byte("warm")))
 	}
 	for range 14 {
-		d.Remove([]byte("warm"))
+		d.Delete([]byte("warm"))
 	}
-	if d.Nonzero() != 0 || d.Test([]byte("warm")) || d.Remove([]byte("warm")) {
+	if d.Nonzero() != 0 || d.Test([]byte("warm")) || d.Delete([]byte("warm")) {
 		t.Error("14 adds and 14 removes left counters set")
 	}
 }
@@ -218,7 +218,7 @@ func TestCountingTestAndAdd(t *testing.T) {
 	if c.CountString("a") != 3 || c.Len() != 3 {
 		t.Errorf("three adds: Count %d, Len %d", c.CountString("a"), c.Len())
 	}
-	c.Clear()
+	c.Reset()
 	if c.TestString("a") || c.Len() != 0 || c.FillRatio() != 0 || c.EstimatedFPR() != 0 {
 		t.Error("Clear left keys")
 	}
@@ -249,7 +249,7 @@ func TestCountingRoundTrip(t *testing.T) {
 	for i := range 1000 {
 		c.AddString(key("rt", i%700))
 	}
-	c.RemoveString(key("rt", 1))
+	c.DeleteString(key("rt", 1))
 	b, err := c.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)

@@ -32,7 +32,12 @@
 // reads and answers identically in every later version, and damaged input is
 // reported with a distinct error rather than half-used.
 //
-// The Test methods are safe for concurrent use; so are the Sync methods
-// (AddSync, TestAndAddSync, ...) among themselves and with Test. Other methods
-// need exclusive access; see Filter.
+// The Test methods are safe for concurrent use. To add from many goroutines
+// while others test, every goroutine uses the view f.Sync() of a Filter or
+// Blocked (the same verbs, with atomic operations); other methods need
+// exclusive access; see Filter. Code that already holds a key's hash passes
+// it to AddHash and TestHash (Hash computes it); Locate and LocateBlock name
+// the bits a key sets. Across this package and cuckoo the verbs are the
+// same: Add, Test, TestAndAdd, Delete (Counting), Count(key) and Len()
+// (uint64), Reset.
 package bloom

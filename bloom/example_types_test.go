@@ -20,9 +20,9 @@ func ExampleCounting() {
 	fmt.Println(banned.TestString("203.0.113.7"), banned.Len())
 
 	// Unbanned: removed, and no longer present.
-	fmt.Println(banned.RemoveString("203.0.113.7"), banned.TestString("203.0.113.7"))
+	fmt.Println(banned.DeleteString("203.0.113.7"), banned.TestString("203.0.113.7"))
 	// Removing what is not there changes nothing.
-	fmt.Println(banned.RemoveString("192.0.2.1"), banned.Len())
+	fmt.Println(banned.DeleteString("192.0.2.1"), banned.Len())
 	// Output:
 	// true 2
 	// true false
@@ -66,7 +66,7 @@ func ExampleScalableConfig() {
 		added, err := f.TryAddString(k)
 		fmt.Println(k, added, errors.Is(err, bloom.ErrFull))
 	}
-	fmt.Println(f.Count())
+	fmt.Println(f.Len())
 	// Output:
 	// a true false
 	// b true false

@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/bits"
 	"sync/atomic"
+
+	"github.com/bloomkit/bloomkit/internal/batch"
 )
 
 // Filter is a classic Bloom filter: an array of m bits, of which each key
@@ -13,24 +15,22 @@ import (
 //
 // # Concurrency
 //
-// The Test methods only read, with atomic loads, and may run in any number of
-// goroutines at once. To add from many goroutines at once, use the Sync
-// methods (AddSync, AddStringSync, TestAndAddSync, TestAndAddStringSync): they
-// set bits with an atomic OR on 64-bit words, take no mutex, and may run
-// alongside each other and the Test methods. Add, AddString, AddMany and
-// TestAndAdd are faster (plain stores that overlap their cache misses) but
-// must not run concurrently with any other method. Neither may the methods
-// that change or read the filter as a whole (Union, Intersect, Clear,
-// ReadFrom, UnmarshalBinary, WriteTo, MarshalBinary, Clone, Equal and the
-// statistics) run alongside an add.
+// The Test methods only read and may run in any number of goroutines at
+// once. Every other method must run alone: Add and the methods that change
+// or read the filter as a whole (Union, Reset, ReadFrom, WriteTo, the
+// statistics, ...) use plain loads and stores, the fastest there are. To
+// add from many goroutines while others test, use the view f.Sync(): its
+// methods set bits with atomic ORs and test with atomic loads, take no
+// mutex, and may all run at once — as long as every goroutine that touches
+// the filter meanwhile goes through it.
 type Filter struct {
 	words  []uint64
 	params Params
 }
 
 // New returns an empty classic filter sized for n items at false-positive
-// rate p (see Estimate). It fails when p is not in (0, 1) or the filter would
-// exceed MaxBits.
+// rate p (see Estimate). It fails when p is not in [MinRate, 1) or the
+// filter would exceed MaxBits.
 func New(n uint64, p float64) (*Filter, error) {
 	if err := checkRate(p); err != nil {
 		return nil, err
@@ -62,68 +62,35 @@ func (f *Filter) Params() Params { return f.params }
 // (x_i * m) >> 64. This derivation is part of the file format.
 
 // Add inserts key.
-func (f *Filter) Add(key []byte) {
-	lo, hi := hashBytes(key, f.params.Seed)
-	f.add(lo, hi)
-}
+func (f *Filter) Add(key []byte) { f.add(batch.Sum(key, f.params.Seed)) }
 
 // AddString inserts key without copying it.
-func (f *Filter) AddString(key string) {
-	lo, hi := hashString(key, f.params.Seed)
-	f.add(lo, hi)
-}
+func (f *Filter) AddString(key string) { f.add(batch.Sum(key, f.params.Seed)) }
+
+// AddHash inserts the key whose hash is h (see Hash).
+func (f *Filter) AddHash(h KeyHash) { f.add(h.Lo, h.Hi) }
 
 // Test reports whether key may have been added. False means it certainly
 // was not; true means it probably was.
-func (f *Filter) Test(key []byte) bool {
-	lo, hi := hashBytes(key, f.params.Seed)
-	return f.test(lo, hi)
-}
+func (f *Filter) Test(key []byte) bool { return f.test(batch.Sum(key, f.params.Seed)) }
 
 // TestString is Test for a string key, without copying it.
-func (f *Filter) TestString(key string) bool {
-	lo, hi := hashString(key, f.params.Seed)
-	return f.test(lo, hi)
-}
+func (f *Filter) TestString(key string) bool { return f.test(batch.Sum(key, f.params.Seed)) }
+
+// TestHash is Test for the key whose hash is h (see Hash).
+func (f *Filter) TestHash(h KeyHash) bool { return f.test(h.Lo, h.Hi) }
 
 // TestAndAdd inserts key and reports whether it tested present before.
-func (f *Filter) TestAndAdd(key []byte) bool {
-	lo, hi := hashBytes(key, f.params.Seed)
-	return f.testAndAdd(lo, hi)
-}
+func (f *Filter) TestAndAdd(key []byte) bool { return f.testAndAdd(batch.Sum(key, f.params.Seed)) }
 
 // TestAndAddString is TestAndAdd for a string key.
 func (f *Filter) TestAndAddString(key string) bool {
-	lo, hi := hashString(key, f.params.Seed)
-	return f.testAndAdd(lo, hi)
+	return f.testAndAdd(batch.Sum(key, f.params.Seed))
 }
 
-// AddSync is Add, safe to call concurrently with the Sync and Test methods.
-func (f *Filter) AddSync(key []byte) {
-	lo, hi := hashBytes(key, f.params.Seed)
-	f.testAndAddSync(lo, hi)
-}
-
-// AddStringSync is AddString, safe to call concurrently with the Sync and
-// Test methods.
-func (f *Filter) AddStringSync(key string) {
-	lo, hi := hashString(key, f.params.Seed)
-	f.testAndAddSync(lo, hi)
-}
-
-// TestAndAddSync is TestAndAdd, safe to call concurrently with the Sync and
-// Test methods. Of several goroutines adding the same new key at once, more
-// than one may be told it was absent.
-func (f *Filter) TestAndAddSync(key []byte) bool {
-	lo, hi := hashBytes(key, f.params.Seed)
-	return f.testAndAddSync(lo, hi)
-}
-
-// TestAndAddStringSync is TestAndAddSync for a string key.
-func (f *Filter) TestAndAddStringSync(key string) bool {
-	lo, hi := hashString(key, f.params.Seed)
-	return f.testAndAddSync(lo, hi)
-}
+// Sync returns a view of f whose methods may all run concurrently (see
+// Sync). It shares f's bits.
+func (f *Filter) Sync() Sync { return Sync{f} }
 
 func (f *Filter) add(x, y uint64) {
 	m, k, w := f.params.M, f.params.K, f.words
@@ -135,11 +102,14 @@ func (f *Filter) add(x, y uint64) {
 	}
 }
 
+// test stops at the first probe that finds a 0 bit: the k probes are k
+// cache misses in a large filter, and most absent keys are told apart by
+// the first one or two.
 func (f *Filter) test(x, y uint64) bool {
 	m, k, w := f.params.M, f.params.K, f.words
 	for i := uint32(0); i < k; i++ {
 		pos, _ := bits.Mul64(x, m)
-		if atomic.LoadUint64(&w[pos>>6])&(1<<(pos&63)) == 0 {
+		if w[pos>>6]&(1<<(pos&63)) == 0 {
 			return false
 		}
 		x += y
@@ -155,7 +125,7 @@ func (f *Filter) testAll(x, y uint64) bool {
 	acc := uint64(1)
 	for i := uint32(0); i < k; i++ {
 		pos, _ := bits.Mul64(x, m)
-		acc &= atomic.LoadUint64(&w[pos>>6]) >> (pos & 63)
+		acc &= w[pos>>6] >> (pos & 63)
 		x += y
 		y += uint64(i)
 	}
@@ -176,8 +146,22 @@ func (f *Filter) testAndAdd(x, y uint64) bool {
 	return miss == 0
 }
 
-// testAndAddSync sets the key's bits with atomic ORs, skipping those already
-// set (most of them, once a filter fills up).
+// The Sync view's operations: atomic loads, and atomic ORs of the bits
+// not already set (most of them, once a filter fills up).
+
+func (f *Filter) testSync(x, y uint64) bool {
+	m, k, w := f.params.M, f.params.K, f.words
+	for i := uint32(0); i < k; i++ {
+		pos, _ := bits.Mul64(x, m)
+		if atomic.LoadUint64(&w[pos>>6])&(1<<(pos&63)) == 0 {
+			return false
+		}
+		x += y
+		y += uint64(i)
+	}
+	return true
+}
+
 func (f *Filter) testAndAddSync(x, y uint64) bool {
 	m, k, w := f.params.M, f.params.K, f.words
 	present := true
@@ -193,137 +177,92 @@ func (f *Filter) testAndAddSync(x, y uint64) bool {
 	return present
 }
 
-// prefetchProbes asks the CPU to start loading every word the key probes.
-func (f *Filter) prefetchProbes(x, y uint64) {
-	m, k, w := f.params.M, f.params.K, f.words
-	for i := uint32(0); i < k; i++ {
-		pos, _ := bits.Mul64(x, m)
-		prefetch(&w[pos>>6])
-		x += y
-		y += uint64(i)
-	}
-}
-
-// touch loads every word the key probes and returns them XORed, so that a
-// batch's cache misses are all in flight before its bits are set (where
-// prefetch is not available).
-func (f *Filter) touch(x, y uint64) uint64 {
-	m, k, w := f.params.M, f.params.K, f.words
-	var acc uint64
-	for i := uint32(0); i < k; i++ {
-		pos, _ := bits.Mul64(x, m)
-		acc ^= w[pos>>6]
-		x += y
-		y += uint64(i)
-	}
-	return acc
-}
-
 // prefetchMinWords is the filter size from which AddMany and TestMany
 // prefetch: a filter that fits in the CPU's L2 cache gains nothing from it
 // and pays for the extra instructions (measured at 1 million keys).
 const prefetchMinWords = 2 << 20 / 8
 
-// batch is how many keys AddMany and TestMany hash before probing: enough
-// prefetches in flight to keep the memory system busy (64 measured faster
-// than 32 at 100 million keys).
-const batch = 64
-
-// AddMany inserts every key. It hashes a batch of keys first, asking the CPU
-// to prefetch each key's words as soon as they are known, and then sets their
-// bits, so that the cache misses of many keys overlap each other and the
-// hashing; for large filters it is much faster than calling Add in a loop.
-func (f *Filter) AddMany(keys [][]byte) {
-	var h [batch][2]uint64
-	pf := len(f.words) >= prefetchMinWords
-	for len(keys) > 0 {
-		n := min(len(keys), batch)
-		for i, key := range keys[:n] {
-			h[i][0], h[i][1] = hashBytes(key, f.params.Seed)
-			if pf {
-				f.prefetchProbes(h[i][0], h[i][1])
-			}
-		}
-		f.addHashed(h[:n])
-		keys = keys[n:]
+// prefetch starts loading every word the keys hashed to h probe. Where the
+// CPU has no prefetch instruction, it loads them (and keeps the loads from
+// being optimised away), so that the batch's misses are in flight together.
+func (f *Filter) prefetch(h [][2]uint64) {
+	if len(f.words) < prefetchMinWords {
+		return
 	}
-}
-
-// AddManyStrings is AddMany for string keys.
-func (f *Filter) AddManyStrings(keys []string) {
-	var h [batch][2]uint64
-	pf := len(f.words) >= prefetchMinWords
-	for len(keys) > 0 {
-		n := min(len(keys), batch)
-		for i, key := range keys[:n] {
-			h[i][0], h[i][1] = hashString(key, f.params.Seed)
-			if pf {
-				f.prefetchProbes(h[i][0], h[i][1])
+	m, k, w := f.params.M, f.params.K, f.words
+	var acc uint64
+	for _, h := range h {
+		x, y := h[0], h[1]
+		for i := uint32(0); i < k; i++ {
+			pos, _ := bits.Mul64(x, m)
+			if batch.HasPrefetch {
+				batch.Prefetch(&w[pos>>6])
+			} else {
+				acc ^= w[pos>>6]
 			}
+			x += y
+			y += uint64(i)
 		}
-		f.addHashed(h[:n])
-		keys = keys[n:]
 	}
-}
-
-func (f *Filter) addHashed(h [][2]uint64) {
-	if !hasPrefetch && len(f.words) >= prefetchMinWords {
-		var acc uint64
-		for _, h := range h {
-			acc ^= f.touch(h[0], h[1])
-		}
+	if !batch.HasPrefetch {
 		sink.Store(acc)
 	}
+}
+
+// AddMany inserts every key. It hashes the keys a batch at a time, asking
+// the CPU to load each batch's words while it hashes the next, so that the
+// cache misses of many keys overlap each other and the hashing; for large
+// filters it is much faster than calling Add in a loop.
+func (f *Filter) AddMany(keys [][]byte) { addMany(f, keys) }
+
+// AddManyStrings is AddMany for string keys.
+func (f *Filter) AddManyStrings(keys []string) { addMany(f, keys) }
+
+// TestMany appends to dst, for each key in order, whether it may have been
+// added, and returns the extended slice. Like AddMany it overlaps the
+// cache misses of a batch of keys with the hashing of the next, which makes
+// it about three times faster per key than Test at 100 million keys; pass
+// dst[:0] of a reused slice to avoid allocating.
+func (f *Filter) TestMany(keys [][]byte, dst []bool) []bool { return testMany(f, keys, dst) }
+
+// TestManyStrings is TestMany for string keys.
+func (f *Filter) TestManyStrings(keys []string, dst []bool) []bool { return testMany(f, keys, dst) }
+
+func (f *Filter) seed() uint64 { return f.params.Seed }
+
+func (f *Filter) addHashed(h [][2]uint64) {
 	for _, h := range h {
 		f.add(h[0], h[1])
 	}
 }
 
-// TestMany appends to dst, for each key in order, whether it may have been
-// added, and returns the extended slice. Like AddMany it hashes and
-// prefetches a batch of keys before probing, which makes it about three times
-// faster per key than Test at 100 million keys; pass dst[:0] of a reused
-// slice to avoid allocating.
-func (f *Filter) TestMany(keys [][]byte, dst []bool) []bool {
-	var h [batch][2]uint64
-	pf := len(f.words) >= prefetchMinWords
-	for len(keys) > 0 {
-		n := min(len(keys), batch)
-		for i, key := range keys[:n] {
-			h[i][0], h[i][1] = hashBytes(key, f.params.Seed)
-			if pf {
-				f.prefetchProbes(h[i][0], h[i][1])
-			}
-		}
-		for _, h := range h[:n] {
-			dst = append(dst, f.testAll(h[0], h[1]))
-		}
-		keys = keys[n:]
+func (f *Filter) testHashed(h [][2]uint64, dst []bool) []bool {
+	for _, h := range h {
+		dst = append(dst, f.testAll(h[0], h[1]))
 	}
 	return dst
 }
 
-// TestManyStrings is TestMany for string keys.
-func (f *Filter) TestManyStrings(keys []string, dst []bool) []bool {
-	var h [batch][2]uint64
-	pf := len(f.words) >= prefetchMinWords
-	for len(keys) > 0 {
-		n := min(len(keys), batch)
-		for i, key := range keys[:n] {
-			h[i][0], h[i][1] = hashString(key, f.params.Seed)
-			if pf {
-				f.prefetchProbes(h[i][0], h[i][1])
-			}
-		}
-		for _, h := range h[:n] {
-			dst = append(dst, f.testAll(h[0], h[1]))
-		}
-		keys = keys[n:]
-	}
+// A batchLayout is what the batch methods of Filter and Blocked need of it.
+type batchLayout interface {
+	seed() uint64
+	prefetch(h [][2]uint64)
+	addHashed(h [][2]uint64)
+	testHashed(h [][2]uint64, dst []bool) []bool
+}
+
+// addMany and testMany are the batch methods of every layout, over
+// batch.Each (one call of the layout a batch of 64 keys).
+func addMany[K batch.Key](f batchLayout, keys []K) {
+	batch.Each(keys, f.seed(), f.prefetch, f.addHashed)
+}
+
+func testMany[K batch.Key](f batchLayout, keys []K, dst []bool) []bool {
+	batch.Each(keys, f.seed(), f.prefetch, func(h [][2]uint64) { dst = f.testHashed(h, dst) })
 	return dst
 }
 
-// sink keeps the prefetching loads of touch from being optimised away.
+// sink keeps the prefetching loads from being optimised away.
 var sink atomic.Uint64
 
 // ErrIncompatible is returned (wrapped, with what differs) when two filters
@@ -369,8 +308,8 @@ func (f *Filter) Intersect(g *Filter) error {
 	return nil
 }
 
-// Clear removes every key.
-func (f *Filter) Clear() { clear(f.words) }
+// Reset removes every key.
+func (f *Filter) Reset() { clear(f.words) }
 
 // Clone returns an independent copy of f.
 func (f *Filter) Clone() *Filter {

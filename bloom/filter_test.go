@@ -14,18 +14,18 @@ import (
 type filter interface {
 	Add([]byte)
 	AddString(string)
-	AddSync([]byte)
-	AddStringSync(string)
+	AddHash(KeyHash)
+	Sync() Sync
 	Test([]byte) bool
+	TestHash(KeyHash) bool
 	TestString(string) bool
 	TestAndAdd([]byte) bool
 	TestAndAddString(string) bool
-	TestAndAddSync([]byte) bool
 	AddMany([][]byte)
 	AddManyStrings([]string)
 	TestMany([][]byte, []bool) []bool
 	TestManyStrings([]string, []bool) []bool
-	Clear()
+	Reset()
 	BitsSet() uint64
 	FillRatio() float64
 	ApproxCount() uint64
@@ -109,6 +109,7 @@ func countFalse(f filter, absent []string) int {
 }
 
 func TestNoFalseNegatives(t *testing.T) {
+	statistical(t)
 	const n = 1_000_000
 	present := keys("present", 0, n)
 	for _, l := range layouts {
@@ -146,6 +147,7 @@ func TestNoFalseNegatives(t *testing.T) {
 }
 
 func TestFalsePositiveRate(t *testing.T) {
+	statistical(t)
 	const n, trials = 1_000_000, 1_000_000
 	present := keys("present", 0, n)
 	absent := keys("absent", 0, trials)
@@ -180,6 +182,7 @@ func TestFalsePositiveRate(t *testing.T) {
 }
 
 func TestApproxCount(t *testing.T) {
+	statistical(t)
 	const n = 1_000_000
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
@@ -315,7 +318,7 @@ func TestTestAndAdd(t *testing.T) {
 			if !f.TestAndAdd(k) {
 				fresh++
 			}
-			if !f.TestAndAdd(k) || !f.TestAndAddSync(k) || !f.TestAndAddString(string(k)) {
+			if !f.TestAndAdd(k) || !f.Sync().TestAndAdd(k) || !f.TestAndAddString(string(k)) {
 				t.Fatalf("%s: second TestAndAdd of %q says new", l.name, k)
 			}
 		}
@@ -370,10 +373,11 @@ func testBatchMatchesSingle(t *testing.T, l layout, n uint64) {
 }
 
 func TestConcurrentAddSync(t *testing.T) {
-	// Run with -race: the Sync and Test methods must be race-free together.
+	// Run with -race: the Sync view's methods must be race-free together.
 	const goroutines, per = 8, 20_000
 	for _, l := range layouts {
 		f := mustNew(t, l, goroutines*per, 0.01)
+		s := f.Sync()
 		var wg sync.WaitGroup
 		for g := range goroutines {
 			wg.Add(1)
@@ -382,12 +386,18 @@ func TestConcurrentAddSync(t *testing.T) {
 				set := "g" + strconv.Itoa(g)
 				for i := range per {
 					k := key(set, i)
-					if i%2 == 0 {
-						f.AddStringSync(k)
-					} else {
-						f.TestAndAddSync([]byte(k))
+					switch i % 3 {
+					case 0:
+						s.AddString(k)
+					case 1:
+						s.TestAndAdd([]byte(k))
+					default:
+						s.AddHash(HashString(f.Params().Seed, k))
 					}
-					f.TestString(key(set, i/2))
+					if !s.TestString(key(set, i/2)) || !s.Test([]byte(k)) || !s.TestHash(HashString(f.Params().Seed, k)) {
+						t.Errorf("%s: key tests absent after a concurrent add", l.name)
+						return
+					}
 				}
 			}()
 		}
@@ -420,7 +430,7 @@ func TestClearAndEmpty(t *testing.T) {
 		if !f.TestString("x") || f.BitsSet() == 0 {
 			t.Errorf("%s: key not added", l.name)
 		}
-		f.Clear()
+		f.Reset()
 		if f.TestString("x") || f.BitsSet() != 0 {
 			t.Errorf("%s: Clear left bits", l.name)
 		}
@@ -482,23 +492,77 @@ func TestLocateMatchesBlocked(t *testing.T) {
 		k := []byte(key("locate", i))
 		f.Add(k)
 		var b uint64
-		b, offs = Locate(f.Params(), k, offs[:0])
+		b, offs = LocateBlock(f.Params(), Hash(f.Params().Seed, k), offs[:0])
 		if b >= f.blocks || len(offs) != int(f.params.K) {
-			t.Fatalf("Locate(%q) = block %d, %d offsets", k, b, len(offs))
+			t.Fatalf("LocateBlock(%q) = block %d, %d offsets", k, b, len(offs))
 		}
 		for _, o := range offs {
 			if f.words[8*b+uint64(o/64)]&(1<<(o%64)) == 0 {
-				t.Fatalf("Locate(%q) names bit %d of block %d, which Add did not set", k, o, b)
+				t.Fatalf("LocateBlock(%q) names bit %d of block %d, which Add did not set", k, o, b)
 			}
 		}
 	}
 	// And the other way: setting exactly the located bits makes Test true.
 	g, _ := NewBlockedFromParams(f.Params())
-	b, offs := Locate(g.Params(), []byte("x"), nil)
+	b, offs := LocateBlock(g.Params(), HashString(0, "x"), nil)
 	for _, o := range offs {
 		g.words[8*b+uint64(o/64)] |= 1 << (o % 64)
 	}
 	if !g.TestString("x") || g.BitsSet() == 0 {
-		t.Error("bits set from Locate do not make the key present")
+		t.Error("bits set from LocateBlock do not make the key present")
+	}
+}
+
+func TestLocateMatchesFilter(t *testing.T) {
+	p := Estimate(10_000, 0.01)
+	p.Seed = 99
+	f, _ := NewFromParams(p)
+	g, _ := NewFromParams(p)
+	var pos []uint64
+	for i := range 2000 {
+		k := key("locate", i)
+		f.AddString(k)
+		pos = Locate(p, HashString(p.Seed, k), pos[:0])
+		if len(pos) != int(p.K) {
+			t.Fatalf("Locate(%q) gave %d positions", k, len(pos))
+		}
+		for _, x := range pos {
+			if x >= p.M {
+				t.Fatalf("Locate(%q) names bit %d of %d", k, x, p.M)
+			}
+			g.words[x/64] |= 1 << (x % 64)
+		}
+	}
+	if !f.Equal(g) {
+		t.Error("setting the located bits does not give the filter Add builds")
+	}
+}
+
+// TestHashEntryPoints: AddHash and TestHash with Hash(seed, key) act as
+// Add and Test with the key, for both layouts and their Sync views.
+func TestHashEntryPoints(t *testing.T) {
+	for _, l := range layouts {
+		f := mustNew(t, l, 10_000, 0.01)
+		g := mustNew(t, l, 10_000, 0.01)
+		seed := f.Params().Seed
+		for i := range 3000 {
+			k := key("hash", i)
+			f.AddString(k)
+			if i%2 == 0 {
+				g.AddHash(HashString(seed, k))
+			} else {
+				g.Sync().AddHash(Hash(seed, []byte(k)))
+			}
+		}
+		if !l.equal(f, g) {
+			t.Errorf("%s: AddHash set other bits than Add", l.name)
+		}
+		for i := range 6000 {
+			k := key("hash", i)
+			h := HashString(seed, k)
+			if f.TestString(k) != g.TestHash(h) || f.TestString(k) != g.Sync().TestHash(h) {
+				t.Fatalf("%s: TestHash(%q) differs from TestString", l.name, k)
+			}
+		}
 	}
 }

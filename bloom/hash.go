@@ -4,8 +4,8 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 
+	"github.com/bloomkit/bloomkit/internal/batch"
 	"github.com/bloomkit/bloomkit/internal/format"
-	"github.com/zeebo/xxh3"
 )
 
 // HashXXH3 identifies, in the file format, the only hash this version uses:
@@ -15,29 +15,32 @@ import (
 // carry this identifier.
 const HashXXH3 = format.HashXXH3
 
-// hashBytes returns the two 64-bit halves of the key's 128-bit hash.
-// With seed 0 the unseeded functions give the same hash (XXH3's seed 0 is
-// its default secret) and run noticeably faster, so they are used then;
-// TestSeedZeroSameHash checks the equality.
-func hashBytes(key []byte, seed uint64) (lo, hi uint64) {
-	var h xxh3.Uint128
-	if seed == 0 {
-		h = xxh3.Hash128(key)
-	} else {
-		h = xxh3.Hash128Seed(key, seed)
-	}
-	return h.Lo, h.Hi
+// KeyHash is the 128-bit XXH3 hash of a key, from which a filter derives
+// every probe (docs/format.md). Code that already hashes its keys, or keeps
+// hashes instead of keys, passes it to AddHash and TestHash; it must be
+// XXH3-128 of the key with the filter's seed (Hash) for the filter to
+// answer as it would for the key itself, and at least well spread in all
+// 128 bits for the rate to hold.
+type KeyHash struct{ Lo, Hi uint64 }
+
+// Hash returns the hash a filter with this seed computes for key.
+func Hash(seed uint64, key []byte) KeyHash {
+	lo, hi := batch.Sum(key, seed)
+	return KeyHash{lo, hi}
 }
 
-func hashString(key string, seed uint64) (lo, hi uint64) {
-	var h xxh3.Uint128
-	if seed == 0 {
-		h = xxh3.HashString128(key)
-	} else {
-		h = xxh3.HashString128Seed(key, seed)
-	}
-	return h.Lo, h.Hi
+// HashString is Hash for a string key.
+func HashString(seed uint64, key string) KeyHash {
+	lo, hi := batch.Sum(key, seed)
+	return KeyHash{lo, hi}
 }
+
+// hashBytes and hashString return the two 64-bit halves of the key's
+// 128-bit hash. Seed 0 takes XXH3's unseeded path, which is the same hash
+// and faster; TestSeedZeroSameHash checks the equality.
+func hashBytes(key []byte, seed uint64) (lo, hi uint64) { return batch.Sum(key, seed) }
+
+func hashString(key string, seed uint64) (lo, hi uint64) { return batch.Sum(key, seed) }
 
 // RandomSeed returns a seed from crypto/rand. A filter with a secret random
 // seed resists keys crafted to collide in it (pollution attacks); the seed is

@@ -258,9 +258,9 @@ func (s *Scalable) Params() Params {
 	return p
 }
 
-// Count returns the number of keys added that were new: that tested absent
+// Len returns the number of keys added that were new: that tested absent
 // when they were added.
-func (s *Scalable) Count() uint64 { return s.count }
+func (s *Scalable) Len() uint64 { return s.count }
 
 // Capacity returns the number of items the links hold together before the
 // next one is added.
@@ -485,9 +485,9 @@ func (s *Scalable) index() {
 	}
 }
 
-// Clear removes every key and every link but the first.
-func (s *Scalable) Clear() {
-	s.links[0].f.Clear()
+// Reset removes every key and every link but the first.
+func (s *Scalable) Reset() {
+	s.links[0].f.Reset()
 	s.links[0].items, s.links[0].load = 0, 0
 	clear(s.links[1:])
 	s.links = s.links[:1]

@@ -21,6 +21,7 @@ func mustScalable(t testing.TB, c ScalableConfig) *Scalable {
 // 1,000,000 keys; no false negatives, and the measured rate over 1,000,000
 // absent keys is at most p.
 func TestScalableGrowth(t *testing.T) {
+	statistical(t)
 	const trials, p = 1_000_000, 0.01
 	for _, c := range []ScalableConfig{
 		{Capacity: 1000, Rate: p},
@@ -43,8 +44,8 @@ func TestScalableGrowth(t *testing.T) {
 					fresh++
 				}
 			}
-			if s.Count() != uint64(fresh) {
-				t.Errorf("Count = %d, %d adds were new", s.Count(), fresh)
+			if s.Len() != uint64(fresh) {
+				t.Errorf("Count = %d, %d adds were new", s.Len(), fresh)
 			}
 			// A few new keys test present already (false positives) and are
 			// not added; never more than the compound rate allows.
@@ -146,19 +147,19 @@ func TestScalableDuplicatesAndCount(t *testing.T) {
 			s.AddString(key("dup", i))
 		}
 	}
-	if s.Count() != 50 || s.Links() != 1 {
-		t.Errorf("50 keys added three times: Count %d, %d links", s.Count(), s.Links())
+	if s.Len() != 50 || s.Links() != 1 {
+		t.Errorf("50 keys added three times: Count %d, %d links", s.Len(), s.Links())
 	}
-	if !s.TestAndAdd([]byte(key("dup", 7))) || s.Count() != 50 {
+	if !s.TestAndAdd([]byte(key("dup", 7))) || s.Len() != 50 {
 		t.Error("TestAndAdd of a present key says new or counts it")
 	}
-	if s.TestAndAddString(key("new", 0)) || s.Count() != 51 {
+	if s.TestAndAddString(key("new", 0)) || s.Len() != 51 {
 		t.Error("TestAndAdd of a new key says present or does not count it")
 	}
 	if added, err := s.TryAdd([]byte(key("dup", 3))); added || err != nil {
 		t.Errorf("TryAdd of a present key: %v %v", added, err)
 	}
-	if s.ApproxCount() != s.Count() {
+	if s.ApproxCount() != s.Len() {
 		t.Error("ApproxCount differs from Count")
 	}
 }
@@ -177,8 +178,8 @@ func TestScalableNonScaling(t *testing.T) {
 			t.Fatal("a non-scaling filter never filled up")
 		}
 	}
-	if !errors.Is(full, ErrFull) || added != 1000 || s.Links() != 1 || s.Count() != 1000 {
-		t.Fatalf("after %d adds: err %v, %d links, Count %d", added, full, s.Links(), s.Count())
+	if !errors.Is(full, ErrFull) || added != 1000 || s.Links() != 1 || s.Len() != 1000 {
+		t.Fatalf("after %d adds: err %v, %d links, Count %d", added, full, s.Links(), s.Len())
 	}
 	before := s.Clone()
 	// Refused: nothing changes. A present key is still just present.
@@ -190,7 +191,7 @@ func TestScalableNonScaling(t *testing.T) {
 	}
 	// Add never loses a key, full or not.
 	s.AddString("one more")
-	if !s.TestString("one more") || s.Count() != 1001 || s.Links() != 1 {
+	if !s.TestString("one more") || s.Len() != 1001 || s.Links() != 1 {
 		t.Error("Add on a full non-scaling filter lost the key or grew")
 	}
 }
@@ -280,8 +281,8 @@ func TestScalableRoundTrip(t *testing.T) {
 		t.Error("Read returned another filter")
 	}
 	// Clear keeps one empty link.
-	s.Clear()
-	if s.Links() != 1 || s.Count() != 0 || s.TestString(ks[0]) || s.FillRatio() != 0 {
+	s.Reset()
+	if s.Links() != 1 || s.Len() != 0 || s.TestString(ks[0]) || s.FillRatio() != 0 {
 		t.Error("Clear left keys or links")
 	}
 }

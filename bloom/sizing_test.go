@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/zeebo/xxh3"
 )
@@ -37,6 +38,9 @@ func TestEstimateMeetsRate(t *testing.T) {
 				t.Errorf("classic n=%d p=%g: m=%d k=%d gives rate %g", n, p, e.M, e.K, r)
 			}
 			b := EstimateBlocked(n, p)
+			if b.M == 0 && Estimate(n, p).M > MaxBits {
+				continue // too large for this platform
+			}
 			if b.M%BlockBits != 0 || b.K == 0 {
 				t.Fatalf("blocked n=%d p=%g: m=%d k=%d", n, p, b.M, b.K)
 			}
@@ -66,11 +70,17 @@ func TestBlockedRateFormula(t *testing.T) {
 			}
 		}
 	}
-	// One block, one probe, Poisson(1) keys: sum_j e^-1/j! (1 - q^j) is
-	// 1 - exp(-(1-q)) with q = 511/512.
-	want := -math.Expm1(-1.0 / BlockBits)
-	if got := BlockedFalsePositiveRate(BlockBits, 1, 1); math.Abs(got-want) > 1e-12 {
-		t.Errorf("one block: %g, want %g", got, want)
+	// One block holds every key: with one probe, n keys leave a bit unset
+	// with probability (511/512)^n, exactly.
+	for _, n := range []uint64{1, 10, 1000} {
+		want := -math.Expm1(float64(n) * math.Log1p(-1.0/BlockBits))
+		if got := BlockedFalsePositiveRate(BlockBits, n, 1); math.Abs(got-want) > 1e-12 {
+			t.Errorf("one block, %d keys: %g, want %g", n, got, want)
+		}
+	}
+	// Two blocks, one key, one probe: the key's block has one bit set.
+	if got, want := BlockedFalsePositiveRate(2*BlockBits, 1, 1), 0.5/BlockBits; math.Abs(got-want) > 1e-15 {
+		t.Errorf("two blocks, one key: %g, want %g", got, want)
 	}
 	if BlockedFalsePositiveRate(BlockBits, 0, 3) != 0 {
 		t.Error("empty blocked filter has a nonzero rate")
@@ -99,6 +109,95 @@ func TestInvalidParams(t *testing.T) {
 	}
 	if _, err := NewBlockedFromParams(Params{M: 1000, K: 3}); !errors.Is(err, ErrInvalidParams) {
 		t.Errorf("blocked m not a multiple of 512: err = %v", err)
+	}
+}
+
+// TestSizingEdges: every p in (0, 1) and every n give a filter that meets
+// p, or ErrInvalidParams; nothing hangs, overflows or panics. Each case
+// names the defect it once had.
+func TestSizingEdges(t *testing.T) {
+	// k forced to 1 gave 0.990 at p = 0.9; NewBlocked(1e6, 0.99) failed
+	// with "m = 0 bits". Estimate promises 1.01·p (k is whole), EstimateBlocked p.
+	for _, p := range []float64{0.5, 0.6, 0.7, 0.9, 0.99, 0.999999} {
+		e := Estimate(1_000_000, p)
+		if r := FalsePositiveRate(e.M, 1_000_000, e.K); r > 1.01*p {
+			t.Errorf("Estimate(1e6, %g) = m %d k %d: rate %g", p, e.M, e.K, r)
+		}
+		f, err := NewBlocked(1_000_000, p)
+		if err != nil {
+			t.Errorf("NewBlocked(1e6, %g): %v", p, err)
+			continue
+		}
+		if r := BlockedFalsePositiveRate(f.Params().M, 1_000_000, f.Params().K); r > p {
+			t.Errorf("NewBlocked(1e6, %g): rate %g", p, r)
+		}
+	}
+	// Below 2^-64 the best k is above MaxK: the rate must still be met
+	// (within 1%).
+	for _, p := range []float64{1e-20, 1e-30, 1e-100} {
+		e := Estimate(1000, p)
+		if r := FalsePositiveRate(e.M, 1000, e.K); e.K != MaxK || r > 1.01*p {
+			t.Errorf("Estimate(1000, %g) = m %d k %d: rate %g", p, e.M, e.K, r)
+		}
+	}
+	// OptimalM(2^62, 0.01) returned 2^63: a float above 2^64 converted.
+	if m := OptimalM(1<<62, 0.01); m != math.MaxUint64 {
+		t.Errorf("OptimalM(2^62, 0.01) = %d, want math.MaxUint64 (saturated)", m)
+	}
+	// BlockedFalsePositiveRate(512, 2^53, 7) never returned: j-- on a float
+	// at 2^53 does not change it.
+	done := make(chan float64, 1)
+	go func() { done <- BlockedFalsePositiveRate(512, 1<<53, 7) }()
+	select {
+	case r := <-done:
+		if r != 1 {
+			t.Errorf("one block of 2^53 keys: rate %g, want 1", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("BlockedFalsePositiveRate(512, 2^53, 7) hangs")
+	}
+	// Sizes beyond the platform's limit are errors, not panics (on 386,
+	// NewWithParams(1<<36, 3) panicked in makeslice).
+	for _, m := range []uint64{MaxBits + 1, 1 << 44, math.MaxUint64} {
+		if _, err := NewWithParams(m, 3); !errors.Is(err, ErrInvalidParams) {
+			t.Errorf("NewWithParams(%d, 3): err = %v", m, err)
+		}
+		if _, err := NewBlockedWithParams(m, 3); !errors.Is(err, ErrInvalidParams) {
+			t.Errorf("NewBlockedWithParams(%d, 3): err = %v", m, err)
+		}
+	}
+	if MaxBits < 1<<36 {
+		if _, err := NewWithParams(1<<36, 3); !errors.Is(err, ErrInvalidParams) {
+			t.Errorf("NewWithParams(2^36, 3) on a 32-bit platform: err = %v", err)
+		}
+	}
+	// Every n, every p: a filter that fits, or ErrInvalidParams.
+	for _, n := range []uint64{0, 1, 1000, 1 << 40, 1 << 62, math.MaxUint64} {
+		for _, p := range []float64{math.SmallestNonzeroFloat64, 1e-300, 1e-20, 1e-6, 0.01, 0.5, 0.9, math.Nextafter(1, 0)} {
+			for _, l := range []struct {
+				name string
+				p    Params
+				rate func(m, n uint64, k uint32) float64
+			}{{"classic", Estimate(n, p), FalsePositiveRate}, {"blocked", EstimateBlocked(n, p), BlockedFalsePositiveRate}} {
+				e := l.p
+				if e.M == 0 || e.M > MaxBits {
+					// Must be refused, with ErrInvalidParams.
+					var err error
+					if l.name == "classic" {
+						_, err = New(n, p)
+					} else {
+						_, err = NewBlocked(n, p)
+					}
+					if !errors.Is(err, ErrInvalidParams) {
+						t.Errorf("%s n=%d p=%g: m=%d, err = %v", l.name, n, p, e.M, err)
+					}
+					continue
+				}
+				if r := l.rate(e.M, n, e.K); r > p*1.01 {
+					t.Errorf("%s n=%d p=%g: m=%d k=%d gives rate %g", l.name, n, p, e.M, e.K, r)
+				}
+			}
+		}
 	}
 }
 

@@ -74,7 +74,7 @@ func FuzzCountingDecode(f *testing.F) {
 		var c Counting
 		if fuzzDecode(t, &c, data) {
 			fuzzAdd(t, &c)
-			c.RemoveString("added")
+			c.DeleteString("added")
 			c.CountString("probe")
 		}
 	})

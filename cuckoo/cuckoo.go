@@ -6,7 +6,7 @@ import (
 	"math"
 	"math/bits"
 
-	"github.com/zeebo/xxh3"
+	"github.com/bloomkit/bloomkit/internal/batch"
 )
 
 // Defaults and limits of Config's fields. The limits also bound what a
@@ -280,69 +280,69 @@ func (f *Filter) fingerprint(hi uint64) uint64 {
 // a slot, and Count counts them. It fails, wrapping ErrFull, only when the
 // filter may not grow and has no room; nothing is lost then.
 func (f *Filter) Add(key []byte) error {
-	h := xxh3.Hash128Seed(key, f.cfg.Seed)
-	return f.add(h.Lo, h.Hi)
+	lo, hi := batch.Sum(key, f.cfg.Seed)
+	return f.add(lo, hi)
 }
 
 // AddString is Add for a string key, without copying it.
 func (f *Filter) AddString(key string) error {
-	h := xxh3.HashString128Seed(key, f.cfg.Seed)
-	return f.add(h.Lo, h.Hi)
+	lo, hi := batch.Sum(key, f.cfg.Seed)
+	return f.add(lo, hi)
 }
 
 // AddUnique inserts key unless it tests present (RedisBloom's CF.ADDNX),
 // and reports whether it inserted it. A false positive makes it skip a key
 // that was never added.
 func (f *Filter) AddUnique(key []byte) (bool, error) {
-	h := xxh3.Hash128Seed(key, f.cfg.Seed)
-	return f.addUnique(h.Lo, h.Hi)
+	lo, hi := batch.Sum(key, f.cfg.Seed)
+	return f.addUnique(lo, hi)
 }
 
 // AddUniqueString is AddUnique for a string key.
 func (f *Filter) AddUniqueString(key string) (bool, error) {
-	h := xxh3.HashString128Seed(key, f.cfg.Seed)
-	return f.addUnique(h.Lo, h.Hi)
+	lo, hi := batch.Sum(key, f.cfg.Seed)
+	return f.addUnique(lo, hi)
 }
 
 // Test reports whether key may have been added (and not deleted since).
 // False means it certainly was not.
 func (f *Filter) Test(key []byte) bool {
-	h := xxh3.Hash128Seed(key, f.cfg.Seed)
-	return f.test(h.Lo, h.Hi)
+	lo, hi := batch.Sum(key, f.cfg.Seed)
+	return f.test(lo, hi)
 }
 
 // TestString is Test for a string key, without copying it.
 func (f *Filter) TestString(key string) bool {
-	h := xxh3.HashString128Seed(key, f.cfg.Seed)
-	return f.test(h.Lo, h.Hi)
+	lo, hi := batch.Sum(key, f.cfg.Seed)
+	return f.test(lo, hi)
 }
 
 // Count returns how many times key is in the filter: the number of added
 // and not deleted occurrences, plus those of other keys with the same
 // fingerprint in the same buckets. It never counts too few.
 func (f *Filter) Count(key []byte) uint64 {
-	h := xxh3.Hash128Seed(key, f.cfg.Seed)
-	return f.countKey(h.Lo, h.Hi)
+	lo, hi := batch.Sum(key, f.cfg.Seed)
+	return f.countKey(lo, hi)
 }
 
 // CountString is Count for a string key.
 func (f *Filter) CountString(key string) uint64 {
-	h := xxh3.HashString128Seed(key, f.cfg.Seed)
-	return f.countKey(h.Lo, h.Hi)
+	lo, hi := batch.Sum(key, f.cfg.Seed)
+	return f.countKey(lo, hi)
 }
 
 // Delete removes one occurrence of key and reports whether it found one.
 // Delete only keys that were added: a key never added may share its
 // fingerprint and a bucket with one that was, which would lose it.
 func (f *Filter) Delete(key []byte) bool {
-	h := xxh3.Hash128Seed(key, f.cfg.Seed)
-	return f.delete(h.Lo, h.Hi)
+	lo, hi := batch.Sum(key, f.cfg.Seed)
+	return f.delete(lo, hi)
 }
 
 // DeleteString is Delete for a string key.
 func (f *Filter) DeleteString(key string) bool {
-	h := xxh3.HashString128Seed(key, f.cfg.Seed)
-	return f.delete(h.Lo, h.Hi)
+	lo, hi := batch.Sum(key, f.cfg.Seed)
+	return f.delete(lo, hi)
 }
 
 func (f *Filter) test(lo, hi uint64) bool {
@@ -568,25 +568,17 @@ func (f *Filter) Clone() *Filter {
 	return &g
 }
 
-// batch is how many keys AddMany and TestMany hash before probing.
-const batch = 32
-
-// AddMany adds every key in order, as Add does, and returns how many it
-// added: len(keys), or fewer with the error (wrapping ErrFull) of the first
-// that failed.
-func (f *Filter) AddMany(keys [][]byte) (int, error) {
-	for i, k := range keys {
-		if err := f.Add(k); err != nil {
-			return i, err
-		}
-	}
-	return len(keys), nil
-}
+// AddMany adds every key, in order, as Add does, and returns how many it
+// added: len(keys), or fewer with the error of the first key it could not
+// add (nothing after it is added).
+func (f *Filter) AddMany(keys [][]byte) (int, error) { return addMany(f, keys) }
 
 // AddManyStrings is AddMany for string keys.
-func (f *Filter) AddManyStrings(keys []string) (int, error) {
+func (f *Filter) AddManyStrings(keys []string) (int, error) { return addMany(f, keys) }
+
+func addMany[K batch.Key](f *Filter, keys []K) (int, error) {
 	for i, k := range keys {
-		if err := f.AddString(k); err != nil {
+		if err := f.add(batch.Sum(k, f.cfg.Seed)); err != nil {
 			return i, err
 		}
 	}
@@ -594,36 +586,43 @@ func (f *Filter) AddManyStrings(keys []string) (int, error) {
 }
 
 // TestMany appends to dst, for each key in order, whether it may be in the
-// filter, and returns the extended slice. It hashes a batch of keys before
-// looking any up, so that their memory accesses overlap; pass dst[:0] of a
-// reused slice to avoid allocating.
-func (f *Filter) TestMany(keys [][]byte, dst []bool) []bool {
-	var h [batch][2]uint64
-	for len(keys) > 0 {
-		n := min(len(keys), batch)
-		for i, k := range keys[:n] {
-			x := xxh3.Hash128Seed(k, f.cfg.Seed)
-			h[i] = [2]uint64{x.Lo, x.Hi}
-		}
-		dst = f.testHashed(h[:n], dst)
-		keys = keys[n:]
-	}
+// filter, and returns the extended slice. It hashes the keys a batch at a
+// time and, for tables larger than the CPU's L2 cache, asks the CPU to load
+// each batch's buckets while it hashes the next, so that their cache misses
+// overlap; pass dst[:0] of a reused slice to avoid allocating.
+func (f *Filter) TestMany(keys [][]byte, dst []bool) []bool { return testMany(f, keys, dst) }
+
+// TestManyStrings is TestMany for string keys.
+func (f *Filter) TestManyStrings(keys []string, dst []bool) []bool { return testMany(f, keys, dst) }
+
+func testMany[K batch.Key](f *Filter, keys []K, dst []bool) []bool {
+	batch.Each(keys, f.cfg.Seed, f.prefetch, func(h [][2]uint64) { dst = f.testHashed(h, dst) })
 	return dst
 }
 
-// TestManyStrings is TestMany for string keys.
-func (f *Filter) TestManyStrings(keys []string, dst []bool) []bool {
-	var h [batch][2]uint64
-	for len(keys) > 0 {
-		n := min(len(keys), batch)
-		for i, k := range keys[:n] {
-			x := xxh3.HashString128Seed(k, f.cfg.Seed)
-			h[i] = [2]uint64{x.Lo, x.Hi}
-		}
-		dst = f.testHashed(h[:n], dst)
-		keys = keys[n:]
+// prefetchMinWords is the table size from which TestMany prefetches: below
+// it the table is in the L2 cache and the prefetches only cost time.
+const prefetchMinWords = 2 << 20 / 8
+
+// prefetch starts loading both buckets of each key hashed to h, in every
+// table large enough to miss the cache.
+func (f *Filter) prefetch(h [][2]uint64) {
+	if !batch.HasPrefetch {
+		return
 	}
-	return dst
+	s := &f.shape
+	for k := range f.tables {
+		t := &f.tables[k]
+		if len(t.words) < prefetchMinWords {
+			continue
+		}
+		for _, h := range h {
+			i1 := mulHigh(h[0], t.buckets)
+			i2 := t.alt(i1, f.fingerprint(h[1]))
+			batch.Prefetch(&t.words[i1*s.bb/64])
+			batch.Prefetch(&t.words[i2*s.bb/64])
+		}
+	}
 }
 
 func (f *Filter) testHashed(h [][2]uint64, dst []bool) []bool {

@@ -53,6 +53,6 @@ func ExamplePlanFor() {
 	fmt.Printf("m = %d bits (more than 2^32: %v), k = %d\n", plan.Params.M, plan.Params.M > 1<<32, plan.Params.K)
 	fmt.Printf("%.1f GiB in %d shards of %d MiB\n", float64(plan.Bytes)/(1<<30), plan.Shards, plan.ShardBytes>>20)
 	// Output:
-	// m = 98959004160 bits (more than 2^32: true), k = 6
+	// m = 99179881472 bits (more than 2^32: true), k = 6
 	// 11.5 GiB in 185 shards of 64 MiB
 }

@@ -60,6 +60,7 @@ func runAll(t *testing.T, b backend) {
 		{"ResetAndDelete", testResetAndDelete},
 		{"RebuildFailures", testRebuildFailures},
 		{"Reshard", testReshard},
+		{"Window", testWindow},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, b) })
@@ -322,7 +323,7 @@ func testRoundTrips(t *testing.T, b backend) {
 			for b := 0; b < len(ks); b += 5000 {
 				perShard := map[uint64]uint64{}
 				for _, k := range ks[b : b+5000] {
-					block, _ := bloom.Locate(f.Params(), k, nil)
+					block, _ := bloom.LocateBlock(f.Params(), bloom.Hash(f.Params().Seed, k), nil)
 					perShard[block/g.blocksPerShard()]++
 				}
 				for _, n := range perShard {
@@ -760,7 +761,7 @@ func testImportDamaged(t *testing.T, b backend) {
 }
 
 func countBits(p bloom.Params, key string) int {
-	_, offs := bloom.Locate(p, []byte(key), nil)
+	_, offs := bloom.LocateBlock(p, bloom.HashString(p.Seed, key), nil)
 	seen := map[uint16]bool{}
 	for _, o := range offs {
 		seen[o] = true

@@ -49,7 +49,14 @@ func (s *Server) acceptLoop(ln net.Listener) error {
 			return err
 		}
 		pause = 0
+		s.lifeMu.Lock()
+		if s.closed.Load() {
+			s.lifeMu.Unlock()
+			nc.Close()
+			return nil
+		}
 		s.connWG.Add(1)
+		s.lifeMu.Unlock()
 		go func() {
 			defer s.connWG.Done()
 			s.serveConn(nc)
@@ -98,13 +105,17 @@ func (s *Server) serveConn(nc net.Conn) {
 	c := &Session{ID: s.nextID.Add(1), Addr: nc.RemoteAddr().String(), LocalAddr: nc.LocalAddr().String(), created: time.Now()}
 	c.authed = s.cfg.RequirePass == ""
 	c.lastCmd.Store(c.created.UnixMilli())
-	s.smu.Lock()
+	lc := s.adoptable(nc, c)
+	if lc == nil {
+		c.conn = nc
+	}
+	s.smu.Lock() // after c.conn and c.kill are set: disconnect reads them
 	s.sessions[c.ID] = c
 	s.smu.Unlock()
-	if s.adopt(nc, c) {
+	if lc != nil {
+		lc.hand()
 		return
 	}
-	c.conn = nc
 	defer nc.Close()
 	defer s.endSession(c)
 

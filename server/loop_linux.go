@@ -45,6 +45,7 @@ type eventLoop struct {
 
 // loopConn is one client of an event loop.
 type loopConn struct {
+	loop *eventLoop
 	fd   int
 	sess *Session
 	rd   *requestReader
@@ -122,19 +123,20 @@ func newEventLoop(s *Server) (*eventLoop, error) {
 	return l, nil
 }
 
-// adopt takes a freshly accepted plain TCP connection into an event loop;
-// false means the caller keeps serving it.
-func (s *Server) adopt(nc net.Conn, c *Session) bool {
+// adoptable prepares a freshly accepted plain TCP connection for an event
+// loop (its descriptor duplicated and made non-blocking, c.kill set); nil
+// means the caller serves it with a goroutine. hand gives it to the loop.
+func (s *Server) adoptable(nc net.Conn, c *Session) *loopConn {
 	if len(s.loops) == 0 {
-		return false
+		return nil
 	}
 	tc, ok := nc.(*net.TCPConn)
 	if !ok {
-		return false
+		return nil
 	}
 	raw, err := tc.SyscallConn()
 	if err != nil {
-		return false
+		return nil
 	}
 	fd := -1
 	raw.Control(func(f uintptr) {
@@ -144,22 +146,26 @@ func (s *Server) adopt(nc net.Conn, c *Session) bool {
 		}
 	})
 	if fd < 0 {
-		return false
+		return nil
 	}
 	if err := syscall.SetNonblock(fd, true); err != nil {
 		syscall.Close(fd)
-		return false
+		return nil
 	}
 	nc.Close() // the duplicate keeps the socket open
 	now := time.Now()
-	lc := &loopConn{fd: fd, sess: c, rd: newRequestReader(fdReader{fd}, s.readLimits(c)), lastRead: now, lastWrite: now}
 	l := s.loops[int(c.ID)%len(s.loops)]
 	c.kill = l.wakeUp
+	return &loopConn{loop: l, fd: fd, sess: c, rd: newRequestReader(fdReader{fd}, s.readLimits(c)), lastRead: now, lastWrite: now}
+}
+
+// hand gives a prepared connection to its loop.
+func (c *loopConn) hand() {
+	l := c.loop
 	l.mu.Lock()
-	l.newc = append(l.newc, lc)
+	l.newc = append(l.newc, c)
 	l.mu.Unlock()
 	l.wakeUp()
-	return true
 }
 
 func (l *eventLoop) wakeUp() {

@@ -8,6 +8,9 @@ import "net"
 // served by a goroutine.
 type eventLoop struct{}
 
-func (s *Server) startLoops() error             { return nil }
-func (s *Server) adopt(net.Conn, *Session) bool { return false }
-func (l *eventLoop) stop()                      {}
+type loopConn struct{}
+
+func (s *Server) startLoops() error                      { return nil }
+func (s *Server) adoptable(net.Conn, *Session) *loopConn { return nil }
+func (c *loopConn) hand()                                {}
+func (l *eventLoop) stop()                               {}

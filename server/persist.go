@@ -243,6 +243,10 @@ func (s *Server) load() error {
 		cur = &logFile{name: LogName(g), gen: g, f: f, size: size}
 	} else {
 		g := first
+		if n == 0 && snapGen > 0 {
+			s.log.Warn("the snapshot's log is missing: starting from the snapshot alone; if that log was deleted rather than never written (a restored backup), the writes acknowledged after the snapshot are gone",
+				"snapshot", d.Path(SnapshotName(snapGen)), "missing", d.Path(LogName(snapGen)))
+		}
 		if n > 0 {
 			g = chain[n-1]
 			if scans[n-1].Version == 0 {

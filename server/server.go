@@ -192,6 +192,7 @@ type Server struct {
 	protoErrors   atomic.Int64
 	slowClients   atomic.Int64
 	connWG        sync.WaitGroup
+	lifeMu        sync.Mutex // closed, and adding to connWG
 	loops         []*eventLoop
 
 	smu      sync.Mutex
@@ -332,12 +333,15 @@ func (s *Server) Serve() error {
 	}()
 	s.log.Info("serving", "addr", s.Addr(), "dir", s.cfg.Dir, "appendfsync", s.cfg.AppendFsync,
 		"tls", s.cfg.TLSCert != "", "auth", s.cfg.RequirePass != "", "maxmemory", s.db.limit, "metrics", s.MetricsAddr())
+	s.lifeMu.Lock()
 	if s.closed.Load() {
+		s.lifeMu.Unlock()
 		return nil
 	}
 	if err := s.startLoops(); err != nil {
 		s.log.Warn("event loops unavailable; serving each client with a goroutine", "err", err)
 	}
+	s.lifeMu.Unlock()
 	return s.acceptLoop(s.ln)
 }
 
@@ -372,7 +376,11 @@ func (s *Server) Close() error {
 }
 
 func (s *Server) closeListeners() {
+	// Under lifeMu, so that no goroutine is added to connWG once closed
+	// is set (finish waits for connWG).
+	s.lifeMu.Lock()
 	s.closed.Store(true)
+	s.lifeMu.Unlock()
 	s.stopOnce.Do(func() { close(s.stop) })
 	if s.ln != nil {
 		s.ln.Close()

@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"runtime"
 	"sync/atomic"
 
 	"github.com/bloomkit/bloomkit/redisbloom"
@@ -281,6 +282,10 @@ func (s *Server) writeSnapshot(w io.Writer, snap *snapshot) error {
 			return err
 		}
 		stage = stage[:0]
+		// Let the goroutines serving clients run now rather than at
+		// the next preemption (up to 10 ms away): the writer is the only
+		// long-running goroutine and clients are waiting for a P.
+		runtime.Gosched()
 	}
 	if len(stage) > 0 {
 		if _, err := cw.Write(stage); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/bloomkit/bloomkit/server"
 )
@@ -26,7 +27,9 @@ and to snapshots (SAVE, BGSAVE, and on SIGTERM/SIGINT); start-up loads them.
 
 Every flag can also be set by an environment variable: BLOOMKIT_ADDR, BLOOMKIT_DIR,
 BLOOMKIT_APPENDFSYNC, BLOOMKIT_REQUIREPASS, BLOOMKIT_TLS_CERT, BLOOMKIT_TLS_KEY,
-BLOOMKIT_MAXMEMORY, BLOOMKIT_METRICS_ADDR, BLOOMKIT_LOG_LEVEL, BLOOMKIT_LOG_FORMAT.
+BLOOMKIT_MAXMEMORY, BLOOMKIT_METRICS_ADDR, BLOOMKIT_MAXCLIENTS, BLOOMKIT_TIMEOUT,
+BLOOMKIT_CLIENT_WRITE_TIMEOUT, BLOOMKIT_PROTO_MAX_BULK_LEN,
+BLOOMKIT_CLIENT_QUERY_BUFFER_LIMIT, BLOOMKIT_LOG_LEVEL, BLOOMKIT_LOG_FORMAT.
 Flags win over the environment. docs/operations.md is the manual.`,
 	examples: `bloom serve
 redis-cli -p 6479 BF.ADD urls https://a.example
@@ -50,6 +53,11 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	key := fs.String("tls-key", env("BLOOMKIT_TLS_KEY", ""), "TLS private key (PEM)")
 	maxmem := fs.String("maxmemory", env("BLOOMKIT_MAXMEMORY", "0"), "memory limit for filters, e.g. 4GiB, 512mb (0: 90% of RAM)")
 	metrics := fs.String("metrics-addr", env("BLOOMKIT_METRICS_ADDR", ""), "serve Prometheus /metrics and /healthz here")
+	maxclients := fs.Int("maxclients", envInt(env("BLOOMKIT_MAXCLIENTS", "10000")), "open connections allowed (Redis's maxclients)")
+	timeout := fs.Duration("timeout", envDuration(env("BLOOMKIT_TIMEOUT", "0s")), "close clients idle this long, e.g. 300s (0: never)")
+	writeTimeout := fs.Duration("client-write-timeout", envDuration(env("BLOOMKIT_CLIENT_WRITE_TIMEOUT", "60s")), "disconnect a client whose replies make no progress this long")
+	maxBulk := fs.String("proto-max-bulk-len", env("BLOOMKIT_PROTO_MAX_BULK_LEN", "512mb"), "largest argument of a request")
+	maxQuery := fs.String("client-query-buffer-limit", env("BLOOMKIT_CLIENT_QUERY_BUFFER_LIMIT", "1gb"), "largest request")
 	level := fs.String("log-level", env("BLOOMKIT_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
 	format := fs.String("log-format", env("BLOOMKIT_LOG_FORMAT", "text"), "log format: text or json")
 	pos, code, ok := parseFlags(fs, serveHelp, args, stdout, stderr)
@@ -62,6 +70,20 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	limit, err := parseMemory(*maxmem)
 	if err != nil {
 		return usageErr(stderr, "serve", "--maxmemory: %v", err)
+	}
+	bulk, err := parseMemory(*maxBulk)
+	if err != nil || bulk < 1 || bulk > 1<<40 {
+		return usageErr(stderr, "serve", "--proto-max-bulk-len: not a size between 1 byte and 1 TiB: %q", *maxBulk)
+	}
+	query, err := parseMemory(*maxQuery)
+	if err != nil || query < 1 || query > 1<<40 {
+		return usageErr(stderr, "serve", "--client-query-buffer-limit: not a size between 1 byte and 1 TiB: %q", *maxQuery)
+	}
+	if *maxclients < 1 {
+		return usageErr(stderr, "serve", "--maxclients must be at least 1")
+	}
+	if *timeout < 0 || *writeTimeout <= 0 {
+		return usageErr(stderr, "serve", "--timeout must be 0 or more and --client-write-timeout more than 0")
 	}
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
@@ -83,6 +105,8 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	srv, err := server.New(server.Config{
 		Addr: *addr, Dir: *dir, AppendFsync: *fsync, RequirePass: *pass,
 		TLSCert: *cert, TLSKey: *key, MaxMemory: limit, MetricsAddr: *metrics, Logger: logger,
+		MaxClients: *maxclients, Timeout: *timeout, WriteTimeout: *writeTimeout,
+		MaxBulk: int(bulk), MaxQuery: int(query),
 	})
 	if err != nil {
 		return failf(stderr, "serve", "%v", err)
@@ -140,4 +164,22 @@ func parseMemory(s string) (uint64, error) {
 		return 0, fmt.Errorf("size too large: %s", s)
 	}
 	return uint64(v * float64(mult)), nil
+}
+
+// envInt and envDuration turn an environment default into a flag default;
+// a malformed value is kept out (-1 / -1ns) so that validation reports it.
+func envInt(v string) int {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+func envDuration(v string) time.Duration {
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil {
+		return -1
+	}
+	return d
 }

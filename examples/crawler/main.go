@@ -155,7 +155,7 @@ func serveDemo(addr string, pages int) int {
 
 // localFrontier is an in-process seen-set, safe for the crawler's workers.
 // The mutex makes each TestAndAdd one step: with the lock-free
-// TestAndAddStringSync, two workers finding the same new link at the same
+// Sync view (Blocked.Sync), two workers finding the same new link at the same
 // moment could both be told it is new, and the page would be fetched twice.
 type localFrontier struct {
 	mu *sync.Mutex

@@ -6,6 +6,7 @@
 package format
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -39,6 +40,7 @@ const (
 	TypeScalable = 4 // bloom.Scalable
 	TypeWindow   = 5 // bloom.Window
 	TypeCuckoo   = 6 // cuckoo.Filter
+	TypeFrozen   = 7 // frozen.Filter (a binary fuse filter)
 )
 
 // TypeName returns a short lower-case name for a filter type.
@@ -56,6 +58,8 @@ func TypeName(t uint8) string {
 		return "window"
 	case TypeCuckoo:
 		return "cuckoo"
+	case TypeFrozen:
+		return "frozen"
 	}
 	return fmt.Sprintf("unknown type %d", t)
 }
@@ -246,8 +250,11 @@ func WriteWords(w io.Writer, words []uint64) error {
 }
 
 // EagerBytes is the payload size up to which ReadWords allocates the whole
-// payload at once even when the input's length is unknown.
-const EagerBytes = 64 << 20
+// payload at once even when the input's length is unknown. Above it, memory
+// grows by doubling as the data arrives, so a forged header on a short
+// stream costs at most this much (and a real payload at most twice its
+// size while it is read).
+const EagerBytes = 1 << 20
 
 // ReadWords reads n little-endian words, allocating them with alloc (which
 // must return n zeroed words). Unless known says the input is long enough,
@@ -297,6 +304,34 @@ func Remaining(r io.Reader) (int64, bool) {
 	}
 	return 0, false
 }
+
+// Prepend returns a reader of prefix followed by r. When Remaining can tell
+// r's length, the result tells Remaining its own, so that a decoder given
+// back the header it was shown still knows how much input there is (and
+// refuses a header that announces more than that before allocating).
+func Prepend(prefix []byte, r io.Reader) io.Reader {
+	mr := io.MultiReader(bytes.NewReader(prefix), r)
+	avail, known := Remaining(r)
+	if !known {
+		return mr
+	}
+	return &lenReader{r: mr, left: int64(len(prefix)) + avail}
+}
+
+// lenReader is a reader that knows how many bytes it holds.
+type lenReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (l *lenReader) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	return n, err
+}
+
+// Len returns the bytes not yet read (as bytes.Reader's Len does).
+func (l *lenReader) Len() int { return int(min(max(l.left, 0), math.MaxInt)) }
 
 // CheckAvailable fails with ErrTruncated when the input is known to hold
 // fewer bytes than the payload and trailer that h announces.

@@ -91,7 +91,7 @@ func (s bkCounting) count(keys [][]byte) int {
 func (s bkCounting) remove(keys [][]byte) int {
 	c := 0
 	for _, k := range keys {
-		if s.f.Remove(k) {
+		if s.f.Delete(k) {
 			c++
 		}
 	}

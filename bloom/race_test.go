@@ -1,0 +1,6 @@
+//go:build race
+
+package bloom
+
+// raceEnabled: see statistical.
+const raceEnabled = true

@@ -1,0 +1,49 @@
+package bloom
+
+// Sync is a view of a Filter or a Blocked whose methods may all run at
+// once, in any number of goroutines, with no mutex: it tests with atomic
+// loads and sets bits with atomic ORs (skipping bits already set). Get one
+// with Filter.Sync or Blocked.Sync; it shares the filter's bits, and is a
+// small value to pass around or keep.
+//
+// While goroutines add through a Sync, every goroutine that touches the
+// filter must go through a Sync too: the filter's own methods use plain
+// loads and stores, which are faster but not safe alongside an add. Of
+// several goroutines adding the same new key at once, more than one may be
+// told by TestAndAdd that it was absent (as with blobloom's SyncFilter);
+// use a lock if exactly one must win.
+type Sync struct{ f syncLayout }
+
+// syncLayout is what Sync needs of a layout.
+type syncLayout interface {
+	seed() uint64
+	testSync(lo, hi uint64) bool
+	testAndAddSync(lo, hi uint64) bool
+}
+
+// Add inserts key.
+func (s Sync) Add(key []byte) { s.f.testAndAddSync(s.sum(key)) }
+
+// AddString inserts key without copying it.
+func (s Sync) AddString(key string) { s.f.testAndAddSync(s.sumString(key)) }
+
+// AddHash inserts the key whose hash is h (see Hash).
+func (s Sync) AddHash(h KeyHash) { s.f.testAndAddSync(h.Lo, h.Hi) }
+
+// Test reports whether key may have been added.
+func (s Sync) Test(key []byte) bool { return s.f.testSync(s.sum(key)) }
+
+// TestString is Test for a string key.
+func (s Sync) TestString(key string) bool { return s.f.testSync(s.sumString(key)) }
+
+// TestHash is Test for the key whose hash is h.
+func (s Sync) TestHash(h KeyHash) bool { return s.f.testSync(h.Lo, h.Hi) }
+
+// TestAndAdd inserts key and reports whether it tested present before.
+func (s Sync) TestAndAdd(key []byte) bool { return s.f.testAndAddSync(s.sum(key)) }
+
+// TestAndAddString is TestAndAdd for a string key.
+func (s Sync) TestAndAddString(key string) bool { return s.f.testAndAddSync(s.sumString(key)) }
+
+func (s Sync) sum(key []byte) (lo, hi uint64)       { return hashBytes(key, s.f.seed()) }
+func (s Sync) sumString(key string) (lo, hi uint64) { return hashString(key, s.f.seed()) }
