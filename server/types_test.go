@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bloomkit/bloomkit/internal/redistest"
+	"github.com/bloomkit/bloomkit/redisbloom"
 )
 
 // The answers below were recorded from RedisBloom 2.8.20 loaded into Redis
@@ -106,6 +107,7 @@ var typeSteps = []step{
 	{"MEMORY FOO", "-ERR unknown subcommand 'FOO'. Try MEMORY HELP."},
 	{"MEMORY", "-ERR wrong number of arguments for 'memory' command"},
 	{"MEMORY PURGE", "+OK"},
+	{"MEMORY DOCTOR", `"Hi Sam, this instance is empty or is using very little memory, my issues detector can't be used in these conditions. Please, leave for your mission on Earth and fill it with some data. The new Sam and I will be back to our programming as soon as I finished rebooting."`},
 	// A string key: WRONGTYPE where RedisBloom gives it, 0 or "not found"
 	// where it does not look at the type.
 	{"TYPE s", "+string"},
@@ -440,4 +442,43 @@ func TestStringMaxMemory(t *testing.T) {
 		t.Errorf("accounted %d bytes, recount says %d", used, s.db.used)
 	}
 	s.db.mu.Unlock()
+}
+
+// A legacy filter (RedisBloom 1.x dumps: 32-bit hashes, a power-of-two bit
+// count given by N2) prints hashwidth:32 and 1<<N2 bits, as RedisBloom does.
+func TestBFDebugLegacyLink(t *testing.T) {
+	b := &redisbloom.Bloom{Size: 3, Options: redisbloom.OptNoRound}
+	l := redisbloom.Link{Bytes: 128, N2: 10, Hashes: 7, Entries: 100, Size: 3, Error: 0.01}
+	want := "bytes:128 bits:1024 hashes:7 hashwidth:32 capacity:100 size:3 ratio:0.01"
+	if got := bloomDebugLink(b, &l); got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
+
+// MEMORY STATS counts what --maxmemory counts (INFO's used_memory).
+func TestMemoryStats(t *testing.T) {
+	s := startServer(t, Config{NoPersistence: true})
+	rc := dialRaw(t, s.Addr())
+	rc.do("SET", "a", strings.Repeat("x", 1000))
+	rc.do("BF.RESERVE", "b", "0.01", "1000")
+	got := rc.do("MEMORY", "STATS")
+	s.db.mu.Lock()
+	used := s.db.used
+	s.db.mu.Unlock()
+	for _, want := range []string{
+		fmt.Sprintf(`"total.allocated" :%d `, used),
+		`"keys.count" :2 `,
+		fmt.Sprintf(`"keys.bytes-per-key" :%d `, used/2),
+		fmt.Sprintf(`"dataset.bytes" :%d `, used),
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("MEMORY STATS = %s\nmissing %s", got, want)
+		}
+	}
+	if used < 1000+1198 {
+		t.Errorf("used = %d: the string and the filter are not both counted", used)
+	}
+	if got := rc.do("MEMORY", "HELP"); !strings.HasPrefix(got, "[+MEMORY <subcommand>") {
+		t.Errorf("MEMORY HELP = %s", got)
+	}
 }
