@@ -164,10 +164,10 @@ func cmdMemory(s *Server, c *Session, args [][]byte, r *Reply) {
 		used := s.db.used
 		s.db.mu.Unlock()
 		if used < 5<<20 {
-			r.Verbatim("Hi Sam, this instance is empty or is using very little memory, my issues detector can't be used in these conditions. Please, leave for your mission on Earth and fill it with some data. The new Sam and I will be back to our programming as soon as I finished rebooting.")
+			r.Verbatim("Hi Sam, this instance is empty or is using very little memory, my issues detector can't be used in these conditions. Please, leave for your mission on Earth and fill it with some data. The new Sam and I will be back to our programming as soon as I finished rebooting.\n")
 			return
 		}
-		r.Verbatim("Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.")
+		r.Verbatim("Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.\n")
 	case "purge":
 		debug.FreeOSMemory()
 		r.OK()

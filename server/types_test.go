@@ -107,7 +107,7 @@ var typeSteps = []step{
 	{"MEMORY FOO", "-ERR unknown subcommand 'FOO'. Try MEMORY HELP."},
 	{"MEMORY", "-ERR wrong number of arguments for 'memory' command"},
 	{"MEMORY PURGE", "+OK"},
-	{"MEMORY DOCTOR", `"Hi Sam, this instance is empty or is using very little memory, my issues detector can't be used in these conditions. Please, leave for your mission on Earth and fill it with some data. The new Sam and I will be back to our programming as soon as I finished rebooting."`},
+	{"MEMORY DOCTOR", `"Hi Sam, this instance is empty or is using very little memory, my issues detector can't be used in these conditions. Please, leave for your mission on Earth and fill it with some data. The new Sam and I will be back to our programming as soon as I finished rebooting.\n"`},
 	// A string key: WRONGTYPE where RedisBloom gives it, 0 or "not found"
 	// where it does not look at the type.
 	{"TYPE s", "+string"},
