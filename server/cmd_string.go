@@ -81,10 +81,17 @@ func cmdSet(s *Server, c *Session, args [][]byte, r *Reply) {
 			xx = true
 		case opt == "GET":
 			get = true
-		case opt == "KEEPTTL" && exp == expNone:
+		case opt == "KEEPTTL" && (exp == expNone || exp == expKeep):
 			exp = expKeep
-		case (opt == "EX" || opt == "PX" || opt == "EXAT" || opt == "PXAT") && exp == expNone && i+1 < len(args):
-			exp = map[string]int{"EX": expEX, "PX": expPX, "EXAT": expEXAT, "PXAT": expPXAT}[opt]
+		case opt == "EX" || opt == "PX" || opt == "EXAT" || opt == "PXAT":
+			// As Redis: the same option again replaces its value;
+			// another expiry option is a syntax error.
+			kind := map[string]int{"EX": expEX, "PX": expPX, "EXAT": expEXAT, "PXAT": expPXAT}[opt]
+			if (exp != expNone && exp != kind) || i+1 >= len(args) {
+				r.Error(errSyntax)
+				return
+			}
+			exp = kind
 			i++
 			expArg = args[i]
 		default:

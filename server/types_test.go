@@ -166,6 +166,15 @@ var typeSteps = []step{
 	{"TYPE a", "+string"},
 	{"MGET a c2 bf nokey", `["1" "x" "v" nil]`},
 	{"CF.ADD c2 x", "-WRONGTYPE Operation against a key holding the wrong kind of value"},
+	// Generic commands on strings.
+	{"SET e1 v", "+OK"},
+	{"EXPIRE e1 100", ":1"},
+	{"TTL e1", ":100"},
+	{"PERSIST e1", ":1"},
+	{"RENAME e1 e2", "+OK"},
+	{"GET e2", `"v"`},
+	{"EXISTS e1 e2", ":1"},
+	{"DEL e2", ":1"},
 	// SET's options and errors (Redis 7.0).
 	{"SET k v NX XX", "-ERR syntax error"},
 	{"SET k v EX 0", "-ERR invalid expire time in 'set' command"},
@@ -177,6 +186,13 @@ var typeSteps = []step{
 	{"SET k v EX", "-ERR syntax error"},
 	{"SET k v EX 9223372036854775807", "-ERR invalid expire time in 'set' command"},
 	{"SET k v PX 9223372036854775807", "-ERR invalid expire time in 'set' command"},
+	{"SET k v EX 10 EX 20", "+OK"}, // the same option again: the last value wins
+	{"TTL k", ":20"},
+	{"SET k v KEEPTTL KEEPTTL", "+OK"},
+	{"SET k v NX NX", "nil"},
+	{"SET k v ex abc ex 10", "+OK"}, // only the last value is parsed
+	{"SET k v ex 10 ex abc", "-ERR value is not an integer or out of range"},
+	{"SET k v PX 100 EX 10", "-ERR syntax error"},
 	{"SET k v EXAT 1", "+OK"},
 	{"GET k", "nil"},
 	{"SET k v NX GET", "nil"},
