@@ -483,6 +483,8 @@ func (s *Server) background() {
 			// everysec: fsync once a second; no: write what is buffered.
 			if err := s.aof.flushTo(0, fs == fsyncEverysec); err != nil {
 				s.log.Error("append-only log failed; refusing writes (MISCONF) until a snapshot succeeds", "err", err)
+			} else if fs == fsyncNo {
+				s.aof.closeRetired()
 			}
 		}
 		if s.aof.failure() != nil {
