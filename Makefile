@@ -26,7 +26,8 @@ test: deps lint
 	cd bench && $(GO) test -race -count=1 ./interop
 
 ## deps: install what the tests need from Debian: redis-server, redis-cli and
-## redis-py (the server is tested with real clients), PostgreSQL (for
+## redis-py with pytest (the server is tested with real clients and redis-py's
+## own Bloom tests), PostgreSQL (for
 ## examples/cacheguard), the wamerican word list (for examples/spell) and
 ## a JDK with Guava (guava/ is tested against the real Guava);
 ## run as root; does nothing when they are already there.
@@ -37,10 +38,10 @@ deps:
 			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql wamerican >/dev/null; \
 		else echo "PostgreSQL or wamerican missing: run 'sudo make deps' or install postgresql and wamerican"; fi; \
 	fi
-	@if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null || ! python3 -c 'import redis' 2>/dev/null; then \
+	@if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null || ! /usr/bin/python3 -c 'import redis, pytest' 2>/dev/null; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools python3-redis >/dev/null; \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools python3-redis python3-pytest >/dev/null; \
 		else echo "redis-server/redis-cli missing: run 'sudo make deps' or install redis-server and redis-tools"; fi; \
 	fi
 	@if ! command -v javac >/dev/null || [ ! -e /usr/share/java/guava.jar ]; then \

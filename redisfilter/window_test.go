@@ -60,6 +60,7 @@ func testWindow(t *testing.T, b backend) {
 			break
 		}
 		fresh := keys(fmt.Sprintf("%s-round%d-", name, round), 50)
+		added := time.Now()
 		if err := w1.AddMany(ctx, fresh); err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +68,7 @@ func testWindow(t *testing.T, b backend) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := allTrue(got, fresh); err != nil {
+		if err := allTrue(got, fresh); err != nil && time.Since(added) < o.Span {
 			t.Fatalf("round %d (%v after start): a key just added by one client tests absent for the other: %v", round, elapsed, err)
 		}
 		before := time.Since(start)
@@ -81,8 +82,10 @@ func testWindow(t *testing.T, b backend) {
 				present++
 			}
 		}
-		if before < o.Span && present != len(first) {
-			t.Fatalf("%v after adding (< T = %v): %d of %d keys present", before, o.Span, present, len(first))
+		// Present is required only when the whole test ran within T of the
+		// add's start (a loaded machine may stall between the two).
+		if after := time.Since(start); after < o.Span && present != len(first) {
+			t.Fatalf("%v after adding (< T = %v): %d of %d keys present", after, o.Span, present, len(first))
 		}
 		if before > limit && present > len(first)/20 {
 			t.Fatalf("%v after adding (> T + T/G + 2·Slack): %d of %d keys still present", before, present, len(first))

@@ -455,6 +455,12 @@ func (a *appendLog) recover() {
 	defer a.syncMu.Unlock()
 	a.ioMu.Lock()
 	defer a.ioMu.Unlock()
+	// The files rotated away from are superseded by the snapshot: close
+	// them without another fsync (it might fail again, or lie).
+	for _, lf := range a.retired {
+		lf.f.Close()
+	}
+	a.retired = nil
 	a.err, a.errGen = nil, 0
 	a.failed.Store(false)
 	a.mu.Lock()
@@ -462,6 +468,19 @@ func (a *appendLog) recover() {
 	a.mu.Unlock()
 	a.written.Store(w)
 	a.synced.Store(w)
+}
+
+// closeRetired closes the files rotated away from without fsyncing them
+// (appendfsync no, where nothing else would close them).
+func (a *appendLog) closeRetired() {
+	a.syncMu.Lock()
+	defer a.syncMu.Unlock()
+	a.ioMu.Lock()
+	defer a.ioMu.Unlock()
+	for _, lf := range a.retired {
+		lf.f.Close()
+	}
+	a.retired = nil
 }
 
 // generation is the current file's generation.

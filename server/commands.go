@@ -91,6 +91,16 @@ func init() {
 		{name: "persist", arity: 2, flags: []string{"write", "fast"}, first: 1, last: 1, step: 1, write: true, fn: cmdPersist},
 		{name: "flushall", arity: -1, flags: []string{"write"}, write: true, fn: cmdFlush},
 		{name: "flushdb", arity: -1, flags: []string{"write"}, write: true, fn: cmdFlush},
+		// Plain strings, debugging and memory (cmd_string.go, cmd_debug.go, cmd_memory.go).
+		{name: "set", arity: -3, flags: []string{"write", "denyoom"}, first: 1, last: 1, step: 1, write: true, fn: cmdSet},
+		{name: "get", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, fn: cmdGet},
+		{name: "getdel", arity: 2, flags: []string{"write", "fast"}, first: 1, last: 1, step: 1, write: true, fn: cmdGetDel},
+		{name: "strlen", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, fn: cmdStrlen},
+		{name: "mset", arity: -3, flags: []string{"write", "denyoom"}, first: 1, last: -1, step: 2, write: true, fn: cmdMSet},
+		{name: "mget", arity: -2, flags: []string{"readonly", "fast"}, first: 1, last: -1, step: 1, fn: cmdMGet},
+		{name: "bf.debug", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, fn: cmdBFDebug},
+		{name: "cf.debug", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, fn: cmdCFDebug},
+		{name: "memory", arity: -2, flags: []string{"readonly"}, unlocked: true, fn: cmdMemory},
 		// Persistence.
 		{name: "save", arity: 1, flags: []string{"admin", "noscript", "no_async_loading", "no_multi"}, noMulti: true, unlocked: true, fn: cmdSave},
 		{name: "bgsave", arity: -1, flags: []string{"admin", "noscript", "no_async_loading"}, noMulti: true, unlocked: true, fn: cmdBGSave},

@@ -107,7 +107,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	c.lastCmd.Store(c.created.UnixMilli())
 	lc := s.adoptable(nc, c)
 	if lc == nil {
-		c.conn = nc
+		c.setConn(nc)
 	}
 	s.smu.Lock() // after c.conn and c.kill are set: disconnect reads them
 	s.sessions[c.ID] = c
@@ -227,11 +227,39 @@ func (s *Server) endSession(c *Session) {
 
 // disconnect closes a client's connection (CLIENT KILL, shutdown): at once
 // when it waits for a request, after its current command otherwise.
+// The session is listed (CLIENT KILL, shutdown can see it) before its
+// connection is handed to a loop or kept by a goroutine, so conn and kill
+// are set and read under hmu.
 func (c *Session) disconnect() {
 	c.closing.Store(true)
-	if c.kill != nil {
-		c.kill()
-	} else if c.conn != nil {
-		c.conn.Close()
+	c.hmu.Lock()
+	kill, conn := c.kill, c.conn
+	c.hmu.Unlock()
+	if kill != nil {
+		kill()
+	} else if conn != nil {
+		conn.Close()
+	}
+}
+
+// setConn records the goroutine path's connection; a disconnect asked for
+// before then takes effect now.
+func (c *Session) setConn(nc net.Conn) {
+	c.hmu.Lock()
+	c.conn = nc
+	c.hmu.Unlock()
+	if c.closing.Load() {
+		nc.Close()
+	}
+}
+
+// setKill records the event loop's wake-up; a disconnect asked for before
+// then takes effect now.
+func (c *Session) setKill(kill func()) {
+	c.hmu.Lock()
+	c.kill = kill
+	c.hmu.Unlock()
+	if c.closing.Load() {
+		kill()
 	}
 }

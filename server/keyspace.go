@@ -16,6 +16,9 @@ type Kind uint8
 const (
 	KindBloom  Kind = 1
 	KindCuckoo Kind = 2
+	// KindString is a plain Redis string (SET/GET), kept so that clients
+	// mixing strings and filters get WRONGTYPE where RedisBloom gives it.
+	KindString Kind = 3
 )
 
 // String is the name TYPE reports for the kind.
@@ -25,15 +28,20 @@ func (k Kind) String() string {
 		return "MBbloom--"
 	case KindCuckoo:
 		return "MBbloomCF"
+	case KindString:
+		return "string"
 	}
 	return "none"
 }
 
 // entry is one key's value.
 type entry struct {
-	kind     Kind
-	bf       *redisbloom.Bloom
-	cf       *redisbloom.Cuckoo
+	kind Kind
+	bf   *redisbloom.Bloom
+	cf   *redisbloom.Cuckoo
+	// str is a string's value. It is never changed in place (a write
+	// replaces the entry), so a snapshot's image can share it.
+	str      []byte
 	expireAt int64 // unix milliseconds; 0 = no expiry
 	// img is the entry's point-in-time image while a snapshot still needs
 	// it; epoch is the newest snapshot that no longer needs the entry (it
@@ -52,6 +60,8 @@ func (e *entry) dataBytes() uint64 {
 		return e.bf.MemUsage()
 	case KindCuckoo:
 		return e.cf.MemUsage()
+	case KindString:
+		return uint64(len(e.str))
 	}
 	return 0
 }
@@ -240,6 +250,8 @@ func dataArrays(e *entry) uint64 {
 		return e.bf.DataBytes()
 	case KindCuckoo:
 		return e.cf.DataBytes()
+	case KindString:
+		return uint64(len(e.str)) // counted by the SET that stored it
 	}
 	return 0
 }

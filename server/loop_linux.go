@@ -155,7 +155,7 @@ func (s *Server) adoptable(nc net.Conn, c *Session) *loopConn {
 	nc.Close() // the duplicate keeps the socket open
 	now := time.Now()
 	l := s.loops[int(c.ID)%len(s.loops)]
-	c.kill = l.wakeUp
+	c.setKill(l.wakeUp)
 	return &loopConn{loop: l, fd: fd, sess: c, rd: newRequestReader(fdReader{fd}, s.readLimits(c)), lastRead: now, lastWrite: now}
 }
 

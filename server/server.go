@@ -151,6 +151,7 @@ type Session struct {
 	Addr      string
 	LocalAddr string
 
+	hmu     sync.Mutex              // conn and kill: set after the session is listed
 	conn    net.Conn                // the goroutine path's connection
 	kill    func()                  // the event loop's way to notice closing
 	closing atomic.Bool             // CLIENT KILL: close after the current command
@@ -482,6 +483,8 @@ func (s *Server) background() {
 			// everysec: fsync once a second; no: write what is buffered.
 			if err := s.aof.flushTo(0, fs == fsyncEverysec); err != nil {
 				s.log.Error("append-only log failed; refusing writes (MISCONF) until a snapshot succeeds", "err", err)
+			} else if fs == fsyncNo {
+				s.aof.closeRetired()
 			}
 		}
 		if s.aof.failure() != nil {

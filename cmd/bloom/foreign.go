@@ -57,11 +57,7 @@ func makeGuava(n uint64, p float64, seed uint64) (*newFilter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &newFilter{
-		add:      func(k []byte) error { f.Add(k); return nil },
-		addMany:  func(k [][]byte) error { addEach(f.Add, k); return nil },
-		WriterTo: f, stats: f, params: bloom.Params{M: f.M(), K: uint32(f.K())},
-	}, nil
+	return classicForeign(f, f.M(), uint32(f.K())), nil
 }
 
 func makeBitsAndBlooms(n uint64, p float64, seed uint64) (*newFilter, error) {
@@ -72,11 +68,21 @@ func makeBitsAndBlooms(n uint64, p float64, seed uint64) (*newFilter, error) {
 	if err != nil {
 		return nil, err
 	}
+	return classicForeign(f, f.M(), uint32(f.K())), nil
+}
+
+// classicForeign wraps a classic Bloom filter of another library's format
+// with m bits and k probes.
+func classicForeign(f interface {
+	Add([]byte)
+	io.WriterTo
+	filterStats
+}, m uint64, k uint32) *newFilter {
 	return &newFilter{
-		add:      func(k []byte) error { f.Add(k); return nil },
-		addMany:  func(k [][]byte) error { addEach(f.Add, k); return nil },
-		WriterTo: f, stats: f, params: bloom.Params{M: f.M(), K: uint32(f.K())},
-	}, nil
+		add:      func(key []byte) error { f.Add(key); return nil },
+		addMany:  func(keys [][]byte) error { addEach(f.Add, keys); return nil },
+		WriterTo: f, stats: f, params: bloom.Params{M: m, K: k},
+	}
 }
 
 // frozenKind is build --static: a binary fuse filter of bits-bit

@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 
@@ -32,6 +33,8 @@ type remote struct {
 // through go-redis's cluster client, which routes each key to the master
 // of its hash slot; addr is then one seed node.
 func dial(ctx context.Context, addr string) (*remote, error) {
+	// go-redis logs failed dials on its own; the error returned says it.
+	quietOnce.Do(func() { redis.SetLogger(quietLogger{}) })
 	opt := &redis.Options{Addr: addr}
 	if strings.Contains(addr, "://") {
 		var err error
@@ -222,17 +225,36 @@ func recordSum(sum uint32, iter int64, data []byte) uint32 {
 
 // tempKey is a scratch key in the same cluster hash slot as key, into which
 // a filter is loaded before a RENAME puts it in place in one step, so that
-// nobody sees a half-loaded filter under key.
+// nobody sees a half-loaded filter under key. A key without a {hash tag}
+// gets one that hashes to its slot.
 func tempKey(key string) string {
 	base := key + ".bloom-load"
 	if hashTag(key) != key { // a {tag}: any suffix keeps the slot
 		return base
 	}
-	want := keySlot(key)
-	for i := 0; ; i++ {
-		t := base + strconv.Itoa(i)
-		if keySlot(t) == want {
-			return t
+	slotTagsOnce.Do(fillSlotTags)
+	// In front, so that it is the first {...} of the name.
+	return "{" + slotTags[keySlot(key)] + "}" + base
+}
+
+var quietOnce sync.Once
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
+// slotTags[s] is a short string whose slot is s.
+var (
+	slotTags     [16384]string
+	slotTagsOnce sync.Once
+)
+
+func fillSlotTags() {
+	for left, i := 16384, 0; left > 0; i++ {
+		t := strconv.FormatInt(int64(i), 36)
+		if s := keySlot(t); slotTags[s] == "" {
+			slotTags[s] = t
+			left--
 		}
 	}
 }

@@ -227,3 +227,14 @@ func TestMigrateCluster(t *testing.T) {
 		t.Errorf("second run to the cluster:\n%s", r.stdout)
 	}
 }
+
+// TestTempKey: the scratch key is in the key's cluster hash slot (RENAME
+// needs that), for keys with and without a hash tag.
+func TestTempKey(t *testing.T) {
+	for _, k := range []string{"a", "urls", "seen:{user7}:day", "{}x", "k:" + strings.Repeat("z", 300)} {
+		tmp := tempKey(k)
+		if tmp == k || redistest.KeySlot(tmp) != redistest.KeySlot(k) || keySlot(k) != redistest.KeySlot(k) {
+			t.Errorf("%q → %q: slots %d and %d", k, tmp, redistest.KeySlot(k), redistest.KeySlot(tmp))
+		}
+	}
+}
