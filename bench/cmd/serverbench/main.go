@@ -727,6 +727,8 @@ func (r *report) markdown() string {
 			}
 			verdict := fmt.Sprintf("≥ %.1fx: ", g)
 			switch {
+			case busy(r.loadStart) || busy(r.loadEnd):
+				verdict += "not judged (busy machine)"
 			case rpsA >= g*rpsC && med(a, p99) <= med(c, p99):
 				verdict += "met"
 			case rpsA >= g*rpsC:
