@@ -137,7 +137,7 @@ func main() {
 		}
 		logf("wrote %s", cfg.out)
 	}
-	fmt.Fprint(os.Stderr, goalsText(cfg, rows))
+	fmt.Fprint(os.Stderr, goalsText(cfg, rows, stats))
 	logf("done in %s", env.took.Round(time.Second))
 }
 

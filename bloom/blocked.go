@@ -79,30 +79,30 @@ func (f *Blocked) block(hi uint64) *[8]uint64 {
 }
 
 // Add inserts key.
-func (f *Blocked) Add(key []byte) { f.add(batch.Sum(key, f.params.Seed)) }
+func (f *Blocked) Add(key []byte) { f.add(hashBytes(key, f.params.Seed)) }
 
 // AddString inserts key without copying it.
-func (f *Blocked) AddString(key string) { f.add(batch.Sum(key, f.params.Seed)) }
+func (f *Blocked) AddString(key string) { f.add(hashString(key, f.params.Seed)) }
 
 // AddHash inserts the key whose hash is h (see Hash).
 func (f *Blocked) AddHash(h KeyHash) { f.add(h.Lo, h.Hi) }
 
 // Test reports whether key may have been added. False means it certainly
 // was not; true means it probably was.
-func (f *Blocked) Test(key []byte) bool { return f.test(batch.Sum(key, f.params.Seed)) }
+func (f *Blocked) Test(key []byte) bool { return f.test(hashBytes(key, f.params.Seed)) }
 
 // TestString is Test for a string key, without copying it.
-func (f *Blocked) TestString(key string) bool { return f.test(batch.Sum(key, f.params.Seed)) }
+func (f *Blocked) TestString(key string) bool { return f.test(hashString(key, f.params.Seed)) }
 
 // TestHash is Test for the key whose hash is h (see Hash).
 func (f *Blocked) TestHash(h KeyHash) bool { return f.test(h.Lo, h.Hi) }
 
 // TestAndAdd inserts key and reports whether it tested present before.
-func (f *Blocked) TestAndAdd(key []byte) bool { return f.testAndAdd(batch.Sum(key, f.params.Seed)) }
+func (f *Blocked) TestAndAdd(key []byte) bool { return f.testAndAdd(hashBytes(key, f.params.Seed)) }
 
 // TestAndAddString is TestAndAdd for a string key.
 func (f *Blocked) TestAndAddString(key string) bool {
-	return f.testAndAdd(batch.Sum(key, f.params.Seed))
+	return f.testAndAdd(hashString(key, f.params.Seed))
 }
 
 // Sync returns a view of f whose methods may all run concurrently (see

@@ -62,30 +62,30 @@ func (f *Filter) Params() Params { return f.params }
 // (x_i * m) >> 64. This derivation is part of the file format.
 
 // Add inserts key.
-func (f *Filter) Add(key []byte) { f.add(batch.Sum(key, f.params.Seed)) }
+func (f *Filter) Add(key []byte) { f.add(hashBytes(key, f.params.Seed)) }
 
 // AddString inserts key without copying it.
-func (f *Filter) AddString(key string) { f.add(batch.Sum(key, f.params.Seed)) }
+func (f *Filter) AddString(key string) { f.add(hashString(key, f.params.Seed)) }
 
 // AddHash inserts the key whose hash is h (see Hash).
 func (f *Filter) AddHash(h KeyHash) { f.add(h.Lo, h.Hi) }
 
 // Test reports whether key may have been added. False means it certainly
 // was not; true means it probably was.
-func (f *Filter) Test(key []byte) bool { return f.test(batch.Sum(key, f.params.Seed)) }
+func (f *Filter) Test(key []byte) bool { return f.test(hashBytes(key, f.params.Seed)) }
 
 // TestString is Test for a string key, without copying it.
-func (f *Filter) TestString(key string) bool { return f.test(batch.Sum(key, f.params.Seed)) }
+func (f *Filter) TestString(key string) bool { return f.test(hashString(key, f.params.Seed)) }
 
 // TestHash is Test for the key whose hash is h (see Hash).
 func (f *Filter) TestHash(h KeyHash) bool { return f.test(h.Lo, h.Hi) }
 
 // TestAndAdd inserts key and reports whether it tested present before.
-func (f *Filter) TestAndAdd(key []byte) bool { return f.testAndAdd(batch.Sum(key, f.params.Seed)) }
+func (f *Filter) TestAndAdd(key []byte) bool { return f.testAndAdd(hashBytes(key, f.params.Seed)) }
 
 // TestAndAddString is TestAndAdd for a string key.
 func (f *Filter) TestAndAddString(key string) bool {
-	return f.testAndAdd(batch.Sum(key, f.params.Seed))
+	return f.testAndAdd(hashString(key, f.params.Seed))
 }
 
 // Sync returns a view of f whose methods may all run concurrently (see
