@@ -375,13 +375,28 @@ func (db *DB) flush() {
 	if len(db.keys) > 0 {
 		db.dirty++
 	}
-	for _, e := range db.keys {
-		db.preserve(e)
-		if e.img != nil {
-			e.img.dropped = true
-			continue
+	old := db.keys
+	if db.snap == nil {
+		// No snapshot is being written, so nothing but the map holds
+		// the entries (a scrape re-checks its entry under the lock):
+		// their arrays are returned to the system off the lock, as
+		// Redis's lazy free does, and FLUSHALL is O(1) with it held.
+		go func() {
+			for _, e := range old {
+				if e.img == nil {
+					e.free()
+				}
+			}
+		}()
+	} else {
+		for _, e := range old {
+			db.preserve(e)
+			if e.img != nil {
+				e.img.dropped = true
+				continue
+			}
+			e.free()
 		}
-		e.free()
 	}
 	db.keys = map[string]*entry{}
 	db.order = newOrder()
