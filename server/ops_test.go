@@ -534,3 +534,36 @@ func TestFlushAllWhileScraping(t *testing.T) {
 	close(stop)
 	<-done
 }
+
+// The config file shown in docs/operations.md reads as documented.
+func TestDocumentedConfigFile(t *testing.T) {
+	doc, err := os.ReadFile("../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```text\n(# /etc/bloomkit.conf\n.*?)```").FindSubmatch(doc)
+	if m == nil {
+		t.Fatal("no config example in docs/operations.md")
+	}
+	file := filepath.Join(t.TempDir(), "bloomkit.conf")
+	if err := os.WriteFile(file, m[1], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var cfg Config
+	if err := ReadConfigFile(file, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Addr != "127.0.0.1:6479" || cfg.Dir != "/var/lib/bloomkit" || cfg.AppendFsync != "everysec" ||
+		cfg.MaxMemory != 4<<30 || cfg.Timeout != 300*time.Second || cfg.ConfigFile != file {
+		t.Errorf("read %+v", cfg)
+	}
+	// Errors name the file and line.
+	os.WriteFile(file, []byte("port 6479\nmaxclients many\n"), 0o600)
+	if err := ReadConfigFile(file, &cfg); err == nil || !strings.Contains(err.Error(), file+":2: maxclients") {
+		t.Errorf("bad value: %v", err)
+	}
+	os.WriteFile(file, []byte("loglevel debug\n"), 0o600)
+	if err := ReadConfigFile(file, &cfg); err == nil || !strings.Contains(err.Error(), `unknown directive "loglevel"`) {
+		t.Errorf("unknown directive: %v", err)
+	}
+}
