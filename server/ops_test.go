@@ -234,6 +234,13 @@ func TestSlowlog(t *testing.T) {
 	if got := rc.do("SLOWLOG", "LEN"); got != ":3" {
 		t.Errorf("SLOWLOG LEN with max-len 3: %s", got)
 	}
+	for i := 0; i < 20; i++ {
+		rc.do("ECHO", strconv.Itoa(i))
+	}
+	// Newest first: ECHO 19, 18, 17.
+	if got := rc.do("SLOWLOG", "GET", "-1"); !regexp.MustCompile(`^\[\[:\d+ :\d+ :\d+ \["ECHO" "19"\] \S+ "tester"\] \[:\d+ :\d+ :\d+ \["ECHO" "18"\] \S+ "tester"\] \[:\d+ :\d+ :\d+ \["ECHO" "17"\] \S+ "tester"\]\]$`).MatchString(got) {
+		t.Errorf("SLOWLOG GET -1 with max-len 3: %s", got)
+	}
 	rc.do("CONFIG", "SET", "slowlog-log-slower-than", "-1")
 	rc.do("SLOWLOG", "RESET")
 	rc.do("PING")

@@ -274,6 +274,7 @@ func New(cfg Config) (*Server, error) {
 		shutdownReq: make(chan struct{}),
 	}
 	s.set.init(&cfg)
+	s.slowlog.maxLen = int(s.set.slowMaxLen.Load())
 	s.configFile = cfg.ConfigFile
 	s.runID = newRunID()
 	s.metrics.register(s)
