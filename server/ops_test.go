@@ -58,6 +58,10 @@ func TestConfigGetSet(t *testing.T) {
 		{[]string{"CONFIG", "GET", "appendfsync"}, `["appendfsync" "always"]`},
 		{[]string{"CONFIG", "REWRITE"}, "-ERR The server is running without a config file"},
 		{[]string{"CONFIG", "NOPE"}, "-ERR unknown subcommand 'NOPE'. Try CONFIG HELP."},
+		// CONFIG takes the keyspace lock itself, which EXEC holds.
+		{[]string{"MULTI"}, "+OK"},
+		{[]string{"CONFIG", "GET", "maxmemory"}, "-ERR Command not allowed inside a transaction"},
+		{[]string{"DISCARD"}, "+OK"},
 	} {
 		if got := rc.do(c.args...); got != c.want {
 			t.Errorf("%v: got %s, want %s", c.args, got, c.want)
