@@ -111,7 +111,7 @@ func init() {
 		// introspection. Kept together for merging.
 		{name: "client", arity: -2, flags: []string{"noscript", "loading", "stale"}, fn: cmdClient},
 		{name: "reset", arity: 1, flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "allow_busy"}, noauth: true, txnControl: true, unlocked: true, fn: cmdReset},
-		{name: "config", arity: -2, flags: []string{"admin", "noscript", "loading", "stale"}, unlocked: true, fn: cmdConfig},
+		{name: "config", arity: -2, flags: []string{"admin", "noscript", "loading", "stale", "no_multi"}, unlocked: true, noMulti: true, fn: cmdConfig},
 		{name: "slowlog", arity: -2, flags: []string{"admin", "random", "loading", "stale"}, unlocked: true, fn: cmdSlowlog},
 		{name: "info", arity: -1, flags: []string{"loading", "stale"}, fn: cmdInfo},
 		{name: "dbsize", arity: 1, flags: []string{"readonly", "fast"}, fn: cmdDBSize},

@@ -48,6 +48,10 @@ type entry struct {
 	// wrote it, or the entry did not exist at its point in time).
 	img   *image
 	epoch uint64
+	// counted is the size the running recount pass counted for the entry
+	// while countedIn is that pass's number (see recountPass).
+	counted   uint64
+	countedIn uint64
 }
 
 // keyOverhead approximates the per-key bookkeeping cost counted against
@@ -82,6 +86,8 @@ type DB struct {
 	// expires counts the keys with an expiry (INFO keyspace), kept by
 	// link, remove and setExpire.
 	expires int
+	// pass is the memory recount running in steps (recountStep).
+	pass    recountPass
 	used    uint64 // bytes accounted: keys + filters
 	limit   uint64 // 0 = none
 	now     func() time.Time
@@ -117,7 +123,11 @@ func newOrder() *btree.BTreeG[scanKey] {
 // link adds key → e to the map and the scan order (key not present).
 func (db *DB) link(key string, e *entry) {
 	db.keys[key] = e
-	db.order.ReplaceOrInsert(scanKey{scanHash(key), key})
+	h := scanHash(key)
+	db.order.ReplaceOrInsert(scanKey{h, key})
+	if db.pass.active && h < db.pass.cursor {
+		db.pass.recheck[key] = struct{}{}
+	}
 	if e.expireAt != 0 {
 		db.expires++
 	}
@@ -217,6 +227,7 @@ func (e *entry) free() {
 func (db *DB) remove(key string, e *entry) {
 	delete(db.keys, key)
 	db.order.Delete(scanKey{scanHash(key), key})
+	db.pass.uncount(e)
 	if e.expireAt != 0 {
 		db.expires--
 	}
@@ -256,8 +267,93 @@ func dataArrays(e *entry) uint64 {
 	return 0
 }
 
+// recountPass recomputes the memory accounting in steps of about a
+// millisecond of lock each (a full recount of 500k keys holds the lock for
+// ≈ 0.2 s). Keys are counted in scan order; cursor is the first hash not
+// yet counted. A key the pass already counted that changes meanwhile (a
+// write names it, it is removed, or it is created behind the cursor) is
+// taken out of the sum and recounted at the end, so the result is the
+// accounting at the moment the pass ends, whatever ran between steps.
+type recountPass struct {
+	active  bool
+	id      uint64 // numbers passes, for entry.countedIn
+	cursor  uint64
+	sum     uint64
+	recheck map[string]struct{}
+}
+
+// uncount takes e out of the pass's sum if the pass counted it.
+func (p *recountPass) uncount(e *entry) {
+	if p.active && e.countedIn == p.id {
+		p.sum -= e.counted
+		e.countedIn = 0
+	}
+}
+
+// touch is called (db.mu held) before a write to key: if the pass is
+// behind it, the key is recounted at the end of the pass.
+func (db *DB) touch(key []byte) {
+	p := &db.pass
+	if h := scanHash(string(key)); h >= p.cursor {
+		return
+	}
+	if e, ok := db.keys[string(key)]; ok {
+		p.uncount(e)
+	}
+	p.recheck[string(key)] = struct{}{}
+}
+
+func entrySize(k string, e *entry) uint64 {
+	return uint64(len(k)) + keyOverhead + e.dataBytes()
+}
+
+// recountStep advances the memory recount for about budget (db.mu held),
+// starting a pass if none runs; it reports whether the pass finished (and
+// db.used was set from it).
+func (db *DB) recountStep(budget time.Duration) bool {
+	p := &db.pass
+	if !p.active {
+		*p = recountPass{active: true, id: p.id + 1, recheck: map[string]struct{}{}}
+	}
+	deadline := time.Now().Add(budget)
+	n := 0
+	done := true
+	var last uint64
+	started := false
+	db.order.AscendGreaterOrEqual(scanKey{h: p.cursor}, func(sk scanKey) bool {
+		if started && sk.h != last {
+			// A hash is finished: move the cursor past it, maybe stop.
+			p.cursor = sk.h
+			if n&63 == 0 && time.Now().After(deadline) {
+				done = false
+				return false
+			}
+		}
+		started, last = true, sk.h
+		e := db.keys[sk.k]
+		e.counted, e.countedIn = entrySize(sk.k, e), p.id
+		p.sum += e.counted
+		n++
+		return true
+	})
+	if !done {
+		return false
+	}
+	for k := range p.recheck {
+		if e, ok := db.keys[k]; ok && e.countedIn != p.id {
+			p.sum += entrySize(k, e)
+		}
+	}
+	db.used = p.sum
+	p.active, p.recheck = false, nil
+	return true
+}
+
 // recount recomputes the memory accounting from scratch.
+// It is O(N) with the lock held: start-up only; the server recounts with
+// recountStep.
 func (db *DB) recount() {
+	db.pass = recountPass{id: db.pass.id}
 	var n uint64
 	for k, e := range db.keys {
 		n += uint64(len(k)) + keyOverhead + e.dataBytes()
@@ -279,18 +375,34 @@ func (db *DB) flush() {
 	if len(db.keys) > 0 {
 		db.dirty++
 	}
-	for _, e := range db.keys {
-		db.preserve(e)
-		if e.img != nil {
-			e.img.dropped = true
-			continue
+	old := db.keys
+	if db.snap == nil {
+		// No snapshot is being written, so nothing but the map holds
+		// the entries (a scrape re-checks its entry under the lock):
+		// their arrays are returned to the system off the lock, as
+		// Redis's lazy free does, and FLUSHALL is O(1) with it held.
+		go func() {
+			for _, e := range old {
+				if e.img == nil {
+					e.free()
+				}
+			}
+		}()
+	} else {
+		for _, e := range old {
+			db.preserve(e)
+			if e.img != nil {
+				e.img.dropped = true
+				continue
+			}
+			e.free()
 		}
-		e.free()
 	}
 	db.keys = map[string]*entry{}
 	db.order = newOrder()
 	db.expires = 0
 	db.used = 0
+	db.pass = recountPass{id: db.pass.id}
 }
 
 // expireSome removes up to max expired keys, sampling like Redis's active

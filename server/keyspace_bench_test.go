@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -125,4 +126,37 @@ func BenchmarkDoBFExists(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		s.Do(c, args, &r)
 	}
+}
+
+// BenchmarkKeyspace500kRecount compares the memory recount the server ran
+// every second before (full: the lock held for the whole pass) with the
+// stepwise one (step: one pass in steps of 1 ms; max-µs is the longest
+// lock hold of a step).
+func BenchmarkKeyspace500kRecount(b *testing.B) {
+	s := bigServer(b)
+	b.Run("full", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			s.db.mu.Lock()
+			s.db.recount()
+			s.db.mu.Unlock()
+		}
+	})
+	b.Run("step", func(b *testing.B) {
+		var holds []time.Duration
+		for i := 0; i < b.N; i++ {
+			for {
+				s.db.mu.Lock()
+				t := time.Now()
+				done := s.db.recountStep(time.Millisecond)
+				holds = append(holds, time.Since(t))
+				s.db.mu.Unlock()
+				if done {
+					break
+				}
+			}
+		}
+		slices.Sort(holds)
+		b.ReportMetric(float64(holds[len(holds)*99/100].Microseconds()), "p99-µs")
+		b.ReportMetric(float64(holds[len(holds)-1].Microseconds()), "max-µs")
+	})
 }

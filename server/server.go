@@ -274,6 +274,7 @@ func New(cfg Config) (*Server, error) {
 		shutdownReq: make(chan struct{}),
 	}
 	s.set.init(&cfg)
+	s.slowlog.maxLen = int(s.set.slowMaxLen.Load())
 	s.configFile = cfg.ConfigFile
 	s.runID = newRunID()
 	s.metrics.register(s)
@@ -471,11 +472,13 @@ func (s *Server) background() {
 		}
 		ticks++
 		s.expireCycle()
-		if ticks%10 == 0 {
-			s.db.mu.Lock()
-			s.db.recount()
-			s.db.mu.Unlock()
+		// Memory recount: a pass at most every 10 s, in steps of about
+		// a millisecond of lock per tick.
+		s.db.mu.Lock()
+		if s.db.pass.active || ticks%100 == 0 {
+			s.db.recountStep(time.Millisecond)
 		}
+		s.db.mu.Unlock()
 		if s.aof == nil {
 			continue
 		}
@@ -696,6 +699,9 @@ func (s *Server) locked(c *Session, cmd *command, args [][]byte, r *Reply, start
 // of the keys a write names for a running snapshot, and logs a write that
 // succeeded. The connection's replies then wait for everything it saw.
 func (s *Server) run(c *Session, cmd *command, args [][]byte, r *Reply) {
+	if cmd.write && s.db.pass.active {
+		forKeys(cmd, args, s.db.touch)
+	}
 	if cmd.write && s.db.snap != nil {
 		forKeys(cmd, args, func(k []byte) {
 			if e, ok := s.db.keys[string(k)]; ok {

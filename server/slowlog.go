@@ -29,10 +29,25 @@ type slowEntry struct {
 	addr, name string
 }
 
+// slowlog keeps entries oldest first; the newest maxLen are the log. Old
+// ones are cut off in one copy once twice as many accumulated, so adding
+// is O(1) amortized whatever slowlog-max-len is.
 type slowlog struct {
 	mu      sync.Mutex
-	entries []slowEntry // newest first
+	entries []slowEntry
+	maxLen  int
 	nextID  int64
+}
+
+// newest returns up to n entries, newest first (mu held).
+func (l *slowlog) newest(n int) []slowEntry {
+	live := l.entries[max(len(l.entries)-l.maxLen, 0):]
+	n = min(n, len(live))
+	out := make([]slowEntry, n)
+	for i := range out {
+		out[i] = live[len(live)-1-i]
+	}
+	return out
 }
 
 // add records a command (its session's name read under db.mu or by the
@@ -63,11 +78,10 @@ func (l *slowlog) add(c *Session, args [][]byte, start time.Time, d time.Duratio
 	l.mu.Lock()
 	e.id = l.nextID
 	l.nextID++
-	l.entries = append(l.entries, slowEntry{})
-	copy(l.entries[1:], l.entries)
-	l.entries[0] = e
-	if len(l.entries) > maxLen {
-		l.entries = l.entries[:maxLen]
+	l.maxLen = maxLen
+	l.entries = append(l.entries, e)
+	if len(l.entries) >= 2*maxLen {
+		l.entries = append(l.entries[:0:0], l.entries[len(l.entries)-maxLen:]...)
 	}
 	l.mu.Unlock()
 }
@@ -105,8 +119,9 @@ func redact(args []string) {
 // trim keeps at most maxLen entries (CONFIG SET slowlog-max-len).
 func (l *slowlog) trim(maxLen int) {
 	l.mu.Lock()
-	if len(l.entries) > maxLen {
-		l.entries = l.entries[:max(maxLen, 0)]
+	l.maxLen = max(maxLen, 0)
+	if len(l.entries) > l.maxLen {
+		l.entries = append(l.entries[:0:0], l.entries[len(l.entries)-l.maxLen:]...)
 	}
 	l.mu.Unlock()
 }
@@ -133,7 +148,7 @@ func cmdSlowlog(s *Server, c *Session, args [][]byte, r *Reply) {
 			}
 		}
 		l.mu.Lock()
-		entries := l.entries[:min(count, len(l.entries))]
+		entries := l.newest(count)
 		r.Array(len(entries))
 		for _, e := range entries {
 			r.Array(6)
@@ -154,7 +169,7 @@ func cmdSlowlog(s *Server, c *Session, args [][]byte, r *Reply) {
 			return
 		}
 		l.mu.Lock()
-		r.Int(int64(len(l.entries)))
+		r.Int(int64(min(len(l.entries), l.maxLen)))
 		l.mu.Unlock()
 	case "reset":
 		if len(args) != 2 {
