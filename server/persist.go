@@ -491,7 +491,7 @@ func (s *Server) rewrite0(gen uint64) error {
 	dirty := s.db.dirty
 	s.db.mu.Unlock()
 	p.current.Store(snap)
-	err = s.writeSnapshotFile(snap)
+	err = s.inBackgroundThread(func() error { return s.writeSnapshotFile(snap) })
 	s.db.mu.Lock()
 	s.db.endSnapshot(snap)
 	s.db.mu.Unlock()
