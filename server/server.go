@@ -83,6 +83,9 @@ type Config struct {
 	WriteTimeout time.Duration
 	// HandshakeTimeout bounds a TLS handshake (default 10 s).
 	HandshakeTimeout time.Duration
+	// EventLoops is the number of epoll loops serving plain TCP clients on
+	// Linux (default: half the CPUs, at least one).
+	EventLoops int
 	// goroutinePerConn serves every client with a goroutine instead of
 	// the event loops (tests run both paths).
 	goroutinePerConn bool

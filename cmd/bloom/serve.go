@@ -30,7 +30,7 @@ Every flag can also be set by an environment variable: BLOOMKIT_ADDR, BLOOMKIT_D
 BLOOMKIT_APPENDFSYNC, BLOOMKIT_REQUIREPASS, BLOOMKIT_TLS_CERT, BLOOMKIT_TLS_KEY,
 BLOOMKIT_MAXMEMORY, BLOOMKIT_METRICS_ADDR, BLOOMKIT_METRICS_PASSWORD, BLOOMKIT_MAXCLIENTS,
 BLOOMKIT_TIMEOUT, BLOOMKIT_CLIENT_WRITE_TIMEOUT, BLOOMKIT_PROTO_MAX_BULK_LEN,
-BLOOMKIT_CLIENT_QUERY_BUFFER_LIMIT, BLOOMKIT_CONFIG, BLOOMKIT_LOG_LEVEL, BLOOMKIT_LOG_FORMAT.
+BLOOMKIT_CLIENT_QUERY_BUFFER_LIMIT, BLOOMKIT_EVENT_LOOPS, BLOOMKIT_CONFIG, BLOOMKIT_LOG_LEVEL, BLOOMKIT_LOG_FORMAT.
 Flags win over the environment, which wins over --config FILE.
 docs/operations.md is the manual.`,
 	examples: `bloom serve
@@ -72,6 +72,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	metricsPass := fs.String("metrics-password", env("BLOOMKIT_METRICS_PASSWORD", ""), "require HTTP basic auth with this password for /metrics")
 	maxclients := fs.Int("maxclients", envInt("BLOOMKIT_MAXCLIENTS", 10000), "maximum open client connections")
 	timeout := fs.Duration("timeout", envDuration("BLOOMKIT_TIMEOUT", 0), "close clients idle this long, e.g. 300s (0: never)")
+	loops := fs.Int("event-loops", envInt("BLOOMKIT_EVENT_LOOPS", 0), "epoll loops serving plain TCP clients (0: half the CPUs)")
 	writeTimeout := fs.Duration("client-write-timeout", envDuration("BLOOMKIT_CLIENT_WRITE_TIMEOUT", 60*time.Second), "disconnect a client whose replies make no progress this long")
 	maxBulk := fs.String("proto-max-bulk-len", env("BLOOMKIT_PROTO_MAX_BULK_LEN", "512mb"), "largest argument of a request")
 	maxQuery := fs.String("client-query-buffer-limit", env("BLOOMKIT_CLIENT_QUERY_BUFFER_LIMIT", "1gb"), "largest request")
@@ -126,7 +127,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		Addr: *addr, Dir: *dir, AppendFsync: *fsync, RequirePass: *pass,
 		TLSCert: *cert, TLSKey: *key, MaxMemory: limit, MetricsAddr: *metrics, Logger: logger,
 		MetricsPassword: *metricsPass, MaxClients: *maxclients, Timeout: *timeout,
-		WriteTimeout: *writeTimeout, MaxBulk: int(bulk), MaxQuery: int(query),
+		WriteTimeout: *writeTimeout, MaxBulk: int(bulk), MaxQuery: int(query), EventLoops: *loops,
 	}
 	if *config != "" {
 		// The file's settings, unless a flag or environment variable says
