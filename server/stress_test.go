@@ -12,7 +12,7 @@ import (
 // Many clients mixing writes, reads, snapshots, expiry, renames and flushes
 // (run with -race); afterwards a restart must load cleanly.
 func TestConcurrentMix(t *testing.T) {
-	s := startServer(t, Config{AppendFsync: "always", MetricsAddr: "127.0.0.1:0", EventLoops: 3} // several loops share the keyspace)
+	s := startServer(t, Config{AppendFsync: "always", MetricsAddr: "127.0.0.1:0", EventLoops: 3}) // several loops share the keyspace
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	for w := 0; w < 8; w++ {
