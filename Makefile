@@ -10,7 +10,9 @@ PKGS := ./...
 # under the race detector it takes minutes to build and run, so it runs
 # without it; its own concurrency is a mutex and atomics around the filter.
 # examples/ is its own module (examples/go.mod), so the library's go.mod does
-# not carry what only the examples need.
+# not carry what only the examples need; bench/interop checks our readers of
+# other libraries' formats against those libraries, which only bench/go.mod
+# holds.
 NORACE := ./cacheguard
 # The filter packages' statistical tests (millions of keys in one goroutine)
 # skip themselves under the race detector, which has nothing to check in
@@ -21,10 +23,13 @@ test: deps lint
 	$(GO) test -count=1 $(STATS)
 	cd examples && $(GO) test -race -count=1 $$($(GO) list ./... | grep -v '/examples/cacheguard$$')
 	cd examples && $(GO) test -count=1 $(NORACE)
+	cd bench && $(GO) test -race -count=1 ./interop
 
 ## deps: install what the tests need from Debian: redis-server, redis-cli and
-## redis-py (the server is tested with real clients), PostgreSQL (for
-## examples/cacheguard) and the wamerican word list (for examples/spell);
+## redis-py with pytest (the server is tested with real clients and redis-py's
+## own Bloom tests), PostgreSQL (for
+## examples/cacheguard), the wamerican word list (for examples/spell) and
+## a JDK with Guava (guava/ is tested against the real Guava);
 ## run as root; does nothing when they are already there.
 deps:
 	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || [ ! -e /usr/share/dict/american-english ]; then \
@@ -33,11 +38,17 @@ deps:
 			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql wamerican >/dev/null; \
 		else echo "PostgreSQL or wamerican missing: run 'sudo make deps' or install postgresql and wamerican"; fi; \
 	fi
-	@if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null || ! python3 -c 'import redis' 2>/dev/null; then \
+	@if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null || ! /usr/bin/python3 -c 'import redis, pytest' 2>/dev/null; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools python3-redis >/dev/null; \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools python3-redis python3-pytest >/dev/null; \
 		else echo "redis-server/redis-cli missing: run 'sudo make deps' or install redis-server and redis-tools"; fi; \
+	fi
+	@if ! command -v javac >/dev/null || [ ! -e /usr/share/java/guava.jar ]; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends default-jdk-headless libguava-java >/dev/null; \
+		else echo "javac or Guava missing: run 'sudo make deps' or install default-jdk-headless and libguava-java"; fi; \
 	fi
 	@command -v redis-server >/dev/null && redis-server --version || true
 
@@ -75,6 +86,22 @@ fuzz:
 	$(GO) test ./cuckoo -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cuckoo -run '^$$' -fuzz '^FuzzOperations$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./server -run '^$$' -fuzz '^FuzzCommand$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./server -run '^$$' -fuzz '^FuzzRequestReader$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./redisbloom -run '^$$' -fuzz '^FuzzLoadHeaders$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/bloom -run '^$$' -fuzz '^FuzzFieldKey$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/bloom -run '^$$' -fuzz '^FuzzChunkReader$$' -fuzztime $(FUZZTIME)
+
+.PHONY: torture savestall
+
+## torture: kill -9 bloom serve every 0.2-1.2 s under load and check every
+## acknowledged write after each restart; writes bench/TORTURE.md. Not part
+## of `make test` (minutes). TORTUREFLAGS="-rounds 5" for a short run.
+TORTUREFLAGS ?= -fsync always,everysec
+torture:
+	cd bench && $(GO) run ./cmd/torture $(TORTUREFLAGS)
+
+## savestall: client latency and extra memory while bloom serve and
+## redis-server save a 690 MiB filter; writes bench/SAVESTALL.md.
+## SAVESTALLFLAGS=-quick for a 60M-item (69 MiB) filter.
+savestall:
+	cd bench && $(GO) run ./cmd/savestall $(SAVESTALLFLAGS)

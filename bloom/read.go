@@ -4,15 +4,14 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/bloomkit/bloomkit/frozen"
 	"github.com/bloomkit/bloomkit/internal/format"
 )
 
-// Interface is the method set every filter type of this package has, for
-// code that handles filters of any type, such as a command that loads
-// whatever filter file it is given.
-type Interface interface {
-	Add(key []byte)
-	AddString(key string)
+// Tester is what every filter Read returns can do: answer, describe its
+// fill and save itself. Frozen sets (package frozen) are Testers only:
+// every key they hold is given when they are built.
+type Tester interface {
 	Test(key []byte) bool
 	TestString(key string) bool
 	// ApproxCount estimates the number of distinct keys added.
@@ -22,20 +21,31 @@ type Interface interface {
 	WriteTo(w io.Writer) (int64, error)
 }
 
+// Interface is the method set every filter type of this package has, for
+// code that handles filters of any type, such as a command that loads
+// whatever filter file it is given: a Tester that keys can be added to.
+type Interface interface {
+	Tester
+	Add(key []byte)
+	AddString(key string)
+}
+
 var (
 	_ Interface = (*Filter)(nil)
 	_ Interface = (*Blocked)(nil)
 	_ Interface = (*Counting)(nil)
 	_ Interface = (*Scalable)(nil)
 	_ Interface = (*Window)(nil)
+	_ Tester    = (*frozen.Filter)(nil)
 )
 
-// Read reads one filter of any type of this package from r and returns it
-// (a *Filter, *Blocked, *Counting, *Scalable or *Window; a Window reads the
-// time from time.Now until given another clock with SetClock). Errors are
-// as for Filter.ReadFrom; a filter of a type this package does not hold (a
-// cuckoo filter, say) gives ErrType.
-func Read(r io.Reader) (Interface, error) {
+// Read reads one filter of any Bloom type from r and returns it: a
+// *Filter, *Blocked, *Counting, *Scalable or *Window (an Interface: keys
+// can be added; a Window reads the time from time.Now until given another
+// clock with SetClock), or a *frozen.Filter, which can only be tested.
+// Errors are as for Filter.ReadFrom; a filter of a type that is not a Bloom
+// filter or frozen set (a cuckoo filter, say) gives ErrType.
+func Read(r io.Reader) (Tester, error) {
 	hdr := make([]byte, headerSize)
 	if _, err := io.ReadFull(r, hdr); err != nil {
 		return nil, format.Truncated(err, "header")
@@ -45,7 +55,7 @@ func Read(r io.Reader) (Interface, error) {
 		return nil, err
 	}
 	var f interface {
-		Interface
+		Tester
 		ReadFrom(io.Reader) (int64, error)
 	}
 	switch h.Type {
@@ -59,6 +69,8 @@ func Read(r io.Reader) (Interface, error) {
 		f = new(Scalable)
 	case TypeWindow:
 		f = new(Window)
+	case format.TypeFrozen:
+		f = new(frozen.Filter)
 	default:
 		return nil, fmt.Errorf("%w: the bloom package does not read %s filters", ErrType, format.TypeName(h.Type))
 	}

@@ -12,6 +12,7 @@ require (
 )
 
 require (
+	github.com/FastFilter/xorfilter v0.4.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect
 	github.com/google/uuid v1.6.0 // indirect

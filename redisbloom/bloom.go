@@ -493,3 +493,66 @@ func popcount(p []byte) uint64 {
 	}
 	return n
 }
+
+// ErrLayout is returned by Merge for chains whose links differ.
+var ErrLayout = errors.New("ERR filters differ in layout: only filters created with the same capacity, error rate, expansion and options, grown to the same number of links, can be merged")
+
+// SameLayout reports whether b and o have identical links (sizes, hash
+// counts, capacities, error rates) and options, so that a bit of one means
+// the same as that bit of the other.
+func (b *Bloom) SameLayout(o *Bloom) bool {
+	if b.Options != o.Options || b.Growth != o.Growth || len(b.Links) != len(o.Links) {
+		return false
+	}
+	for i := range b.Links {
+		x, y := &b.Links[i], &o.Links[i]
+		if x.Bytes != y.Bytes || x.Bits != y.Bits || x.Hashes != y.Hashes || x.Entries != y.Entries ||
+			x.N2 != y.N2 || x.Error != y.Error {
+			return false
+		}
+	}
+	return true
+}
+
+// Merge ORs o's bits into b: afterwards b reports present every item that
+// either reported present. The layouts must be the same (SameLayout). Each
+// link's item count becomes the larger of the two counts and of the count
+// its merged bits imply (-m/k·ln(1 - set/m)), so an item both filters hold
+// is not counted twice and a full link still makes the next add grow the
+// chain.
+func (b *Bloom) Merge(o *Bloom) error {
+	if !b.SameLayout(o) {
+		return ErrLayout
+	}
+	b.Size = 0
+	for i := range b.Links {
+		l, src := &b.Links[i], o.Links[i].Data
+		if b.Guard != nil {
+			b.Guard.Write(l.Data, 0, len(l.Data))
+		}
+		for j := range l.Data {
+			l.Data[j] |= src[j]
+		}
+		est := -float64(l.Bits) / float64(l.Hashes) * math.Log1p(-float64(popcount(l.Data))/float64(l.Bits))
+		size := max(l.Size, o.Links[i].Size)
+		if !math.IsInf(est, 0) && est > float64(size) {
+			size = uint64(math.Round(est))
+		}
+		l.Size = size
+		b.Size += size
+	}
+	return nil
+}
+
+// Clone returns a copy of b whose arrays are allocated through allow (may
+// be nil).
+func (b *Bloom) Clone(allow func(uint64) error) (*Bloom, error) {
+	c, err := LoadBloomHeader(b.Header(), allow)
+	if err != nil {
+		return nil, err
+	}
+	for i := range c.Links {
+		copy(c.Links[i].Data, b.Links[i].Data)
+	}
+	return c, nil
+}

@@ -228,13 +228,16 @@ const denseBytesPerProbe = 128
 // imageAddScript ORs ARGV[2], the image of the blocks from byte ARGV[1]
 // on, into the shard KEYS[1], through the scratch key KEYS[2] (same slot),
 // atomically. A retired shard (a tombstone hash) answers WRONGTYPE, as
-// BITFIELD does.
+// BITFIELD does. BITOP replaces its destination, TTL included, so the
+// shard's TTL (a Window generation's expiry) is put back.
 const imageAddScript = `
 local t = redis.call('TYPE', KEYS[1])['ok']
 if t ~= 'string' and t ~= 'none' then return redis.error_reply('WRONGTYPE the shard was retired') end
+local ttl = redis.call('PTTL', KEYS[1])
 redis.call('SETRANGE', KEYS[2], ARGV[1], ARGV[2])
 redis.call('BITOP', 'OR', KEYS[1], KEYS[1], KEYS[2])
 redis.call('DEL', KEYS[2])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
 return 1`
 
 // group is the pending keys of a batch that fall in one shard of one

@@ -60,6 +60,7 @@ func runAll(t *testing.T, b backend) {
 		{"ResetAndDelete", testResetAndDelete},
 		{"RebuildFailures", testRebuildFailures},
 		{"Reshard", testReshard},
+		{"Window", testWindow},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, b) })

@@ -192,7 +192,7 @@ type appendLog struct {
 	// With keepUnsynced (appendfsync always) the buffers written but not
 	// yet fsynced are kept until they are: if the fsync fails, the records
 	// in them are in doubt, and onDoubt is told which.
-	keepUnsynced bool
+	keepUnsynced atomic.Bool // CONFIG SET appendfsync changes it
 	unsynced     []pendingBuf
 	// onDoubt is given the records that were appended but are not durable
 	// when the log fails: the writes whose outcome is now unknown.
@@ -328,7 +328,7 @@ func (a *appendLog) write(pos int64) error {
 
 // keep holds a written buffer until it is fsynced (keepUnsynced; ioMu held).
 func (a *appendLog) keep(end int64, b []byte) bool {
-	if !a.keepUnsynced || len(b) == 0 {
+	if !a.keepUnsynced.Load() || len(b) == 0 {
 		return false
 	}
 	a.unsynced = append(a.unsynced, pendingBuf{end, b})
@@ -434,15 +434,15 @@ func (a *appendLog) syncTo(pos int64) error {
 	if target > a.synced.Load() {
 		a.synced.Store(target)
 	}
-	if a.keepUnsynced {
-		a.ioMu.Lock()
-		i := 0
-		for i < len(a.unsynced) && a.unsynced[i].end <= target {
-			i++
-		}
-		a.unsynced = append(a.unsynced[:0], a.unsynced[i:]...)
-		a.ioMu.Unlock()
+	// Buffers kept while appendfsync was always (CONFIG SET can change
+	// it) are released once synced.
+	a.ioMu.Lock()
+	i := 0
+	for i < len(a.unsynced) && a.unsynced[i].end <= target {
+		i++
 	}
+	a.unsynced = append(a.unsynced[:0], a.unsynced[i:]...)
+	a.ioMu.Unlock()
 	return nil
 }
 
@@ -455,6 +455,12 @@ func (a *appendLog) recover() {
 	defer a.syncMu.Unlock()
 	a.ioMu.Lock()
 	defer a.ioMu.Unlock()
+	// The files rotated away from are superseded by the snapshot: close
+	// them without another fsync (it might fail again, or lie).
+	for _, lf := range a.retired {
+		lf.f.Close()
+	}
+	a.retired = nil
 	a.err, a.errGen = nil, 0
 	a.failed.Store(false)
 	a.mu.Lock()
@@ -462,6 +468,19 @@ func (a *appendLog) recover() {
 	a.mu.Unlock()
 	a.written.Store(w)
 	a.synced.Store(w)
+}
+
+// closeRetired closes the files rotated away from without fsyncing them
+// (appendfsync no, where nothing else would close them).
+func (a *appendLog) closeRetired() {
+	a.syncMu.Lock()
+	defer a.syncMu.Unlock()
+	a.ioMu.Lock()
+	defer a.ioMu.Unlock()
+	for _, lf := range a.retired {
+		lf.f.Close()
+	}
+	a.retired = nil
 }
 
 // generation is the current file's generation.

@@ -481,3 +481,56 @@ func lowerByte(c byte) byte {
 }
 
 func lowerName(b []byte) string { return strings.ToLower(string(b)) }
+
+// BF.MERGE dest src [src ...] — bloomkit's extension (RedisBloom has no
+// merge): dest becomes the union of the sources (and of itself, if it
+// exists): every item any of them reports present, dest reports present.
+// All must be RedisBloom-layout Bloom filters with identical links; a
+// missing dest is created as a copy of the first source. One command, so
+// it is logged (and replayed) as one record.
+func cmdBFMerge(s *Server, c *Session, args [][]byte, r *Reply) {
+	if len(args) < 3 {
+		r.Error(wrongArity("bf.merge"))
+		return
+	}
+	srcs := make([]*redisbloom.Bloom, 0, len(args)-2)
+	for _, k := range args[2:] {
+		b, st := s.bloomKey(k)
+		if st != stOK {
+			r.Error(statusErr(st))
+			return
+		}
+		srcs = append(srcs, b)
+	}
+	dest, st := s.bloomKey(args[1])
+	if st == stMismatch {
+		r.Error(errWrongType)
+		return
+	}
+	layout := srcs[0]
+	if dest != nil {
+		layout = dest
+	}
+	for _, b := range srcs {
+		if !layout.SameLayout(b) {
+			r.Error(redisbloom.ErrLayout.Error())
+			return
+		}
+	}
+	if dest == nil {
+		nb, err := srcs[0].Clone(s.db.allow)
+		if err != nil {
+			r.Error(errNoMemory)
+			return
+		}
+		s.db.put(string(args[1]), &entry{kind: KindBloom, bf: nb})
+		dest, srcs = nb, srcs[1:]
+	}
+	for _, b := range srcs {
+		if b != dest {
+			dest.Merge(b)
+		}
+	}
+	s.db.dirty++
+	r.OK()
+}

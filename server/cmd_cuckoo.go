@@ -247,8 +247,11 @@ func cmdCFCompact(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error("Cuckoo filter was not found")
 		return
 	}
+	before := cf.MemUsage()
 	cf.Compact(true)
-	s.db.recount()
+	if after := cf.MemUsage(); after < before {
+		s.db.used -= min(before-after, s.db.used)
+	}
 	r.OK()
 }
 

@@ -20,8 +20,12 @@ type command struct {
 	noMulti  bool // refused inside MULTI
 	unlocked bool // runs without the keyspace lock (it takes what it needs)
 	checkOwn bool // the handler checks its own arity (RedisBloom commands)
-	fn       handlerFunc
-	idx      int // position in commandList (per-server metric children)
+	// txnControl commands run at once inside MULTI instead of being
+	// queued (EXEC, DISCARD, MULTI, WATCH, QUIT, RESET).
+	txnControl bool
+	noSlowlog  bool // never in the slow log (EXEC: its commands are)
+	fn         handlerFunc
+	idx        int // position in commandList (per-server metric children)
 }
 
 // commandList is the table in a fixed order.
@@ -41,6 +45,7 @@ func init() {
 		{name: "bf.info", arity: -2, flags: []string{"readonly"}, first: 1, last: 1, step: 1, checkOwn: true, fn: cmdBFInfo},
 		{name: "bf.card", arity: 2, flags: []string{"readonly"}, first: 1, last: 1, step: 1, checkOwn: true, fn: cmdBFCard},
 		{name: "bf.scandump", arity: 3, flags: []string{"readonly"}, first: 1, last: 1, step: 1, checkOwn: true, fn: cmdBFScanDump},
+		{name: "bf.merge", arity: -3, flags: []string{"write", "denyoom"}, first: 1, last: -1, step: 1, write: true, checkOwn: true, fn: cmdBFMerge},
 		{name: "bf.loadchunk", arity: 4, flags: []string{"write", "denyoom"}, first: 1, last: 1, step: 1, write: true, checkOwn: true, fn: cmdBFLoadChunk},
 		// RedisBloom cuckoo commands.
 		{name: "cf.reserve", arity: -3, flags: []string{"write", "denyoom"}, first: 1, last: 1, step: 1, write: true, checkOwn: true, fn: cmdCFReserve},
@@ -61,17 +66,14 @@ func init() {
 		{name: "echo", arity: 2, flags: []string{"fast"}, fn: cmdEcho},
 		{name: "hello", arity: -1, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, noauth: true, noMulti: true, fn: cmdHello},
 		{name: "auth", arity: -2, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, noauth: true, noMulti: true, fn: cmdAuth},
-		{name: "client", arity: -2, flags: []string{"noscript", "loading", "stale"}, fn: cmdClient},
 		{name: "select", arity: 2, flags: []string{"loading", "stale", "fast"}, fn: cmdSelect},
-		{name: "quit", arity: -1, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, noauth: true, fn: cmdQuit},
+		{name: "quit", arity: -1, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, noauth: true, txnControl: true, fn: cmdQuit},
 		{name: "command", arity: -1, flags: []string{"loading", "stale"}, fn: cmdCommand},
-		{name: "config", arity: -2, flags: []string{"admin", "loading", "stale"}, fn: cmdConfig},
-		{name: "multi", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"}, unlocked: true, fn: cmdMulti},
-		{name: "exec", arity: 1, flags: []string{"noscript", "loading", "stale", "skip_slowlog"}, fn: nil},
-		{name: "discard", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"}, unlocked: true, fn: cmdDiscard},
-		{name: "watch", arity: -2, flags: []string{"noscript", "loading", "stale", "fast"}, unlocked: true, fn: cmdWatch},
-		{name: "unwatch", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"}, unlocked: true, fn: cmdWatch},
-		{name: "info", arity: -1, flags: []string{"loading", "stale"}, fn: cmdInfo},
+		{name: "multi", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"}, unlocked: true, txnControl: true, fn: cmdMulti},
+		{name: "exec", arity: 1, flags: []string{"noscript", "loading", "stale", "skip_slowlog"}, unlocked: true, txnControl: true, noSlowlog: true, fn: cmdExec},
+		{name: "discard", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"}, unlocked: true, txnControl: true, fn: cmdDiscard},
+		{name: "watch", arity: -2, flags: []string{"noscript", "loading", "stale", "fast"}, unlocked: true, txnControl: true, fn: cmdWatch},
+		{name: "unwatch", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"}, unlocked: true, txnControl: true, fn: cmdWatch},
 		// Keyspace commands.
 		{name: "del", arity: -2, flags: []string{"write"}, first: 1, last: -1, step: 1, write: true, fn: cmdDel},
 		{name: "unlink", arity: -2, flags: []string{"write", "fast"}, first: 1, last: -1, step: 1, write: true, fn: cmdDel},
@@ -87,15 +89,32 @@ func init() {
 		{name: "ttl", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, fn: cmdTTL},
 		{name: "pttl", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, fn: cmdTTL},
 		{name: "persist", arity: 2, flags: []string{"write", "fast"}, first: 1, last: 1, step: 1, write: true, fn: cmdPersist},
-		{name: "dbsize", arity: 1, flags: []string{"readonly", "fast"}, fn: cmdDBSize},
 		{name: "flushall", arity: -1, flags: []string{"write"}, write: true, fn: cmdFlush},
 		{name: "flushdb", arity: -1, flags: []string{"write"}, write: true, fn: cmdFlush},
+		// Plain strings, debugging and memory (cmd_string.go, cmd_debug.go, cmd_memory.go).
+		{name: "set", arity: -3, flags: []string{"write", "denyoom"}, first: 1, last: 1, step: 1, write: true, fn: cmdSet},
+		{name: "get", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, fn: cmdGet},
+		{name: "getdel", arity: 2, flags: []string{"write", "fast"}, first: 1, last: 1, step: 1, write: true, fn: cmdGetDel},
+		{name: "strlen", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, fn: cmdStrlen},
+		{name: "mset", arity: -3, flags: []string{"write", "denyoom"}, first: 1, last: -1, step: 2, write: true, fn: cmdMSet},
+		{name: "mget", arity: -2, flags: []string{"readonly", "fast"}, first: 1, last: -1, step: 1, fn: cmdMGet},
+		{name: "bf.debug", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, fn: cmdBFDebug},
+		{name: "cf.debug", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, fn: cmdCFDebug},
+		{name: "memory", arity: -2, flags: []string{"readonly"}, unlocked: true, fn: cmdMemory},
 		// Persistence.
 		{name: "save", arity: 1, flags: []string{"admin", "noscript", "no_async_loading", "no_multi"}, noMulti: true, unlocked: true, fn: cmdSave},
 		{name: "bgsave", arity: -1, flags: []string{"admin", "noscript", "no_async_loading"}, noMulti: true, unlocked: true, fn: cmdBGSave},
 		{name: "bgrewriteaof", arity: 1, flags: []string{"admin", "noscript", "no_async_loading"}, noMulti: true, unlocked: true, fn: cmdBGRewriteAOF},
 		{name: "lastsave", arity: 1, flags: []string{"fast"}, unlocked: true, fn: cmdLastSave},
 		{name: "shutdown", arity: -1, flags: []string{"admin", "noscript", "loading", "stale", "no_multi", "allow_busy"}, noMulti: true, unlocked: true, fn: cmdShutdown},
+		// Operator surface (branch ops): connection state, settings,
+		// introspection. Kept together for merging.
+		{name: "client", arity: -2, flags: []string{"noscript", "loading", "stale"}, fn: cmdClient},
+		{name: "reset", arity: 1, flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "allow_busy"}, noauth: true, txnControl: true, unlocked: true, fn: cmdReset},
+		{name: "config", arity: -2, flags: []string{"admin", "noscript", "loading", "stale", "no_multi"}, unlocked: true, noMulti: true, fn: cmdConfig},
+		{name: "slowlog", arity: -2, flags: []string{"admin", "random", "loading", "stale"}, unlocked: true, fn: cmdSlowlog},
+		{name: "info", arity: -1, flags: []string{"loading", "stale"}, fn: cmdInfo},
+		{name: "dbsize", arity: 1, flags: []string{"readonly", "fast"}, fn: cmdDBSize},
 	}
 	commandTable = make(map[string]*command, len(list))
 	for i, c := range list {

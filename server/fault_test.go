@@ -230,6 +230,9 @@ func TestNoDirtyReads(t *testing.T) {
 			dir.mu.Lock()
 			dir.gate, dir.entered = gate, entered
 			dir.mu.Unlock()
+			// Hold off the snapshot that would heal the log at once.
+			s.persist.saveMu.Lock()
+			defer s.persist.saveMu.Unlock()
 			a.send("BF.ADD", "k", "x")
 			<-entered // the writer's fsync is under way
 			b.send("BF.EXISTS", "k", "x")

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -176,6 +177,7 @@ func TestGoRedisClient(t *testing.T) {
 				t.Errorf("EXISTS %d", n)
 			}
 			keys, _ := c.Keys(ctx, "c*").Result()
+			sort.Strings(keys) // KEYS, as in Redis, answers in no particular order
 			if strings.Join(keys, ",") != "cf,cfcopy,copy" {
 				t.Errorf("KEYS %v", keys)
 			}

@@ -2,11 +2,11 @@ package server
 
 import (
 	"errors"
-	"sort"
 	"sync"
 	"time"
 
 	"github.com/bloomkit/bloomkit/redisbloom"
+	"github.com/google/btree"
 )
 
 // Kind is the type of a key's value.
@@ -16,6 +16,9 @@ type Kind uint8
 const (
 	KindBloom  Kind = 1
 	KindCuckoo Kind = 2
+	// KindString is a plain Redis string (SET/GET), kept so that clients
+	// mixing strings and filters get WRONGTYPE where RedisBloom gives it.
+	KindString Kind = 3
 )
 
 // String is the name TYPE reports for the kind.
@@ -25,21 +28,30 @@ func (k Kind) String() string {
 		return "MBbloom--"
 	case KindCuckoo:
 		return "MBbloomCF"
+	case KindString:
+		return "string"
 	}
 	return "none"
 }
 
 // entry is one key's value.
 type entry struct {
-	kind     Kind
-	bf       *redisbloom.Bloom
-	cf       *redisbloom.Cuckoo
+	kind Kind
+	bf   *redisbloom.Bloom
+	cf   *redisbloom.Cuckoo
+	// str is a string's value. It is never changed in place (a write
+	// replaces the entry), so a snapshot's image can share it.
+	str      []byte
 	expireAt int64 // unix milliseconds; 0 = no expiry
 	// img is the entry's point-in-time image while a snapshot still needs
 	// it; epoch is the newest snapshot that no longer needs the entry (it
 	// wrote it, or the entry did not exist at its point in time).
 	img   *image
 	epoch uint64
+	// counted is the size the running recount pass counted for the entry
+	// while countedIn is that pass's number (see recountPass).
+	counted   uint64
+	countedIn uint64
 }
 
 // keyOverhead approximates the per-key bookkeeping cost counted against
@@ -52,6 +64,8 @@ func (e *entry) dataBytes() uint64 {
 		return e.bf.MemUsage()
 	case KindCuckoo:
 		return e.cf.MemUsage()
+	case KindString:
+		return uint64(len(e.str))
 	}
 	return 0
 }
@@ -62,8 +76,18 @@ var errOOM = errors.New("allocation exceeds maxmemory")
 // DB is the keyspace: key → filter, with expiry. All access goes through
 // the server's single mutex (mu), like Redis's single thread.
 type DB struct {
-	mu      sync.Mutex
-	keys    map[string]*entry
+	mu   sync.Mutex
+	keys map[string]*entry
+	// order holds every key of keys sorted by (scanHash, key): SCAN resumes
+	// from a cursor in O(log N) and metrics pick keys without sorting.
+	// Kept in step with keys by link, remove and flush (reindex rebuilds
+	// it after a snapshot was loaded into keys directly).
+	order *btree.BTreeG[scanKey]
+	// expires counts the keys with an expiry (INFO keyspace), kept by
+	// link, remove and setExpire.
+	expires int
+	// pass is the memory recount running in steps (recountStep).
+	pass    recountPass
 	used    uint64 // bytes accounted: keys + filters
 	limit   uint64 // 0 = none
 	now     func() time.Time
@@ -84,7 +108,53 @@ func newDB(limit uint64, now func() time.Time) *DB {
 	if now == nil {
 		now = time.Now
 	}
-	return &DB{keys: map[string]*entry{}, limit: limit, now: now}
+	return &DB{keys: map[string]*entry{}, order: newOrder(), limit: limit, now: now}
+}
+
+func newOrder() *btree.BTreeG[scanKey] {
+	return btree.NewG(32, func(a, b scanKey) bool {
+		if a.h != b.h {
+			return a.h < b.h
+		}
+		return a.k < b.k
+	})
+}
+
+// link adds key → e to the map and the scan order (key not present).
+func (db *DB) link(key string, e *entry) {
+	db.keys[key] = e
+	h := scanHash(key)
+	db.order.ReplaceOrInsert(scanKey{h, key})
+	if db.pass.active && h < db.pass.cursor {
+		db.pass.recheck[key] = struct{}{}
+	}
+	if e.expireAt != 0 {
+		db.expires++
+	}
+}
+
+// setExpire changes a key's expiry, keeping the expires count.
+func (db *DB) setExpire(e *entry, at int64) {
+	if (e.expireAt != 0) != (at != 0) {
+		if at != 0 {
+			db.expires++
+		} else {
+			db.expires--
+		}
+	}
+	e.expireAt = at
+}
+
+// reindex rebuilds the scan order and the expires count from the map.
+func (db *DB) reindex() {
+	db.order = newOrder()
+	db.expires = 0
+	for k, e := range db.keys {
+		db.order.ReplaceOrInsert(scanKey{scanHash(k), k})
+		if e.expireAt != 0 {
+			db.expires++
+		}
+	}
 }
 
 func (db *DB) nowMs() int64 { return db.now().UnixMilli() }
@@ -156,6 +226,11 @@ func (e *entry) free() {
 // (RENAME moves it).
 func (db *DB) remove(key string, e *entry) {
 	delete(db.keys, key)
+	db.order.Delete(scanKey{scanHash(key), key})
+	db.pass.uncount(e)
+	if e.expireAt != 0 {
+		db.expires--
+	}
 	sub := e.dataBytes() + uint64(len(key)) + keyOverhead
 	if sub > db.used {
 		sub = db.used
@@ -172,7 +247,7 @@ func (db *DB) put(key string, e *entry) {
 	if e.img == nil {
 		e.epoch = db.epoch // no running snapshot needs it
 	}
-	db.keys[key] = e
+	db.link(key, e)
 	db.used += uint64(len(key)) + keyOverhead
 	// the filter's arrays were counted by allow; the struct overheads of
 	// MemUsage beyond the arrays are small and added here.
@@ -186,12 +261,99 @@ func dataArrays(e *entry) uint64 {
 		return e.bf.DataBytes()
 	case KindCuckoo:
 		return e.cf.DataBytes()
+	case KindString:
+		return uint64(len(e.str)) // counted by the SET that stored it
 	}
 	return 0
 }
 
+// recountPass recomputes the memory accounting in steps of about a
+// millisecond of lock each (a full recount of 500k keys holds the lock for
+// ≈ 0.2 s). Keys are counted in scan order; cursor is the first hash not
+// yet counted. A key the pass already counted that changes meanwhile (a
+// write names it, it is removed, or it is created behind the cursor) is
+// taken out of the sum and recounted at the end, so the result is the
+// accounting at the moment the pass ends, whatever ran between steps.
+type recountPass struct {
+	active  bool
+	id      uint64 // numbers passes, for entry.countedIn
+	cursor  uint64
+	sum     uint64
+	recheck map[string]struct{}
+}
+
+// uncount takes e out of the pass's sum if the pass counted it.
+func (p *recountPass) uncount(e *entry) {
+	if p.active && e.countedIn == p.id {
+		p.sum -= e.counted
+		e.countedIn = 0
+	}
+}
+
+// touch is called (db.mu held) before a write to key: if the pass is
+// behind it, the key is recounted at the end of the pass.
+func (db *DB) touch(key []byte) {
+	p := &db.pass
+	if h := scanHash(string(key)); h >= p.cursor {
+		return
+	}
+	if e, ok := db.keys[string(key)]; ok {
+		p.uncount(e)
+	}
+	p.recheck[string(key)] = struct{}{}
+}
+
+func entrySize(k string, e *entry) uint64 {
+	return uint64(len(k)) + keyOverhead + e.dataBytes()
+}
+
+// recountStep advances the memory recount for about budget (db.mu held),
+// starting a pass if none runs; it reports whether the pass finished (and
+// db.used was set from it).
+func (db *DB) recountStep(budget time.Duration) bool {
+	p := &db.pass
+	if !p.active {
+		*p = recountPass{active: true, id: p.id + 1, recheck: map[string]struct{}{}}
+	}
+	deadline := time.Now().Add(budget)
+	n := 0
+	done := true
+	var last uint64
+	started := false
+	db.order.AscendGreaterOrEqual(scanKey{h: p.cursor}, func(sk scanKey) bool {
+		if started && sk.h != last {
+			// A hash is finished: move the cursor past it, maybe stop.
+			p.cursor = sk.h
+			if n&63 == 0 && time.Now().After(deadline) {
+				done = false
+				return false
+			}
+		}
+		started, last = true, sk.h
+		e := db.keys[sk.k]
+		e.counted, e.countedIn = entrySize(sk.k, e), p.id
+		p.sum += e.counted
+		n++
+		return true
+	})
+	if !done {
+		return false
+	}
+	for k := range p.recheck {
+		if e, ok := db.keys[k]; ok && e.countedIn != p.id {
+			p.sum += entrySize(k, e)
+		}
+	}
+	db.used = p.sum
+	p.active, p.recheck = false, nil
+	return true
+}
+
 // recount recomputes the memory accounting from scratch.
+// It is O(N) with the lock held: start-up only; the server recounts with
+// recountStep.
 func (db *DB) recount() {
+	db.pass = recountPass{id: db.pass.id}
 	var n uint64
 	for k, e := range db.keys {
 		n += uint64(len(k)) + keyOverhead + e.dataBytes()
@@ -213,16 +375,34 @@ func (db *DB) flush() {
 	if len(db.keys) > 0 {
 		db.dirty++
 	}
-	for _, e := range db.keys {
-		db.preserve(e)
-		if e.img != nil {
-			e.img.dropped = true
-			continue
+	old := db.keys
+	if db.snap == nil {
+		// No snapshot is being written, so nothing but the map holds
+		// the entries (a scrape re-checks its entry under the lock):
+		// their arrays are returned to the system off the lock, as
+		// Redis's lazy free does, and FLUSHALL is O(1) with it held.
+		go func() {
+			for _, e := range old {
+				if e.img == nil {
+					e.free()
+				}
+			}
+		}()
+	} else {
+		for _, e := range old {
+			db.preserve(e)
+			if e.img != nil {
+				e.img.dropped = true
+				continue
+			}
+			e.free()
 		}
-		e.free()
 	}
 	db.keys = map[string]*entry{}
+	db.order = newOrder()
+	db.expires = 0
 	db.used = 0
+	db.pass = recountPass{id: db.pass.id}
 }
 
 // expireSome removes up to max expired keys, sampling like Redis's active
@@ -243,23 +423,33 @@ func (db *DB) expireSome(max int) int {
 	return n
 }
 
-// sortedKeys lists live keys ordered by their scan hash (SCAN's cursor order).
-func (db *DB) scanOrder() []scanKey {
+// scan visits keys in scan order from cursor (a scan hash) on: at least
+// count keys, then the rest of the last hash's keys, so that a cursor never
+// splits keys of equal hash. It returns the next cursor (0 at the end).
+// Expired keys are visited (they count) but not passed to fn. Work is
+// O(count + log N): keys present for a whole scan are each visited once
+// whatever is added or removed meanwhile, since a key's position depends
+// on its own hash only.
+func (db *DB) scan(cursor uint64, count int, fn func(k string, e *entry)) uint64 {
 	now := db.nowMs()
-	out := make([]scanKey, 0, len(db.keys))
-	for k, e := range db.keys {
-		if e.expireAt != 0 && e.expireAt <= now {
-			continue
+	next := uint64(0)
+	visited := 0
+	var last uint64
+	db.order.AscendGreaterOrEqual(scanKey{h: cursor}, func(sk scanKey) bool {
+		if visited > 0 && visited >= count && sk.h != last {
+			next = sk.h
+			return false
 		}
-		out = append(out, scanKey{scanHash(k), k})
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].h != out[j].h {
-			return out[i].h < out[j].h
+		visited++
+		last = sk.h
+		e := db.keys[sk.k]
+		if e.expireAt != 0 && e.expireAt <= now && !db.loading {
+			return true
 		}
-		return out[i].k < out[j].k
+		fn(sk.k, e)
+		return true
 	})
-	return out
+	return next
 }
 
 type scanKey struct {

@@ -1,10 +1,10 @@
 package server
 
 import (
+	"crypto/subtle"
 	"net"
 	"net/http"
 	"os"
-	"sort"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,7 +13,7 @@ import (
 )
 
 // maxFilterSeries bounds the per-filter metric series (the first N keys in
-// key order are exported).
+// scan order, the order of SCAN 0, are exported).
 const maxFilterSeries = 1000
 
 type metrics struct {
@@ -67,7 +67,7 @@ func newMetrics() *metrics {
 	return m
 }
 
-func (m *metrics) observe(cmd *command, start time.Time, failed bool) {
+func (m *metrics) observe(cmd *command, d time.Duration, failed bool) {
 	if m == nil {
 		return
 	}
@@ -80,7 +80,7 @@ func (m *metrics) observe(cmd *command, start time.Time, failed bool) {
 	if failed {
 		pc.errs.Inc()
 	}
-	pc.lat.Observe(time.Since(start).Seconds())
+	pc.lat.Observe(d.Seconds())
 }
 
 func (m *metrics) register(s *Server) {
@@ -91,7 +91,7 @@ func (m *metrics) register(s *Server) {
 
 func (m *metrics) handler(s *Server) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", basicAuth(s.cfg.MetricsPassword, promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		if s.closed.Load() {
 			http.Error(w, "shutting down", http.StatusServiceUnavailable)
@@ -132,41 +132,20 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Collect implements prometheus.Collector; it reads the keyspace under its lock.
+// Collect implements prometheus.Collector. The keyspace lock is held only
+// for O(1) reads; the per-filter series come from filterStats.
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.s
 	ch <- prometheus.MustNewConstMetric(descClients, prometheus.GaugeValue, float64(s.clients.Load()))
 	ch <- prometheus.MustNewConstMetric(descAOF, prometheus.GaugeValue, float64(s.aofSize()))
 	ch <- prometheus.MustNewConstMetric(descLastSave, prometheus.GaugeValue, float64(s.persist.lastSave.Load()))
-	type row struct {
-		key, typ                 string
-		fill, rate, items, bytes float64
-	}
 	s.db.mu.Lock()
 	ch <- prometheus.MustNewConstMetric(descKeys, prometheus.GaugeValue, float64(len(s.db.keys)))
 	ch <- prometheus.MustNewConstMetric(descMemory, prometheus.GaugeValue, float64(s.db.used))
 	ch <- prometheus.MustNewConstMetric(descMaxMemory, prometheus.GaugeValue, float64(s.db.limit))
 	ch <- prometheus.MustNewConstMetric(descExpired, prometheus.CounterValue, float64(s.db.expired))
-	names := make([]string, 0, len(s.db.keys))
-	for k := range s.db.keys {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	if len(names) > maxFilterSeries {
-		names = names[:maxFilterSeries]
-	}
-	rows := make([]row, 0, len(names))
-	for _, k := range names {
-		e := s.db.keys[k]
-		switch e.kind {
-		case KindBloom:
-			rows = append(rows, row{k, "bloom", e.bf.FillRatio(), e.bf.EstimatedFPR(), float64(e.bf.Size), float64(e.bf.MemUsage())})
-		case KindCuckoo:
-			rows = append(rows, row{k, "cuckoo", e.cf.FillRatio(), e.cf.EstimatedFPR(), float64(e.cf.NumItems), float64(e.cf.MemUsage())})
-		}
-	}
 	s.db.mu.Unlock()
-	for _, r := range rows {
+	for _, r := range s.filterStats.get(s) {
 		ch <- prometheus.MustNewConstMetric(descFill, prometheus.GaugeValue, r.fill, r.key, r.typ)
 		ch <- prometheus.MustNewConstMetric(descRate, prometheus.GaugeValue, r.rate, r.key, r.typ)
 		ch <- prometheus.MustNewConstMetric(descItems, prometheus.GaugeValue, r.items, r.key, r.typ)
@@ -182,4 +161,21 @@ func splitHostPort(a string) (string, string) {
 		return a, ""
 	}
 	return h, p
+}
+
+// basicAuth guards h with HTTP basic auth when password is set (any user
+// name; the password compared in constant time).
+func basicAuth(password string, h http.Handler) http.Handler {
+	if password == "" {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, p, ok := r.BasicAuth()
+		if !ok || subtle.ConstantTimeCompare([]byte(p), []byte(password)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Basic realm="bloomkit metrics"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }

@@ -243,6 +243,10 @@ func (s *Server) load() error {
 		cur = &logFile{name: LogName(g), gen: g, f: f, size: size}
 	} else {
 		g := first
+		if n == 0 && snapGen > 0 {
+			s.log.Warn("the snapshot's log is missing: starting from the snapshot alone; if that log was deleted rather than never written (a restored backup), the writes acknowledged after the snapshot are gone",
+				"snapshot", d.Path(SnapshotName(snapGen)), "missing", d.Path(LogName(snapGen)))
+		}
 		if n > 0 {
 			g = chain[n-1]
 			if scans[n-1].Version == 0 {
@@ -261,7 +265,7 @@ func (s *Server) load() error {
 	s.persist.nextGen = maxGen + 1
 	s.persist.gen.Store(snapGen)
 	s.aof = newAppendLog(d, cur, 0)
-	s.aof.keepUnsynced = s.cfg.AppendFsync == "always"
+	s.aof.keepUnsynced.Store(s.fsyncAlways())
 	s.aof.onDoubt = s.doubt.add
 	s.db.onExpire = func(key string) { s.logCommand(nil, [][]byte{[]byte("DEL"), []byte(key)}) }
 	s.db.recount()
@@ -697,7 +701,7 @@ func (s *Server) persistenceInfo() []string {
 			"aof_buffer_length:"+itoa(s.aof.buffered()),
 			"aof_pending_bio_fsync:0",
 			"aof_delayed_fsync:0",
-			"aof_fsync:"+s.cfg.AppendFsync,
+			"aof_fsync:"+s.appendFsync(),
 			"aof_current_generation:"+strconv.FormatUint(s.aof.generation(), 10),
 			"aof_last_write_error:"+s.lastLogError(),
 		)

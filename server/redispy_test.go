@@ -2,6 +2,7 @@ package server
 
 import (
 	"net"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -42,25 +43,69 @@ assert p.execute() == [1] * 100
 assert r.type("c") == b"MBbloomCF"
 assert r.client_getname() == "pytest"
 assert sorted(r.keys("*")) == [b"c", b"piped", b"r", b"urls"]
+assert r.set("s", "v", ex=100) == True
+assert r.get("s") == b"v"
+assert 0 < r.ttl("s") <= 100
+assert r.set("s", "w", nx=True) is None
+assert r.mget("s", "urls", "none") == [b"v", None, None]
+try:
+    bf.add("s", "x")
+    raise SystemExit("no WRONGTYPE")
+except redis.ResponseError as e:
+    assert str(e).startswith("WRONGTYPE"), str(e)
+try:
+    r.get("urls")
+    raise SystemExit("no WRONGTYPE")
+except redis.ResponseError as e:
+    assert str(e).startswith("WRONGTYPE"), str(e)
+assert r.memory_usage("urls") == 240 + 32
+assert r.memory_usage("none") is None
+# BF.DEBUG and CF.DEBUG as RedisBloom 2.8.20 answers them
+assert r.execute_command("BF.DEBUG", "r") == [b"size:0", b"bytes:1984 bits:15872 hashes:11 hashwidth:64 capacity:1000 size:0 ratio:0.0005"]
+assert r.execute_command("CF.DEBUG", "c") == b"bktsize:2 buckets:512 items:0 deletes:1 filters:1 max_iterations:20 expansion:1"
 print("ok")
 `
 
-// redis-py (Debian's python3-redis) with its bf()/cf() helpers.
-func TestRedisPy(t *testing.T) {
-	var py string
+// findPython finds a python3 that imports the given modules.
+func findPython(t *testing.T, modules, pkgs string) string {
+	t.Helper()
 	for _, cand := range []string{"/usr/bin/python3", "python3"} {
-		if p, err := exec.LookPath(cand); err == nil && exec.Command(p, "-c", "import redis").Run() == nil {
-			py = p
-			break
+		if p, err := exec.LookPath(cand); err == nil && exec.Command(p, "-c", "import "+modules).Run() == nil {
+			return p
 		}
 	}
-	if py == "" {
-		t.Skip("redis-py not installed (Debian: apt-get install python3-redis)")
+	msg := "python3 with " + modules + " not installed (Debian: apt-get install " + pkgs + ")"
+	if os.Getenv("BLOOMKIT_REQUIRE_REDIS") == "1" {
+		t.Fatal(msg + "; BLOOMKIT_REQUIRE_REDIS=1 requires it")
 	}
+	t.Skip(msg)
+	return ""
+}
+
+// redis-py (Debian's python3-redis) with its bf()/cf() helpers.
+func TestRedisPy(t *testing.T) {
+	py := findPython(t, "redis", "python3-redis")
 	s := startServer(t, Config{NoPersistence: true})
 	host, port, _ := net.SplitHostPort(s.Addr())
 	out, err := exec.Command(py, "-c", redisPyScript, host, port).CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "ok" {
 		t.Fatalf("redis-py: %v\n%s", err, out)
+	}
+}
+
+// redis-py's own Bloom and cuckoo tests (testdata/redispy: its
+// tests/test_bloom.py unchanged, with a conftest.py that only points the
+// connection at this server), run by pytest.
+func TestRedisPyBloomSuite(t *testing.T) {
+	py := findPython(t, "redis, pytest", "python3-redis python3-pytest")
+	s := startServer(t, Config{NoPersistence: true})
+	cmd := exec.Command(py, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-k", "test_bf_ or test_cf_", "test_bloom.py")
+	cmd.Dir = "testdata/redispy"
+	cmd.Env = append(os.Environ(), "BLOOMKIT_ADDR="+s.Addr(), "PYTHONDONTWRITEBYTECODE=1")
+	out, err := cmd.CombinedOutput()
+	// Six tests: bf_add, bf_insert, bf_scandump_and_loadchunk, bf_info,
+	// cf_add_and_insert, cf_exists_and_del.
+	if err != nil || !strings.Contains(string(out), "6 passed") {
+		t.Fatalf("pytest: %v\n%s", err, out)
 	}
 }

@@ -8,7 +8,10 @@ import (
 // Types RESP2 lacks are downgraded the way Redis does it: booleans become
 // integers 0/1, maps become flat arrays, null becomes the null bulk string.
 type Reply struct {
-	buf   []byte
+	buf []byte
+	// start is where this reply begins in buf: a connection encodes the
+	// replies of a whole pipeline into one buffer, one after another.
+	start int
 	resp3 bool
 	// failed is set when the top-level reply is an error.
 	failed bool
@@ -16,19 +19,33 @@ type Reply struct {
 	started bool
 }
 
+// next starts a new reply after the ones already in the buffer.
+func (r *Reply) next() {
+	r.start = len(r.buf)
+	r.failed, r.started = false, false
+}
+
+// drain empties the buffer after its replies were sent.
+func (r *Reply) drain() {
+	if cap(r.buf) > 1<<20 {
+		r.buf = nil
+	}
+	r.buf, r.start = r.buf[:0], 0
+}
+
 func (r *Reply) mark() {
 	r.started = true
 }
 
 // Bytes returns the encoded reply.
-func (r *Reply) Bytes() []byte { return r.buf }
+func (r *Reply) Bytes() []byte { return r.buf[r.start:] }
 
 // Reset empties the reply for reuse with the given protocol.
 func (r *Reply) Reset(resp3 bool) {
-	if cap(r.buf) > 1<<20 {
+	if r.start == 0 && cap(r.buf) > 1<<20 {
 		r.buf = nil // don't keep a big dump chunk's buffer per connection
 	}
-	r.buf = r.buf[:0]
+	r.buf = r.buf[:r.start]
 	r.resp3 = resp3
 	r.failed = false
 	r.started = false

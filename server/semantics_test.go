@@ -223,7 +223,7 @@ func TestRedisBloomSemanticsRESP2(t *testing.T) {
 		{"EXPIRE auto2 -1", ":1"},
 		{"EXISTS auto2", ":0"},
 		{"NOSUCH a b", "-ERR unknown command 'NOSUCH', with args beginning with: 'a' 'b' "},
-		{"GET x", "-ERR unknown command 'GET', with args beginning with: 'x' "},
+		{"HGET x f", "-ERR unknown command 'HGET', with args beginning with: 'x' 'f' "},
 		{"ECHO", "-ERR wrong number of arguments for 'echo' command"},
 		{"FLUSHALL", "+OK"},
 		{"DBSIZE", ":0"},

@@ -1,20 +1,27 @@
 // Package server is bloomkit's network server: it speaks the Redis protocol
-// (RESP2, and RESP3 after HELLO 3) through github.com/tidwall/redcon and
-// answers RedisBloom's BF.* and CF.* commands exactly as RedisBloom does,
-// plus the generic commands Redis clients need. Filters live in a keyspace
-// with expiry; writes go to an append-only log and periodic snapshots so
-// acknowledged writes survive crashes.
+// (RESP2, and RESP3 after HELLO 3) and answers RedisBloom's BF.* and CF.*
+// commands exactly as RedisBloom does, plus the generic commands Redis
+// clients and operators need. Filters live in a keyspace with expiry;
+// writes go to an append-only log and to snapshots so that no acknowledged
+// write is lost.
 //
 // A Server is created with New, started with Serve or ListenAndServe and
 // stopped with Shutdown (which saves a snapshot) or Close.
+//
+// The files, in the order a request meets them: conn.go (connections,
+// limits, pipelining), reader.go (the one request parser), server.go
+// (dispatch, locking, transactions), commands.go (the command table), the
+// cmd_*.go handlers, keyspace.go, then aof.go, snapshot.go and persist.go
+// (durability). docs/server-internals.md traces one BF.ADD through them.
 package server
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -25,8 +32,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/tidwall/redcon"
 )
 
 // Config configures a Server. The zero value of each field means its default.
@@ -49,10 +54,38 @@ type Config struct {
 	MaxMemory uint64
 	// MetricsAddr, when set, serves Prometheus /metrics and /healthz.
 	MetricsAddr string
+	// SlowlogLogSlowerThan is the slow log's threshold in microseconds
+	// (nil: 10000; negative: off; 0: every command); SlowlogMaxLen its
+	// length (nil: 128).
+	SlowlogLogSlowerThan, SlowlogMaxLen *int64
+	// ConfigFile is the file the settings were read from, if any: CONFIG
+	// REWRITE writes the settings changed by CONFIG SET back to it.
+	ConfigFile string
+	// MetricsPassword, when set, makes /metrics require HTTP basic auth
+	// with this password (any user name). /healthz stays open for probes.
+	MetricsPassword string
 	// MaxArgs limits the arguments of one command (default 1,048,576).
 	MaxArgs int
-	// MaxBulk limits one argument's size in bytes (default 512 MiB).
+	// MaxBulk limits one argument's size in bytes (default 512 MiB, Redis's
+	// proto-max-bulk-len).
 	MaxBulk int
+	// MaxQuery limits one request's total size (default 1 GiB, Redis's
+	// client-query-buffer-limit).
+	MaxQuery int
+	// MaxClients limits open connections (default 10,000); more are
+	// answered "ERR max number of clients reached" and closed.
+	MaxClients int
+	// Timeout closes a connection idle for this long (0: never, as Redis's
+	// timeout 0).
+	Timeout time.Duration
+	// WriteTimeout disconnects a client whose replies make no progress for
+	// this long (default 60 s): a client that does not read.
+	WriteTimeout time.Duration
+	// HandshakeTimeout bounds a TLS handshake (default 10 s).
+	HandshakeTimeout time.Duration
+	// goroutinePerConn serves every client with a goroutine instead of
+	// the event loops (tests run both paths).
+	goroutinePerConn bool
 	// AutoSaveLogBytes makes the server write a snapshot (and so restart the
 	// log) in the background once the append-only log is larger than this
 	// and larger than the last snapshot (default 64 MiB; negative: never).
@@ -85,6 +118,19 @@ func (c *Config) defaults() {
 	if c.MaxBulk <= 0 {
 		c.MaxBulk = 512 << 20
 	}
+	if c.MaxQuery <= 0 {
+		c.MaxQuery = 1 << 30
+	}
+	c.MaxQuery = max(c.MaxQuery, min(c.MaxBulk+(64<<10), 1<<40))
+	if c.MaxClients == 0 {
+		c.MaxClients = 10000
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = 60 * time.Second
+	}
+	if c.HandshakeTimeout <= 0 {
+		c.HandshakeTimeout = 10 * time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -98,16 +144,30 @@ func (c *Config) defaults() {
 
 // Session is one client connection's state.
 type Session struct {
-	ID      int64
-	Name    string
-	LibName string
-	LibVer  string
-	Addr    string
+	ID        int64
+	Name      string
+	LibName   string
+	LibVer    string
+	Addr      string
+	LocalAddr string
+
+	hmu     sync.Mutex              // conn and kill: set after the session is listed
+	conn    net.Conn                // the goroutine path's connection
+	kill    func()                  // the event loop's way to notice closing
+	closing atomic.Bool             // CLIENT KILL: close after the current command
+	lastCmd atomic.Int64            // unix ms of the last command (CLIENT LIST idle)
+	curCmd  atomic.Pointer[command] // the last command (CLIENT LIST cmd)
 
 	resp3   bool
 	authed  bool
 	quit    bool
 	created time.Time
+	// noEvict is CLIENT NO-EVICT (reported; there is no client eviction).
+	noEvict bool
+	// replyOff is CLIENT REPLY OFF; skipReplies counts the replies still to
+	// be dropped for CLIENT REPLY SKIP (its own and the next command's).
+	replyOff    bool
+	skipReplies int
 
 	// set by handlers for the append-only log
 	skipLog bool
@@ -125,6 +185,9 @@ type Session struct {
 	// marker, so an empty transaction is non-nil); multiErr aborts EXEC.
 	multi    []queued
 	multiErr bool
+	// txnLen mirrors len(multi) (0: not in MULTI) for CLIENT LIST,
+	// which other sessions run.
+	txnLen atomic.Int64
 }
 
 // Server is a bloomkit server. Its methods are safe for concurrent use.
@@ -136,25 +199,42 @@ type Server struct {
 	aof     *appendLog
 	persist persistState
 	metrics *metrics
+	// set holds the settings CONFIG SET changes; stats and slowlog feed
+	// INFO and SLOWLOG.
+	set     settings
+	stats   *serverStats
+	slowlog slowlog
+	// configFile is the file CONFIG REWRITE writes ("" when the server was
+	// not started with one).
+	configFile string
+	runID      string // INFO run_id: random, new each start
+	// cfgMu serializes CONFIG SET and CONFIG REWRITE.
+	cfgMu sync.Mutex
+	// filterStats caches the per-filter metric series.
+	filterStats filterStats
 	// doubt is the keys whose last writes were not durable when the log failed.
 	doubt doubtSet
 	// txn collects the writes of the MULTI/EXEC block being executed, to
 	// be logged as one record (db.mu held).
 	txn [][][]byte
 
-	started    time.Time
-	nextID     atomic.Int64
-	clients    atomic.Int64
-	totalConns atomic.Int64
-	totalCmds  atomic.Int64
+	started       time.Time
+	nextID        atomic.Int64
+	clients       atomic.Int64
+	totalConns    atomic.Int64
+	totalCmds     atomic.Int64
+	rejectedConns atomic.Int64
+	protoErrors   atomic.Int64
+	slowClients   atomic.Int64
+	connWG        sync.WaitGroup
+	lifeMu        sync.Mutex // closed, and adding to connWG
+	loops         []*eventLoop
 
 	smu      sync.Mutex
 	sessions map[int64]*Session
 
 	ln       net.Listener
 	addr     atomic.Value // string
-	rcMu     sync.Mutex
-	rc       *redcon.Server
 	httpSrv  *http.Server
 	httpLn   net.Listener
 	stop     chan struct{}
@@ -186,12 +266,17 @@ func New(cfg Config) (*Server, error) {
 		log:      cfg.Logger,
 		db:       newDB(limit, cfg.Now),
 		metrics:  newMetrics(),
+		stats:    newServerStats(),
 		started:  time.Now(),
 		sessions: map[int64]*Session{},
 		stop:     make(chan struct{}),
 
 		shutdownReq: make(chan struct{}),
 	}
+	s.set.init(&cfg)
+	s.slowlog.maxLen = int(s.set.slowMaxLen.Load())
+	s.configFile = cfg.ConfigFile
+	s.runID = newRunID()
 	s.metrics.register(s)
 	s.persist.lastSave.Store(time.Now().Unix())
 	s.persist.lastOK.Store(true)
@@ -199,6 +284,7 @@ func New(cfg Config) (*Server, error) {
 		if err := s.load(); err != nil {
 			return nil, err
 		}
+		s.db.reindex() // the snapshot was loaded into the map directly
 	}
 	return s, nil
 }
@@ -250,7 +336,7 @@ func (s *Server) Listen() error {
 		}
 		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
 	}
-	s.ln = &limitListener{Listener: ln, maxArgs: s.cfg.MaxArgs, maxBulk: s.cfg.MaxBulk}
+	s.ln = ln
 	s.addr.Store(ln.Addr().String())
 	if s.cfg.MetricsAddr != "" {
 		hl, err := net.Listen("tcp", s.cfg.MetricsAddr)
@@ -286,26 +372,18 @@ func (s *Server) Serve() error {
 		case <-s.stop:
 		}
 	}()
-	rc := redcon.NewServerNetwork("tcp", s.Addr(), s.handle, s.accept, s.closedConn)
-	s.rcMu.Lock()
-	s.rc = rc
-	s.rcMu.Unlock()
+	s.log.Info("serving", "addr", s.Addr(), "dir", s.cfg.Dir, "appendfsync", s.appendFsync(),
+		"tls", s.cfg.TLSCert != "", "auth", s.requirePass() != "", "maxmemory", s.db.limit, "metrics", s.MetricsAddr())
+	s.lifeMu.Lock()
 	if s.closed.Load() {
+		s.lifeMu.Unlock()
 		return nil
 	}
-	s.log.Info("serving", "addr", s.Addr(), "dir", s.cfg.Dir, "appendfsync", s.cfg.AppendFsync,
-		"tls", s.cfg.TLSCert != "", "auth", s.cfg.RequirePass != "", "maxmemory", s.db.limit, "metrics", s.MetricsAddr())
-	err := rc.Serve(s.ln)
-	if s.closed.Load() {
-		return nil
+	if err := s.startLoops(); err != nil {
+		s.log.Warn("event loops unavailable; serving each client with a goroutine", "err", err)
 	}
-	return err
-}
-
-func (s *Server) rcServer() *redcon.Server {
-	s.rcMu.Lock()
-	defer s.rcMu.Unlock()
-	return s.rc
+	s.lifeMu.Unlock()
+	return s.acceptLoop(s.ln)
 }
 
 // ListenAndServe listens on cfg.Addr and serves.
@@ -339,13 +417,20 @@ func (s *Server) Close() error {
 }
 
 func (s *Server) closeListeners() {
+	// Under lifeMu, so that no goroutine is added to connWG once closed
+	// is set (finish waits for connWG).
+	s.lifeMu.Lock()
 	s.closed.Store(true)
+	s.lifeMu.Unlock()
 	s.stopOnce.Do(func() { close(s.stop) })
-	if rc := s.rcServer(); rc != nil {
-		rc.Close()
-	}
 	if s.ln != nil {
-		s.ln.Close() // also when Serve has not got as far as redcon yet
+		s.ln.Close()
+	}
+	for _, c := range s.sessionList() {
+		c.disconnect()
+	}
+	for _, l := range s.loops {
+		l.stop()
 	}
 	if s.httpSrv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -359,6 +444,7 @@ func (s *Server) finish() {
 }
 
 func (s *Server) finish0() {
+	s.connWG.Wait()
 	s.bgWG.Wait()
 	s.persist.saveMu.Lock() // let a running rewrite finish
 	defer s.persist.saveMu.Unlock()
@@ -386,18 +472,22 @@ func (s *Server) background() {
 		}
 		ticks++
 		s.expireCycle()
-		if ticks%10 == 0 {
-			s.db.mu.Lock()
-			s.db.recount()
-			s.db.mu.Unlock()
+		// Memory recount: a pass at most every 10 s, in steps of about
+		// a millisecond of lock per tick.
+		s.db.mu.Lock()
+		if s.db.pass.active || ticks%100 == 0 {
+			s.db.recountStep(time.Millisecond)
 		}
+		s.db.mu.Unlock()
 		if s.aof == nil {
 			continue
 		}
-		if s.cfg.AppendFsync != "always" && ticks%10 == 0 && s.aof.failure() == nil {
+		if fs := s.set.fsync.Load(); fs != fsyncAlways && ticks%10 == 0 && s.aof.failure() == nil {
 			// everysec: fsync once a second; no: write what is buffered.
-			if err := s.aof.flushTo(0, s.cfg.AppendFsync == "everysec"); err != nil {
+			if err := s.aof.flushTo(0, fs == fsyncEverysec); err != nil {
 				s.log.Error("append-only log failed; refusing writes (MISCONF) until a snapshot succeeds", "err", err)
+			} else if fs == fsyncNo {
+				s.aof.closeRetired()
 			}
 		}
 		if s.aof.failure() != nil {
@@ -443,30 +533,6 @@ func (s *Server) expireCycle() {
 	}
 }
 
-func (s *Server) accept(conn redcon.Conn) bool {
-	c := &Session{ID: s.nextID.Add(1), Addr: conn.RemoteAddr(), created: time.Now()}
-	c.authed = s.cfg.RequirePass == ""
-	conn.SetContext(c)
-	s.clients.Add(1)
-	s.totalConns.Add(1)
-	s.smu.Lock()
-	s.sessions[c.ID] = c
-	s.smu.Unlock()
-	return true
-}
-
-func (s *Server) closedConn(conn redcon.Conn, err error) {
-	s.clients.Add(-1)
-	if c, ok := conn.Context().(*Session); ok {
-		s.smu.Lock()
-		delete(s.sessions, c.ID)
-		s.smu.Unlock()
-	}
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-		s.log.Debug("connection closed", "addr", conn.RemoteAddr(), "err", err)
-	}
-}
-
 func (s *Server) sessionList() []*Session {
 	s.smu.Lock()
 	defer s.smu.Unlock()
@@ -476,40 +542,6 @@ func (s *Server) sessionList() []*Session {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
-}
-
-func (s *Server) handle(conn redcon.Conn, cmd redcon.Command) {
-	c, _ := conn.Context().(*Session)
-	if c == nil {
-		conn.Close()
-		return
-	}
-	s.Do(c, cmd.Args, &c.reply)
-	c.out = append(c.out, c.reply.Bytes()...)
-	c.batched++
-	if len(conn.PeekPipeline()) == 0 || c.quit {
-		if err := s.endBatch(c); err != nil {
-			// The log failed before the writes these replies acknowledge
-			// were durable: their outcome is unknown, and nothing may say
-			// they happened.
-			c.out = c.out[:0]
-			for i := 0; i < c.batched; i++ {
-				c.out = append(c.out, "-IOERR the append-only log failed ("...)
-				c.out = appendClean(c.out, errText(err))
-				c.out = append(c.out, "); the outcome of this command is unknown\r\n"...)
-			}
-		}
-		conn.WriteRaw(c.out)
-		c.batched = 0
-		if cap(c.out) > 1<<20 {
-			c.out = nil
-		} else {
-			c.out = c.out[:0]
-		}
-	}
-	if c.quit {
-		conn.Close()
-	}
 }
 
 // endBatch runs before a connection's replies are sent: everything they
@@ -524,7 +556,7 @@ func (s *Server) endBatch(c *Session) error {
 	if s.aof == nil || pos == 0 {
 		return nil
 	}
-	always := s.cfg.AppendFsync == "always"
+	always := s.fsyncAlways()
 	if s.aof.durable(pos, always) {
 		return nil
 	}
@@ -545,72 +577,106 @@ func (s *Server) Do(c *Session, args [][]byte, r *Reply) {
 	if len(args) == 0 {
 		return
 	}
+	s.do(c, args, r)
+	if c.replyOff || c.skipReplies > 0 {
+		// CLIENT REPLY OFF/SKIP: the command ran, its reply is dropped.
+		if c.skipReplies > 0 {
+			c.skipReplies--
+		}
+		r.buf = r.buf[:r.start]
+	}
+}
+
+func (s *Server) do(c *Session, args [][]byte, r *Reply) {
 	start := time.Now()
+	if ms := start.UnixMilli(); ms-c.lastCmd.Load() >= 1000 {
+		c.lastCmd.Store(ms) // CLIENT LIST idle has second resolution
+	}
 	cmd, ok := lookupCommand(args[0])
 	if !ok {
 		if c.multi != nil {
 			c.multiErr = true
 		}
 		r.Error(unknownCommand(args))
-		s.metrics.observe(nil, start, true)
+		s.reject(nil, start, r)
 		return
+	}
+	if c.curCmd.Load() != cmd {
+		c.curCmd.Store(cmd)
 	}
 	s.totalCmds.Add(1)
 	if !c.authed && !cmd.noauth {
-		r.Error(errNoAuth)
-		s.metrics.observe(cmd, start, true)
-		return
+		if s.requirePass() != "" {
+			r.Error(errNoAuth)
+			s.reject(cmd, start, r)
+			return
+		}
+		c.authed = true // CONFIG SET requirepass "" let everyone in
 	}
 	if !cmd.checkOwn && !cmd.arityOK(len(args)) {
 		if c.multi != nil {
 			c.multiErr = true
 		}
 		r.Error(wrongArity(cmd.name))
-		s.metrics.observe(cmd, start, true)
+		s.reject(cmd, start, r)
 		return
 	}
-	if c.multi != nil {
-		switch cmd.name {
-		case "exec", "discard", "multi", "quit", "watch", "unwatch", "reset":
-		default:
-			if cmd.noMulti {
-				c.multiErr = true
-				r.Error("ERR Command not allowed inside a transaction")
-				s.metrics.observe(cmd, start, true)
-				return
-			}
-			q := make([][]byte, len(args))
-			for i, a := range args {
-				q[i] = append([]byte(nil), a...)
-			}
-			c.multi = append(c.multi, queued{cmd, q})
-			r.Simple("QUEUED")
+	if c.multi != nil && !cmd.txnControl {
+		if cmd.noMulti {
+			c.multiErr = true
+			r.Error("ERR Command not allowed inside a transaction")
+			s.reject(cmd, start, r)
 			return
 		}
+		q := make([][]byte, len(args))
+		for i, a := range args {
+			q[i] = append([]byte(nil), a...)
+		}
+		c.multi = append(c.multi, queued{cmd, q})
+		c.txnLen.Store(int64(len(c.multi)))
+		r.Simple("QUEUED")
+		return
 	}
-	switch {
-	case cmd.name == "exec":
-		s.exec(c, r)
-	case cmd.unlocked:
+	var d time.Duration
+	if cmd.unlocked {
 		cmd.fn(s, c, args, r)
-	default:
+		d = time.Since(start)
+		s.stats.executed(cmd, d, r)
+	} else {
 		if cmd.write {
 			if msg := s.misconf(); msg != "" {
 				r.Error(msg)
-				s.metrics.observe(cmd, start, true)
+				s.reject(cmd, start, r)
 				return
 			}
 		}
-		s.locked(c, cmd, args, r)
+		d = s.locked(c, cmd, args, r, start)
 	}
-	s.metrics.observe(cmd, start, r.failed)
+	s.executed(c, cmd, args, start, d, r)
+}
+
+// reject counts a command refused before it ran (cmd nil: unknown).
+func (s *Server) reject(cmd *command, start time.Time, r *Reply) {
+	s.metrics.observe(cmd, time.Since(start), true)
+	s.stats.rejected(cmd, r)
+}
+
+// executed counts a command that ran and took d in the metrics and the
+// slow log (INFO commandstats counted it already).
+func (s *Server) executed(c *Session, cmd *command, args [][]byte, start time.Time, d time.Duration, r *Reply) {
+	s.metrics.observe(cmd, d, r.failed)
+	if t := s.set.slowerThan.Load(); t >= 0 && d.Microseconds() >= t && !cmd.noSlowlog {
+		s.slowlog.add(c, args, start, d, int(s.set.slowMaxLen.Load()))
+	}
 }
 
 // locked runs a command with the keyspace locked. The lock is released on
 // every path: a panic in a read-only command is logged and answered as an
 // error; in a write it crashes the process, since a half-applied write
 // would leave memory different from the log (restart replays the log).
-func (s *Server) locked(c *Session, cmd *command, args [][]byte, r *Reply) {
+// It returns how long the command took, and counts it for INFO
+// commandstats while it holds the lock.
+func (s *Server) locked(c *Session, cmd *command, args [][]byte, r *Reply, start time.Time) (d time.Duration) {
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("panic in command", "cmd", cmd.name, "panic", p, "stack", string(debug.Stack()))
@@ -624,12 +690,18 @@ func (s *Server) locked(c *Session, cmd *command, args [][]byte, r *Reply) {
 	s.db.mu.Lock()
 	defer s.db.mu.Unlock()
 	s.run(c, cmd, args, r)
+	d = time.Since(start)
+	s.stats.executedLocked(cmd, d, r)
+	return d
 }
 
 // run executes a command (db.mu held): it preserves the point-in-time image
 // of the keys a write names for a running snapshot, and logs a write that
 // succeeded. The connection's replies then wait for everything it saw.
 func (s *Server) run(c *Session, cmd *command, args [][]byte, r *Reply) {
+	if cmd.write && s.db.pass.active {
+		forKeys(cmd, args, s.db.touch)
+	}
 	if cmd.write && s.db.snap != nil {
 		forKeys(cmd, args, func(k []byte) {
 			if e, ok := s.db.keys[string(k)]; ok {
@@ -676,6 +748,8 @@ type queued struct {
 // exec runs a MULTI block atomically: one array with each command's reply.
 // Its writes are logged as one record, so a crash replays all or none, and
 // the clock stands still while it runs, so expiry cannot split it.
+func cmdExec(s *Server, c *Session, args [][]byte, r *Reply) { s.exec(c, r) }
+
 func (s *Server) exec(c *Session, r *Reply) {
 	if c.multi == nil {
 		r.Error("ERR EXEC without MULTI")
@@ -683,6 +757,7 @@ func (s *Server) exec(c *Session, r *Reply) {
 	}
 	q, failed := c.multi, c.multiErr
 	c.multi, c.multiErr = nil, false
+	c.txnLen.Store(0)
 	if failed {
 		r.Error("EXECABORT Transaction discarded because of previous errors.")
 		return
@@ -721,113 +796,16 @@ func (s *Server) exec(c *Session, r *Reply) {
 	}()
 	for _, e := range q[1:] {
 		sub.Reset(c.resp3)
+		t := time.Now()
 		s.run(c, e.cmd, e.args, &sub)
+		s.stats.executedLocked(e.cmd, time.Since(t), &sub)
 		r.buf = append(r.buf, sub.buf...)
 	}
 }
 
-// limitListener wraps accepted connections with the request limits.
-type limitListener struct {
-	net.Listener
-	maxArgs, maxBulk int
-}
-
-// Accept wraps each connection in a limitConn.
-func (l *limitListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return &limitConn{Conn: c, maxArgs: l.maxArgs, maxBulk: l.maxBulk}, nil
-}
-
-// limitConn checks the RESP request stream as it is read, before redcon
-// buffers it: an argument count above maxArgs, a bulk length above maxBulk
-// or an inline command longer than 64 KiB gets a protocol error and the
-// connection is closed, so no single request can exhaust memory.
-type limitConn struct {
-	net.Conn
-	maxArgs, maxBulk int
-
-	state   int   // 0: at a line start, 1: in a header line, 2: in bulk data, 3: in inline line
-	kind    byte  // '*' or '$' for header lines
-	num     int64 // number being parsed
-	neg     bool
-	skip    int64 // bulk bytes (+CRLF) left to pass
-	lineLen int
-	failed  bool
-}
-
-// Read reads and checks the request stream.
-func (c *limitConn) Read(p []byte) (int, error) {
-	if c.failed {
-		return 0, io.EOF
-	}
-	n, err := c.Conn.Read(p)
-	if msg := c.scan(p[:n]); msg != "" {
-		c.failed = true
-		c.Conn.Write([]byte("-ERR Protocol error: " + msg + "\r\n"))
-		c.Conn.Close()
-		return 0, io.EOF
-	}
-	return n, err
-}
-
-func (c *limitConn) scan(p []byte) string {
-	for i := 0; i < len(p); i++ {
-		b := p[i]
-		switch c.state {
-		case 0:
-			switch b {
-			case '*', '$':
-				c.state, c.kind, c.num, c.neg = 1, b, 0, false
-			case '\r', '\n':
-			default:
-				c.state, c.lineLen = 3, 1
-			}
-		case 1:
-			switch {
-			case b >= '0' && b <= '9':
-				c.num = c.num*10 + int64(b-'0')
-				if c.num > 1<<40 {
-					c.num = 1 << 40
-				}
-			case b == '-':
-				c.neg = true
-			case b == '\n':
-				c.state = 0
-				if c.neg {
-					break
-				}
-				if c.kind == '*' && c.num > int64(c.maxArgs) {
-					return "invalid multibulk length"
-				}
-				if c.kind == '$' {
-					if c.num > int64(c.maxBulk) {
-						return "invalid bulk length"
-					}
-					c.skip = c.num + 2
-					c.state = 2
-				}
-			}
-		case 2:
-			k := int64(len(p) - i)
-			if k > c.skip {
-				k = c.skip
-			}
-			c.skip -= k
-			i += int(k) - 1
-			if c.skip == 0 {
-				c.state = 0
-			}
-		case 3:
-			c.lineLen++
-			if b == '\n' {
-				c.state = 0
-			} else if c.lineLen > 64<<10 {
-				return "too big inline request"
-			}
-		}
-	}
-	return ""
+// newRunID is 40 random hex digits, as Redis's run_id.
+func newRunID() string {
+	var b [20]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

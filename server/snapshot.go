@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"runtime"
 	"sync/atomic"
 
 	"github.com/bloomkit/bloomkit/redisbloom"
@@ -18,8 +19,9 @@ import (
 //
 // A snapshot is the keyspace at one point in time: "BKSNAP01", u64
 // generation, u64 key count; per key: u32 key length, key, u8 kind, i64
-// expiry (unix ms, 0 none), u32 header length, the filter's SCANDUMP header,
-// then its arrays in dump order; finally the CRC-32C of everything before it.
+// expiry (unix ms, 0 none), u32 header length, the filter's SCANDUMP header
+// (kind 3, a string: its value), then its arrays in dump order (a string has
+// none); finally the CRC-32C of everything before it.
 //
 // Go cannot fork, so the point-in-time image is kept by copy-on-write
 // instead of by the kernel. Starting a snapshot (beginSnapshot, with the
@@ -117,6 +119,8 @@ func (snap *snapshot) freeze(e *entry) *image {
 		im.header = e.cf.Header()
 		im.arrays = append(im.arrays, e.cf.Filters...)
 		e.cf.Guard = im
+	case KindString:
+		im.header = e.str // immutable: a write replaces the entry
 	}
 	e.img = im
 	return im
@@ -278,6 +282,10 @@ func (s *Server) writeSnapshot(w io.Writer, snap *snapshot) error {
 			return err
 		}
 		stage = stage[:0]
+		// Let the goroutines serving clients run now rather than at
+		// the next preemption (up to 10 ms away): the writer is the only
+		// long-running goroutine and clients are waiting for a P.
+		runtime.Gosched()
 	}
 	if len(stage) > 0 {
 		if _, err := cw.Write(stage); err != nil {
@@ -390,6 +398,8 @@ func (s *Server) readSnapshot(f readFile, path string) (uint64, int, error) {
 			if err == nil {
 				arrays = e.cf.Filters
 			}
+		case KindString:
+			e.str = hdr
 		default:
 			err = ErrCorrupt
 		}

@@ -17,8 +17,9 @@ func init() {
 }
 
 var buildHelp = help{
-	name:     "build",
-	synopsis: `build [-n N] [-p RATE] [--type TYPE] [--field COL [--delim D]] -o FILE [INPUT...]`,
+	name: "build",
+	synopsis: `build [-n N] [-p RATE] [--type TYPE] [--format FORMAT] [--field COL [--delim D]] -o FILE [INPUT...]
+build --static [--bits 8|16] [--field COL [--delim D]] -o FILE [INPUT...]`,
 	about: `Reads keys, one a line, from the INPUT files ("-" or none: stdin) and writes a
 filter holding them to FILE, sized for N keys at false-positive rate RATE.
 Line endings (\n or \r\n) are not part of a key; empty keys are skipped.
@@ -38,11 +39,23 @@ Past N distinct keys (beyond the estimate's noise) a warning gives the rate
 the filter has; --strict makes it an error. On a terminal, a progress line
 and a summary are drawn on stderr (--progress, --quiet).
 
+--static builds a frozen set: a binary fuse filter of every key read, for
+sets that never change between rebuilds (about 9.0 bits a key at 0.39% with
+--bits 8, where a classic filter needs 11.5). It needs no -n: its size
+follows the keys.
+
+--format guava or bitsandblooms writes a classic Bloom filter that Java's
+Guava (BloomFilter.readFrom with a stringFunnel(UTF_8) or byteArrayFunnel)
+or Go's bits-and-blooms/bloom/v3 (ReadFrom) reads; bloom info and bloom test
+read those files too.
+
 Types (--type):`,
 	examples: `bloom build -n 1M -p 0.1% -o blacklist.bf blacklist.txt
 zcat urls.gz | bloom build -n 100M -p 1% --type blocked -o urls.bf
 bloom build -p 1% --field 2 -o emails.bf users.csv       # column 2, counted first
-bloom build -n 50K --field 1 --delim tab --header -o ids.bf ids.tsv`,
+bloom build -n 50K --field 1 --delim tab --header -o ids.bf ids.tsv
+bloom build --static -o blacklist.frozen blacklist.txt
+bloom build -n 1M -p 1% --format guava -o for-java.bin emails.txt`,
 }
 
 func runBuild(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -57,6 +70,9 @@ func runBuild(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	delim := fs.String("delim", ",", "column separator `D` for --field: one character, or tab")
 	header := fs.Bool("header", false, "skip the first line of each input (a CSV header)")
 	seedFlag := fs.String("seed", "0", "hash `SEED`: a number, or random (filters merge only with equal seeds)")
+	formatFlag := fs.String("format", "bloomkit", "file `FORMAT`: bloomkit, guava (Java's BloomFilter.writeTo) or bitsandblooms (Go's bits-and-blooms/bloom/v3)")
+	static := fs.Bool("static", false, "build a frozen set (a binary fuse filter): fewer bits and faster lookups, but no key can be added later; -p is replaced by --bits")
+	fpBits := fs.Int("bits", 8, "fingerprint `BITS` of --static: 8 (rate 0.39%, about 9 bits a key) or 16 (0.0015%, about 18)")
 	strict := fs.Bool("strict", false, "fail (exit 2, no file written) when the keys overfill N or a line lacks the --field column")
 	fb := addFeedbackFlags(fs)
 	h := buildHelp
@@ -77,6 +93,26 @@ func runBuild(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	k, err := findKind(*typ)
 	if err != nil {
 		return usageErr(stderr, name, "%v", err)
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	switch {
+	case *static && (given["type"] || given["format"] || given["p"]):
+		return usageErr(stderr, name, "--static builds a frozen set in bloomkit's format: --type, --format and -p do not apply (--bits sets the rate)")
+	case *static:
+		if *fpBits != 8 && *fpBits != 16 {
+			return usageErr(stderr, name, "--bits %d: want 8 or 16", *fpBits)
+		}
+		k = frozenKind(*fpBits)
+	case given["bits"]:
+		return usageErr(stderr, name, "--bits is the fingerprint size of --static")
+	case *formatFlag != "bloomkit":
+		if given["type"] && *typ != "classic" {
+			return usageErr(stderr, name, "--format %s writes a classic Bloom filter: --type %s does not apply", *formatFlag, *typ)
+		}
+		if k, err = foreignKind(*formatFlag); err != nil {
+			return usageErr(stderr, name, "%v", err)
+		}
 	}
 	if k.make == nil {
 		return failf(stderr, name, "filter type %s is not available in this build (%s is not implemented yet)", k.name, k.missing)
@@ -102,7 +138,7 @@ func runBuild(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := checkOutput(*out, inputs); err != nil {
 		return failf(stderr, name, "-o %v", err)
 	}
-	if !n.set {
+	if !n.set && !*static {
 		lines, err := countLines(inputs, *header)
 		if err != nil {
 			return failf(stderr, name, "%v", err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bloomkit/bloomkit/bloom"
 	"github.com/bloomkit/bloomkit/cuckoo"
+	"github.com/bloomkit/bloomkit/frozen"
 	"github.com/bloomkit/bloomkit/internal/format"
 )
 
@@ -221,6 +222,10 @@ type loaded struct {
 	version uint16 // format version of the file
 	size    int64  // file size in bytes
 	f       any    // *bloom.Filter, *bloom.Blocked, or another type's filter
+	// kind names a foreign file's type (guava, redisbloom-bf, ...); empty
+	// for bloomkit files, whose header names it. hdr then holds what the
+	// foreign format tells: M, K, N, P, Count.
+	kind string
 }
 
 // tester is what test needs of a filter.
@@ -257,8 +262,25 @@ func loadFilterFrom(path string, stdin io.Reader) (*loaded, error) {
 		return nil, fmt.Errorf("%s: is a directory", path)
 	}
 	raw := make([]byte, format.HeaderSize)
-	if _, err := io.ReadFull(file, raw); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, format.Truncated(err, "header"))
+	got, rerr := io.ReadFull(file, raw)
+	if got > 0 && string(raw[:min(got, len(format.Magic))]) != format.Magic[:min(got, len(format.Magic))] {
+		// Not a bloomkit file: perhaps one of another library.
+		if _, err := file.Seek(0, io.SeekStart); err == nil {
+			l, ok, err := sniffForeign(path, raw[:got], fi.Size(), file)
+			if ok {
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", path, err)
+				}
+				if err := checkNothingAfter(path, file, fi.Size(), "end"); err != nil {
+					return nil, err
+				}
+				return l, nil
+			}
+		}
+		return nil, fmt.Errorf("%s: %w", path, bloom.ErrBadMagic)
+	}
+	if rerr != nil {
+		return nil, fmt.Errorf("%s: %w", path, format.Truncated(rerr, "header"))
 	}
 	hdr, err := format.ParseHeader(raw)
 	if err != nil {
@@ -275,32 +297,49 @@ func loadFilterFrom(path string, stdin io.Reader) (*loaded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if err := checkNothingAfter(path, file, fi.Size(), "checksum"); err != nil {
+		return nil, err
+	}
+	return &loaded{path: path, hdr: hdr, version: binary.LittleEndian.Uint16(raw[8:]), size: fi.Size(), f: f}, nil
+}
+
+// checkNothingAfter refuses bytes after the filter's end.
+func checkNothingAfter(path string, file *os.File, size int64, end string) error {
 	var one [1]byte
 	if n, _ := io.ReadFull(file, one[:]); n != 0 {
 		rest, _ := file.Seek(0, io.SeekCurrent)
-		return nil, fmt.Errorf("%s: %w: %d bytes after the filter's checksum", path, bloom.ErrCorrupt, fi.Size()-rest+1)
+		return fmt.Errorf("%s: %w: %d bytes after the filter's %s", path, bloom.ErrCorrupt, size-rest+1, end)
 	}
-	return &loaded{path: path, hdr: hdr, version: binary.LittleEndian.Uint16(raw[8:]), size: fi.Size(), f: f}, nil
+	return nil
 }
 
 // decodeFilter reads the filter file that r holds, whose header is hdr,
 // with the package that knows its type.
 func decodeFilter(hdr format.Header, r io.Reader) (any, error) {
-	if hdr.Type == format.TypeCuckoo {
+	switch hdr.Type {
+	case format.TypeCuckoo:
 		return cuckoo.Read(r)
+	case format.TypeFrozen:
+		return frozen.Read(r)
 	}
 	return bloom.Read(r)
 }
 
-// typeName names a loaded filter's type as the file header does.
-func (l *loaded) typeName() string { return format.TypeName(l.hdr.Type) }
+// typeName names a loaded filter's type as the file header does, or the
+// foreign format's.
+func (l *loaded) typeName() string {
+	if l.kind != "" {
+		return l.kind
+	}
+	return format.TypeName(l.hdr.Type)
+}
 
 // describeErr adds a hint to the errors people meet most.
 func describeErr(err error) string {
 	msg := err.Error()
 	switch {
 	case errors.Is(err, bloom.ErrBadMagic):
-		msg += " (is it a bloomkit filter file?)"
+		msg += " (is it a filter file? bloom reads bloomkit files, and Guava, bits-and-blooms and RedisBloom dump files by their first bytes and size)"
 	case errors.Is(err, bloom.ErrTruncated):
 		msg += " (was the file cut short while being copied or written?)"
 	case errors.Is(err, bloom.ErrChecksum):
@@ -320,6 +359,19 @@ func loadStdin(stdin io.Reader) (*loaded, error) {
 	data, err := io.ReadAll(stdin)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if !bytes.HasPrefix(data, []byte(format.Magic)) {
+		r := bytes.NewReader(data)
+		l, ok, err := sniffForeign(path, data[:min(len(data), format.HeaderSize)], int64(len(data)), r)
+		if ok {
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			if r.Len() != 0 {
+				return nil, fmt.Errorf("%s: %w: %d bytes after the filter's end", path, bloom.ErrCorrupt, r.Len())
+			}
+			return l, nil
+		}
 	}
 	if len(data) < format.HeaderSize {
 		return nil, fmt.Errorf("%s: %w", path, format.Truncated(io.ErrUnexpectedEOF, "header"))

@@ -126,8 +126,12 @@ func describe(path string, stdin io.Reader) (*infoResult, error) {
 		return res, err
 	}
 	res := headerInfo(l.path, l.hdr, l.version)
+	res.Type = l.typeName()
 	res.SizeBytes = l.size
 	res.Checksum = "ok"
+	if res.Type == typeGuava || res.Type == typeBitsAndBlooms {
+		res.Checksum = "none"
+	}
 	if c, ok := l.f.(interface{ ApproxCount() uint64 }); ok {
 		v := c.ApproxCount()
 		if v == math.MaxUint64 {
@@ -140,7 +144,7 @@ func describe(path string, stdin io.Reader) (*infoResult, error) {
 		v := l.hdr.Count
 		res.Items, res.ItemsExact, res.Saturated, res.SaturatedAbove = &v, true, false, 0
 	}
-	if res.Type != "scalable" && res.Type != "cuckoo" {
+	if res.Type != "scalable" && res.Type != "cuckoo" && res.Type != "frozen" && res.Type != typeRBBloom && res.Type != typeRBCuckoo {
 		switch {
 		case res.Saturated:
 			res.OverPlanned = res.PlannedN > 0
@@ -206,6 +210,18 @@ func printInfo(w io.Writer, r *infoResult) {
 			row("fingerprint", fmt.Sprintf("%d bits", r.FingerprintBits))
 			row("tables", fmt.Sprint(r.Tables))
 		}
+	case "frozen":
+		// The header's m is the fingerprints and k their bits.
+		row("fingerprints", fmt.Sprintf("%s of %d bits (a binary fuse filter)", commas(r.M), r.K))
+		if r.Items != nil && *r.Items > 0 {
+			row("bits/key", fmt.Sprintf("%.2f", float64(r.M)*float64(r.K)/float64(*r.Items)))
+		}
+	case typeRBBloom:
+		row("bits (m)", commas(r.M)+" in all links")
+		row("links", fmt.Sprint(r.K))
+	case typeRBCuckoo:
+		row("buckets", commas(r.M)+" in the first sub-filter")
+		row("bucket size", fmt.Sprint(r.K))
 	case "counting":
 		row("counters (m)", commas(r.M)+" of 4 bits")
 		row("probes (k)", fmt.Sprint(r.K))
@@ -213,8 +229,19 @@ func printInfo(w io.Writer, r *infoResult) {
 		row("bits (m)", commas(r.M))
 		row("probes (k)", fmt.Sprint(r.K))
 	}
-	row("seed", fmt.Sprintf("%d", r.Seed))
-	if r.Type == "scalable" {
+	switch r.Type {
+	case typeGuava, typeBitsAndBlooms, typeRBBloom, typeRBCuckoo:
+		// Their hash has no seed to show.
+	default:
+		row("seed", fmt.Sprintf("%d", r.Seed))
+	}
+	if r.Type == typeRBBloom {
+		row("planned", fmt.Sprintf("%s keys in all links, first link at %s", commas(r.PlannedN), formatPlanned(r.PlannedP)))
+	} else if r.Type == "frozen" {
+		row("planned", "every key given at build time; the rate is fixed by the fingerprint size")
+	} else if r.Type == typeGuava || r.Type == typeBitsAndBlooms || r.Type == typeRBCuckoo {
+		row("planned", "not recorded by this format")
+	} else if r.Type == "scalable" {
 		row("planned", fmt.Sprintf("%s keys in the first link, at most %s in all", commas(r.PlannedN), formatPlanned(r.PlannedP)))
 	} else if r.Type == "cuckoo" {
 		row("planned", fmt.Sprintf("%s keys in the first table at %s", commas(r.PlannedN), formatPlanned(r.PlannedP)))
@@ -250,6 +277,8 @@ func printInfo(w io.Writer, r *infoResult) {
 	switch r.Checksum {
 	case "ok":
 		row("checksum", "ok (CRC-32C of header and data)")
+	case "none":
+		row("checksum", "none (the format has none; only its length was checked)")
 	case "mismatch":
 		row("checksum", "MISMATCH: the file is damaged")
 	default:

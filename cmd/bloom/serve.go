@@ -2,14 +2,14 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
+	"time"
 
 	"github.com/bloomkit/bloomkit/server"
 )
@@ -28,12 +28,16 @@ and to snapshots (SAVE, BGSAVE, and on SIGTERM/SIGINT); start-up loads them.
 
 Every flag can also be set by an environment variable: BLOOMKIT_ADDR, BLOOMKIT_DIR,
 BLOOMKIT_APPENDFSYNC, BLOOMKIT_REQUIREPASS, BLOOMKIT_TLS_CERT, BLOOMKIT_TLS_KEY,
-BLOOMKIT_MAXMEMORY, BLOOMKIT_METRICS_ADDR, BLOOMKIT_LOG_LEVEL, BLOOMKIT_LOG_FORMAT.
-Flags win over the environment. docs/operations.md is the manual.`,
+BLOOMKIT_MAXMEMORY, BLOOMKIT_METRICS_ADDR, BLOOMKIT_METRICS_PASSWORD, BLOOMKIT_MAXCLIENTS,
+BLOOMKIT_TIMEOUT, BLOOMKIT_CLIENT_WRITE_TIMEOUT, BLOOMKIT_PROTO_MAX_BULK_LEN,
+BLOOMKIT_CLIENT_QUERY_BUFFER_LIMIT, BLOOMKIT_CONFIG, BLOOMKIT_LOG_LEVEL, BLOOMKIT_LOG_FORMAT.
+Flags win over the environment, which wins over --config FILE.
+docs/operations.md is the manual.`,
 	examples: `bloom serve
 redis-cli -p 6479 BF.ADD urls https://a.example
 bloom serve --addr 0.0.0.0:6479 --requirepass s3cret --tls-cert c.pem --tls-key k.pem
-bloom serve --appendfsync always --maxmemory 4GiB --metrics-addr 127.0.0.1:9479`,
+bloom serve --appendfsync always --maxmemory 4GiB --metrics-addr 127.0.0.1:9479
+bloom serve --config /etc/bloomkit.conf`,
 }
 
 func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -43,7 +47,20 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return def
 	}
+	envInt := func(name string, def int) int {
+		if v, err := strconv.Atoi(env(name, "")); err == nil {
+			return v
+		}
+		return def
+	}
+	envDuration := func(name string, def time.Duration) time.Duration {
+		if v, err := time.ParseDuration(env(name, "")); err == nil {
+			return v
+		}
+		return def
+	}
 	fs := newFlags("serve")
+	config := fs.String("config", env("BLOOMKIT_CONFIG", ""), "read settings from this Redis-style config file (CONFIG REWRITE writes to it); flags win over it")
 	addr := fs.String("addr", env("BLOOMKIT_ADDR", "127.0.0.1:6479"), "listen address")
 	dir := fs.String("dir", env("BLOOMKIT_DIR", "bloomkit-data"), "data directory (snapshot and append-only log)")
 	fsync := fs.String("appendfsync", env("BLOOMKIT_APPENDFSYNC", "everysec"), "fsync the log: always, everysec or no")
@@ -52,6 +69,12 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	key := fs.String("tls-key", env("BLOOMKIT_TLS_KEY", ""), "TLS private key (PEM)")
 	maxmem := fs.String("maxmemory", env("BLOOMKIT_MAXMEMORY", "0"), "memory limit for filters, e.g. 4GiB, 512mb (0: 90% of RAM)")
 	metrics := fs.String("metrics-addr", env("BLOOMKIT_METRICS_ADDR", ""), "serve Prometheus /metrics and /healthz here")
+	metricsPass := fs.String("metrics-password", env("BLOOMKIT_METRICS_PASSWORD", ""), "require HTTP basic auth with this password for /metrics")
+	maxclients := fs.Int("maxclients", envInt("BLOOMKIT_MAXCLIENTS", 10000), "maximum open client connections")
+	timeout := fs.Duration("timeout", envDuration("BLOOMKIT_TIMEOUT", 0), "close clients idle this long, e.g. 300s (0: never)")
+	writeTimeout := fs.Duration("client-write-timeout", envDuration("BLOOMKIT_CLIENT_WRITE_TIMEOUT", 60*time.Second), "disconnect a client whose replies make no progress this long")
+	maxBulk := fs.String("proto-max-bulk-len", env("BLOOMKIT_PROTO_MAX_BULK_LEN", "512mb"), "largest argument of a request")
+	maxQuery := fs.String("client-query-buffer-limit", env("BLOOMKIT_CLIENT_QUERY_BUFFER_LIMIT", "1gb"), "largest request")
 	level := fs.String("log-level", env("BLOOMKIT_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
 	format := fs.String("log-format", env("BLOOMKIT_LOG_FORMAT", "text"), "log format: text or json")
 	pos, code, ok := parseFlags(fs, serveHelp, args, stdout, stderr)
@@ -79,13 +102,81 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	default:
 		return usageErr(stderr, "serve", "--log-format must be text or json")
 	}
+	if *maxclients < 1 {
+		return usageErr(stderr, "serve", "--maxclients must be at least 1")
+	}
+	if *timeout < 0 {
+		return usageErr(stderr, "serve", "--timeout must not be negative")
+	}
+	if *writeTimeout <= 0 {
+		return usageErr(stderr, "serve", "--client-write-timeout must be more than 0")
+	}
+	bulk, err := parseMemory(*maxBulk)
+	if err != nil || bulk < 1 || bulk > 1<<40 {
+		return usageErr(stderr, "serve", "--proto-max-bulk-len: not a size between 1 byte and 1 TiB: %q", *maxBulk)
+	}
+	query, err := parseMemory(*maxQuery)
+	if err != nil || query < 1 || query > 1<<40 {
+		return usageErr(stderr, "serve", "--client-query-buffer-limit: not a size between 1 byte and 1 TiB: %q", *maxQuery)
+	}
 	if (*cert == "") != (*key == "") {
 		return usageErr(stderr, "serve", "--tls-cert and --tls-key go together")
 	}
-	srv, err := server.New(server.Config{
+	cfg := server.Config{
 		Addr: *addr, Dir: *dir, AppendFsync: *fsync, RequirePass: *pass,
 		TLSCert: *cert, TLSKey: *key, MaxMemory: limit, MetricsAddr: *metrics, Logger: logger,
-	})
+		MetricsPassword: *metricsPass, MaxClients: *maxclients, Timeout: *timeout,
+		WriteTimeout: *writeTimeout, MaxBulk: int(bulk), MaxQuery: int(query),
+	}
+	if *config != "" {
+		// The file's settings, unless a flag or environment variable says
+		// otherwise.
+		given := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		for name, envName := range map[string]string{"addr": "BLOOMKIT_ADDR", "dir": "BLOOMKIT_DIR",
+			"appendfsync": "BLOOMKIT_APPENDFSYNC", "requirepass": "BLOOMKIT_REQUIREPASS", "maxmemory": "BLOOMKIT_MAXMEMORY",
+			"maxclients": "BLOOMKIT_MAXCLIENTS", "timeout": "BLOOMKIT_TIMEOUT",
+			"proto-max-bulk-len": "BLOOMKIT_PROTO_MAX_BULK_LEN", "client-query-buffer-limit": "BLOOMKIT_CLIENT_QUERY_BUFFER_LIMIT"} {
+			if _, ok := os.LookupEnv(envName); ok {
+				given[name] = true
+			}
+		}
+		fc := server.Config{}
+		if err := server.ReadConfigFile(*config, &fc); err != nil {
+			return failf(stderr, "serve", "%v", err)
+		}
+		cfg.ConfigFile = fc.ConfigFile
+		cfg.SlowlogLogSlowerThan, cfg.SlowlogMaxLen = fc.SlowlogLogSlowerThan, fc.SlowlogMaxLen
+		cfg.NoPersistence = fc.NoPersistence
+		if !given["proto-max-bulk-len"] && fc.MaxBulk != 0 {
+			cfg.MaxBulk = fc.MaxBulk
+		}
+		if !given["client-query-buffer-limit"] && fc.MaxQuery != 0 {
+			cfg.MaxQuery = fc.MaxQuery
+		}
+		if !given["addr"] {
+			cfg.Addr = fc.Addr
+		}
+		if !given["dir"] && fc.Dir != "" {
+			cfg.Dir = fc.Dir
+		}
+		if !given["appendfsync"] && fc.AppendFsync != "" {
+			cfg.AppendFsync = fc.AppendFsync
+		}
+		if !given["requirepass"] && fc.RequirePass != "" {
+			cfg.RequirePass = fc.RequirePass
+		}
+		if !given["maxmemory"] && fc.MaxMemory != 0 {
+			cfg.MaxMemory = fc.MaxMemory
+		}
+		if !given["maxclients"] && fc.MaxClients != 0 {
+			cfg.MaxClients = fc.MaxClients
+		}
+		if !given["timeout"] && fc.Timeout != 0 {
+			cfg.Timeout = fc.Timeout
+		}
+	}
+	srv, err := server.New(cfg)
 	if err != nil {
 		return failf(stderr, "serve", "%v", err)
 	}
@@ -93,9 +184,10 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		srv.Close()
 		return failf(stderr, "serve", "%v", err)
 	}
+	// The process's signal handler (output.go) hands SIGTERM/SIGINT to us.
 	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	defer signal.Stop(sig)
+	setSignalHook(sig)
+	defer setSignalHook(nil)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve() }()
 	select {

@@ -47,7 +47,7 @@ func main() {
 
 // Checker answers list membership: filter first, exact list on a maybe.
 type Checker struct {
-	filter  bloom.Interface
+	filter  bloom.Tester
 	list    *sortedList
 	Entries int
 

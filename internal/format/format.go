@@ -40,6 +40,7 @@ const (
 	TypeScalable = 4 // bloom.Scalable
 	TypeWindow   = 5 // bloom.Window
 	TypeCuckoo   = 6 // cuckoo.Filter
+	TypeFrozen   = 7 // frozen.Filter (a binary fuse filter)
 )
 
 // TypeName returns a short lower-case name for a filter type.
@@ -57,6 +58,8 @@ func TypeName(t uint8) string {
 		return "window"
 	case TypeCuckoo:
 		return "cuckoo"
+	case TypeFrozen:
+		return "frozen"
 	}
 	return fmt.Sprintf("unknown type %d", t)
 }

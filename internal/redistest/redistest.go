@@ -54,6 +54,35 @@ func Require(t testing.TB) Binaries {
 	return b
 }
 
+// ModuleEnv names the RedisBloom module (redisbloom.so) that tests load
+// into redis-server to compare with the real RedisBloom; Debian's
+// redis-server has none built in.
+const ModuleEnv = "BLOOMKIT_REDISBLOOM_MODULE"
+
+// RequireModuleEnv turns a missing module from a skip into a failure.
+const RequireModuleEnv = "BLOOMKIT_REQUIRE_REDISBLOOM"
+
+// RedisBloomModule returns the path of the RedisBloom module given by
+// $BLOOMKIT_REDISBLOOM_MODULE. Without one the test is skipped with a
+// message, or fails when BLOOMKIT_REQUIRE_REDISBLOOM=1.
+func RedisBloomModule(t testing.TB) string {
+	t.Helper()
+	path := os.Getenv(ModuleEnv)
+	missing := ""
+	if path == "" {
+		missing = ModuleEnv + " is not set"
+	} else if _, err := os.Stat(path); err != nil {
+		missing = err.Error()
+	}
+	if missing != "" {
+		if os.Getenv(RequireModuleEnv) == "1" {
+			t.Fatalf("redistest: no RedisBloom module (%s), and %s=1 requires it", missing, RequireModuleEnv)
+		}
+		t.Skipf("redistest: no RedisBloom module (%s); skipping. Build redisbloom.so and set %s to its path to run this test", missing, ModuleEnv)
+	}
+	return path
+}
+
 func lookBinaries() (Binaries, error) {
 	var b Binaries
 	var err error
@@ -272,6 +301,13 @@ type Cluster struct {
 // cluster_state:ok. The nodes are stopped when the test ends.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
+	return StartClusterWith(t)
+}
+
+// StartClusterWith is StartCluster with extra redis-server arguments for
+// every node (e.g. "--loadmodule", RedisBloomModule(t)).
+func StartClusterWith(t testing.TB, extra ...string) *Cluster {
+	t.Helper()
 	b := Require(t)
 	c := &Cluster{bin: b}
 	for i := range 3 {
@@ -279,11 +315,11 @@ func StartCluster(t testing.TB) *Cluster {
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			t.Fatalf("redistest: %v", err)
 		}
-		s, err := start(t, b, dir,
+		s, err := start(t, b, dir, append([]string{
 			"--cluster-enabled", "yes",
 			"--cluster-config-file", "nodes.conf",
 			"--cluster-node-timeout", "5000",
-			"--cluster-require-full-coverage", "yes")
+			"--cluster-require-full-coverage", "yes"}, extra...)...)
 		if err != nil {
 			t.Fatalf("redistest: cluster node %d: %v", i, err)
 		}

@@ -1,0 +1,184 @@
+package server
+
+// Connection commands: PING, ECHO, QUIT, SELECT, AUTH, HELLO, RESET.
+
+import (
+	"strings"
+)
+
+// Version is the server version reported by HELLO and INFO
+// (redis_version is what clients parse; bloomkit_version is ours).
+const (
+	RedisVersion    = "7.2.4"
+	BloomkitVersion = "0.1.0"
+)
+
+func cmdPing(s *Server, c *Session, args [][]byte, r *Reply) {
+	switch len(args) {
+	case 1:
+		r.Simple("PONG")
+	case 2:
+		r.Bulk(args[1])
+	default:
+		r.Error(wrongArity("ping"))
+	}
+}
+
+func cmdEcho(s *Server, c *Session, args [][]byte, r *Reply) { r.Bulk(args[1]) }
+
+func cmdQuit(s *Server, c *Session, args [][]byte, r *Reply) {
+	c.quit = true
+	r.OK()
+}
+
+func cmdSelect(s *Server, c *Session, args [][]byte, r *Reply) {
+	n, ok := parseInt(args[1])
+	if !ok || n < -2147483648 || n > 2147483647 {
+		r.Error("ERR value is not an integer or out of range")
+		return
+	}
+	if n != 0 {
+		r.Error("ERR DB index is out of range")
+		return
+	}
+	r.OK()
+}
+
+const (
+	errWrongPass = "WRONGPASS invalid username-password pair or user is disabled."
+	errNoAuth    = "NOAUTH Authentication required."
+)
+
+func (s *Server) checkPass(user, pass string) bool {
+	pw := s.requirePass()
+	return user == "default" && pw != "" && constantTimeEq(pass, pw)
+}
+
+func constantTimeEq(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	var v byte
+	for i := 0; i < len(a); i++ {
+		v |= a[i] ^ b[i]
+	}
+	return v == 0
+}
+
+func cmdAuth(s *Server, c *Session, args [][]byte, r *Reply) {
+	if len(args) > 3 {
+		r.Error("ERR syntax error")
+		return
+	}
+	user, pass := "default", string(args[1])
+	if len(args) == 3 {
+		user, pass = string(args[1]), string(args[2])
+	}
+	if s.requirePass() == "" && len(args) == 2 {
+		r.Error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+		return
+	}
+	if s.requirePass() == "" && user == "default" {
+		c.authed = true
+		r.OK()
+		return
+	}
+	if !s.checkPass(user, pass) {
+		s.metrics.authFailures.Inc()
+		r.Error(errWrongPass)
+		return
+	}
+	c.authed = true
+	r.OK()
+}
+
+func cmdHello(s *Server, c *Session, args [][]byte, r *Reply) {
+	proto := int64(2)
+	if c.resp3 {
+		proto = 3
+	}
+	if len(args) >= 2 {
+		v, ok := parseInt(args[1])
+		if !ok {
+			r.Error("ERR Protocol version is not an integer or out of range")
+			return
+		}
+		if v < 2 || v > 3 {
+			r.Error("NOPROTO unsupported protocol version")
+			return
+		}
+		proto = v
+	}
+	var name []byte
+	setName := false
+	authed := c.authed
+	for i := 2; i < len(args); i++ {
+		opt := strings.ToUpper(string(args[i]))
+		switch {
+		case opt == "AUTH" && i+2 < len(args):
+			if s.requirePass() == "" && string(args[i+1]) == "default" {
+				authed = true
+			} else if !s.checkPass(string(args[i+1]), string(args[i+2])) {
+				s.metrics.authFailures.Inc()
+				r.Error(errWrongPass)
+				return
+			} else {
+				authed = true
+			}
+			i += 2
+		case opt == "SETNAME" && i+1 < len(args):
+			name = args[i+1]
+			setName = true
+			i++
+		default:
+			r.Error("ERR Syntax error in HELLO option '" + trimArg(args[i]) + "'")
+			return
+		}
+	}
+	if s.requirePass() != "" && !authed {
+		r.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+		return
+	}
+	if setName {
+		if !validClientName(name) {
+			r.Error("ERR Client names cannot contain spaces, newlines or special characters.")
+			return
+		}
+		c.Name = string(name)
+	}
+	c.authed = authed
+	c.resp3 = proto == 3
+	r.resp3 = c.resp3
+	r.Map(7)
+	r.BulkString("server")
+	r.BulkString("redis")
+	r.BulkString("version")
+	r.BulkString(RedisVersion)
+	r.BulkString("proto")
+	r.Int(proto)
+	r.BulkString("id")
+	r.Int(c.ID)
+	r.BulkString("mode")
+	r.BulkString("standalone")
+	r.BulkString("role")
+	r.BulkString("master")
+	r.BulkString("modules")
+	r.Array(0)
+}
+
+// RESET returns the connection to its state after connecting: MULTI
+// discarded, replies on, RESP2, no name, and not authenticated when a
+// password is required.
+func cmdReset(s *Server, c *Session, args [][]byte, r *Reply) {
+	s.db.mu.Lock() // other sessions' CLIENT LIST reads these fields
+	c.multi, c.multiErr = nil, false
+	c.txnLen.Store(0)
+	c.replyOff, c.skipReplies = false, 0
+	c.Name = ""
+	c.noEvict = false
+	c.resp3 = false
+	c.authed = s.requirePass() == ""
+	s.db.mu.Unlock()
+	r.resp3 = false
+	r.Simple("RESET")
+}

@@ -1,0 +1,265 @@
+package server
+
+// Keyspace commands: DEL, EXISTS, TYPE, KEYS, SCAN, RENAME, expiry, DBSIZE, FLUSHALL.
+
+import (
+	"strconv"
+	"strings"
+)
+
+func cmdDel(s *Server, c *Session, args [][]byte, r *Reply) {
+	n := int64(0)
+	for _, k := range args[1:] {
+		if e := s.db.get(string(k)); e != nil {
+			s.db.drop(string(k), e)
+			n++
+		}
+	}
+	if n == 0 {
+		c.skipLog = true
+	}
+	r.Int(n)
+}
+
+func cmdExists(s *Server, c *Session, args [][]byte, r *Reply) {
+	n := int64(0)
+	for _, k := range args[1:] {
+		if s.db.get(string(k)) != nil {
+			n++
+		}
+	}
+	r.Int(n)
+}
+
+func cmdType(s *Server, c *Session, args [][]byte, r *Reply) {
+	e := s.db.get(string(args[1]))
+	if e == nil {
+		r.Simple("none")
+		return
+	}
+	r.Simple(e.kind.String())
+}
+
+func cmdKeys(s *Server, c *Session, args [][]byte, r *Reply) {
+	pat := string(args[1])
+	var out []string
+	// KEYS is O(N) by its nature (as in Redis); it walks the scan order,
+	// so its replies come in that order, without a sort.
+	s.db.scan(0, len(s.db.keys), func(k string, e *entry) {
+		if pat == "*" || globMatch(pat, k) {
+			out = append(out, k)
+		}
+	})
+	r.Array(len(out))
+	for _, k := range out {
+		r.BulkString(k)
+	}
+}
+
+// maxScanCount bounds the keys one SCAN call visits, whatever COUNT says,
+// so that one call cannot hold the keyspace lock for long.
+const maxScanCount = 100000
+
+func cmdScan(s *Server, c *Session, args [][]byte, r *Reply) {
+	cur, err := strconv.ParseUint(string(args[1]), 10, 64)
+	if err != nil {
+		r.Error("ERR invalid cursor")
+		return
+	}
+	count := int64(10)
+	pat, typ := "", ""
+	for i := 2; i < len(args); i++ {
+		opt := strings.ToLower(string(args[i]))
+		if i+1 >= len(args) {
+			r.Error("ERR syntax error")
+			return
+		}
+		switch opt {
+		case "count":
+			v, ok := parseInt(args[i+1])
+			if !ok {
+				r.Error("ERR value is not an integer or out of range")
+				return
+			}
+			if v < 1 {
+				r.Error("ERR syntax error")
+				return
+			}
+			count = v
+		case "match":
+			pat = string(args[i+1])
+		case "type":
+			typ = strings.ToLower(string(args[i+1]))
+		default:
+			r.Error("ERR syntax error")
+			return
+		}
+		i++
+	}
+	var out []string
+	next := s.db.scan(cur, int(min(count, maxScanCount)), func(k string, e *entry) {
+		if pat != "" && !globMatch(pat, k) {
+			return
+		}
+		if typ != "" && strings.ToLower(e.kind.String()) != typ {
+			return
+		}
+		out = append(out, k)
+	})
+	r.Array(2)
+	r.BulkString(strconv.FormatUint(next, 10))
+	r.Array(len(out))
+	for _, k := range out {
+		r.BulkString(k)
+	}
+}
+
+func cmdRename(s *Server, c *Session, args [][]byte, r *Reply) {
+	src, dst := string(args[1]), string(args[2])
+	e := s.db.get(src)
+	if e == nil {
+		r.Error("ERR no such key")
+		return
+	}
+	if src != dst {
+		s.db.remove(src, e)
+		s.db.used += e.dataBytes() // remove subtracted the filter; put adds only the key
+		if old := s.db.get(dst); old != nil {
+			s.db.drop(dst, old)
+		}
+		s.db.link(dst, e)
+		s.db.used += uint64(len(dst)) + keyOverhead
+		s.db.dirty++
+	}
+	r.OK()
+}
+
+// EXPIRE/PEXPIRE/EXPIREAT/PEXPIREAT key time [NX|XX|GT|LT]
+func cmdExpire(s *Server, c *Session, args [][]byte, r *Reply) {
+	name := lowerName(args[0])
+	v, ok := parseInt(args[2])
+	if !ok {
+		r.Error("ERR value is not an integer or out of range")
+		return
+	}
+	var nx, xx, gt, lt bool
+	for _, a := range args[3:] {
+		switch strings.ToUpper(string(a)) {
+		case "NX":
+			nx = true
+		case "XX":
+			xx = true
+		case "GT":
+			gt = true
+		case "LT":
+			lt = true
+		default:
+			r.Error("ERR Unsupported option " + trimArg(a))
+			return
+		}
+	}
+	if nx && (xx || gt || lt) {
+		r.Error("ERR NX and XX, GT or LT options at the same time are not compatible")
+		return
+	}
+	if gt && lt {
+		r.Error("ERR GT and LT options at the same time are not compatible")
+		return
+	}
+	now := s.db.nowMs()
+	var at int64
+	const maxMs = 1 << 62
+	switch name {
+	case "expire":
+		if v > maxMs/1000 || v < -maxMs/1000 {
+			r.Error("ERR invalid expire time in '" + name + "' command")
+			return
+		}
+		at = now + v*1000
+	case "pexpire":
+		if v > maxMs || v < -maxMs {
+			r.Error("ERR invalid expire time in '" + name + "' command")
+			return
+		}
+		at = now + v
+	case "expireat":
+		if v > maxMs/1000 || v < -maxMs/1000 {
+			r.Error("ERR invalid expire time in '" + name + "' command")
+			return
+		}
+		at = v * 1000
+	default:
+		at = v
+	}
+	key := string(args[1])
+	e := s.db.get(key)
+	if e == nil {
+		c.skipLog = true
+		r.Int(0)
+		return
+	}
+	cur := e.expireAt
+	if (nx && cur != 0) || (xx && cur == 0) ||
+		(gt && (cur == 0 || at <= cur)) || (lt && cur != 0 && at >= cur) {
+		c.skipLog = true
+		r.Int(0)
+		return
+	}
+	if at <= now && !s.db.loading {
+		s.db.drop(key, e)
+	} else {
+		s.db.setExpire(e, at)
+		s.db.dirty++
+	}
+	c.logArgs = [][]byte{[]byte("PEXPIREAT"), args[1], []byte(strconv.FormatInt(at, 10))}
+	r.Int(1)
+}
+
+func cmdTTL(s *Server, c *Session, args [][]byte, r *Reply) {
+	e := s.db.get(string(args[1]))
+	switch {
+	case e == nil:
+		r.Int(-2)
+	case e.expireAt == 0:
+		r.Int(-1)
+	default:
+		ms := e.expireAt - s.db.nowMs()
+		if lowerName(args[0]) == "ttl" {
+			r.Int((ms + 500) / 1000)
+		} else {
+			r.Int(ms)
+		}
+	}
+}
+
+func cmdPersist(s *Server, c *Session, args [][]byte, r *Reply) {
+	e := s.db.get(string(args[1]))
+	if e == nil || e.expireAt == 0 {
+		c.skipLog = true
+		r.Int(0)
+		return
+	}
+	s.db.setExpire(e, 0)
+	s.db.dirty++
+	r.Int(1)
+}
+
+func cmdDBSize(s *Server, c *Session, args [][]byte, r *Reply) {
+	r.Int(int64(len(s.db.keys)))
+}
+
+func cmdFlush(s *Server, c *Session, args [][]byte, r *Reply) {
+	if len(args) > 2 {
+		r.Error("ERR syntax error")
+		return
+	}
+	if len(args) == 2 {
+		m := strings.ToUpper(string(args[1]))
+		if m != "ASYNC" && m != "SYNC" {
+			r.Error("ERR syntax error")
+			return
+		}
+	}
+	s.db.flush()
+	r.OK()
+}

@@ -1,0 +1,183 @@
+package server
+
+import (
+	"encoding/binary"
+	"math"
+	"math/bits"
+	"sync"
+	"time"
+
+	"github.com/bloomkit/bloomkit/cuckoo"
+)
+
+// Per-filter metric series (fill ratio, implied false-positive rate, items,
+// size) need a pass over each filter's arrays: a popcount of a 1 GiB Bloom
+// filter takes about half a second. They are therefore computed outside
+// the keyspace lock's long holds: the keys are picked under the lock in
+// O(maxFilterSeries) from the scan order, and each filter's arrays are
+// counted in chunks of filterStatsChunk bytes, the lock taken for one
+// chunk at a time (about 50 µs), so commands run between chunks. A filter
+// that changes between chunks gives a count that mixes moments, which is
+// fine for a gauge. The result is cached for filterStatsTTL, so that
+// scrapes from several Prometheus servers do not multiply the work.
+//
+// Maintaining set-bit counts on every write was the alternative; it would
+// add work to BF.ADD's hot path (read-test-set per bit plus a counter
+// update) for a value only scrapes need.
+const (
+	filterStatsChunk = 1 << 20
+	filterStatsTTL   = 5 * time.Second
+)
+
+type filterRow struct {
+	key, typ                 string
+	fill, rate, items, bytes float64
+}
+
+// filterStats is the cache of per-filter rows.
+type filterStats struct {
+	mu   sync.Mutex // held while computing: one computation at a time
+	rows []filterRow
+	at   time.Time
+}
+
+// get returns the cached rows, computing them first when older than
+// filterStatsTTL.
+func (f *filterStats) get(s *Server) []filterRow {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.rows != nil && time.Since(f.at) < filterStatsTTL {
+		return f.rows
+	}
+	f.rows = s.computeFilterStats()
+	f.at = time.Now()
+	return f.rows
+}
+
+func (s *Server) computeFilterStats() []filterRow {
+	keys := make([]string, 0, 64)
+	s.db.mu.Lock()
+	s.db.order.Ascend(func(sk scanKey) bool {
+		keys = append(keys, sk.k)
+		return len(keys) < maxFilterSeries
+	})
+	s.db.mu.Unlock()
+	rows := make([]filterRow, 0, len(keys))
+	for _, k := range keys {
+		if r, ok := s.filterRow(k); ok {
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+// filterRow computes one key's row, locking the keyspace per chunk; false
+// when the key is gone (or replaced) meanwhile.
+func (s *Server) filterRow(key string) (filterRow, bool) {
+	db := &s.db.mu
+	db.Lock()
+	e := s.db.keys[key]
+	if e == nil || (e.kind != KindBloom && e.kind != KindCuckoo) {
+		db.Unlock()
+		return filterRow{}, false
+	}
+	row := filterRow{key: key}
+	// The parts to count: for Bloom each link's bit array, for cuckoo
+	// each sub-filter's slots.
+	var sizes []int
+	var hashes []uint32
+	var bucketSize uint16
+	switch e.kind {
+	case KindBloom:
+		row.typ, row.items, row.bytes = "bloom", float64(e.bf.Size), float64(e.bf.MemUsage())
+		for i := range e.bf.Links {
+			sizes = append(sizes, len(e.bf.Links[i].Data))
+			hashes = append(hashes, e.bf.Links[i].Hashes)
+		}
+	case KindCuckoo:
+		row.typ, row.items, row.bytes = "cuckoo", float64(e.cf.NumItems), float64(e.cf.MemUsage())
+		bucketSize = e.cf.BucketSize
+		for _, f := range e.cf.Filters {
+			sizes = append(sizes, len(f))
+		}
+	}
+	db.Unlock()
+	var set, total uint64
+	miss := 1.0
+	for i, n := range sizes {
+		var part uint64
+		for off := 0; off < n; off += filterStatsChunk {
+			end := min(off+filterStatsChunk, n)
+			db.Lock()
+			cur, ok := s.filterPart(key, e, i, n)
+			if !ok {
+				db.Unlock()
+				return filterRow{}, false
+			}
+			if e.kind == KindBloom {
+				part += popcount(cur[off:end])
+			} else {
+				part += nonzero(cur[off:end])
+			}
+			db.Unlock()
+		}
+		if n == 0 {
+			continue
+		}
+		if e.kind == KindBloom {
+			set += part
+			total += uint64(n) * 8
+			miss *= 1 - math.Pow(float64(part)/float64(n*8), float64(hashes[i]))
+		} else {
+			set += part
+			total += uint64(n)
+			miss *= 1 - cuckoo.ExpectedRate(uint32(bucketSize), 8, float64(part)/float64(n))
+		}
+	}
+	if total > 0 {
+		row.fill = float64(set) / float64(total)
+	}
+	row.rate = 1 - miss
+	return row, true
+}
+
+// filterPart returns part i of the filter stored at key if key still
+// holds entry e and the part still has n bytes (db.mu held).
+func (s *Server) filterPart(key string, e *entry, i, n int) ([]byte, bool) {
+	if s.db.keys[key] != e {
+		return nil, false
+	}
+	switch e.kind {
+	case KindBloom:
+		if i < len(e.bf.Links) && len(e.bf.Links[i].Data) == n {
+			return e.bf.Links[i].Data, true
+		}
+	case KindCuckoo:
+		if i < len(e.cf.Filters) && len(e.cf.Filters[i]) == n {
+			return e.cf.Filters[i], true
+		}
+	}
+	return nil, false
+}
+
+func popcount(p []byte) uint64 {
+	var n uint64
+	for len(p) >= 8 {
+		n += uint64(bits.OnesCount64(binary.LittleEndian.Uint64(p)))
+		p = p[8:]
+	}
+	for _, c := range p {
+		n += uint64(bits.OnesCount8(c))
+	}
+	return n
+}
+
+func nonzero(p []byte) uint64 {
+	var n uint64
+	for _, c := range p {
+		if c != 0 {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,162 @@
+package server
+
+import (
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Benchmarks of the operations that walk the keyspace, on 500k keys (the
+// issue's size): one SCAN call, one Prometheus scrape, and the worst
+// latency of a command that runs while scrapes do (what the keyspace lock
+// costs everyone else). Run:
+//
+//	go test -run '^$' -bench 'Keyspace500k' -benchtime 20x ./server
+
+const benchKeys = 500_000
+
+var (
+	bigOnce sync.Once
+	bigSrv  *Server
+)
+
+func bigServer(b *testing.B) *Server {
+	bigOnce.Do(func() {
+		s, err := New(Config{NoPersistence: true, Logger: testLogger(b)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := &Session{authed: true}
+		var r Reply
+		for i := 0; i < benchKeys; i++ {
+			s.Do(c, [][]byte{[]byte("BF.RESERVE"), []byte("key:" + strconv.Itoa(i)), []byte("0.01"), []byte("10")}, &r)
+		}
+		bigSrv = s
+	})
+	return bigSrv
+}
+
+func BenchmarkKeyspace500kScan(b *testing.B) {
+	s := bigServer(b)
+	c := &Session{authed: true}
+	var r Reply
+	rng := rand.New(rand.NewPCG(1, 2))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		cur := strconv.FormatUint(rng.Uint64()>>1, 10)
+		s.Do(c, [][]byte{[]byte("SCAN"), []byte(cur), []byte("COUNT"), []byte("10")}, &r)
+		if r.failed {
+			b.Fatal(string(r.buf))
+		}
+	}
+}
+
+func BenchmarkKeyspace500kScrape(b *testing.B) {
+	s := bigServer(b)
+	h := s.metrics.handler(s)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		scrape(b, h)
+		invalidateFilterStats(s)
+	}
+}
+
+// BenchmarkKeyspace500kCommandDuringScrape reports the worst BF.EXISTS
+// latency seen while scrapes run back to back (max-µs).
+func BenchmarkKeyspace500kCommandDuringScrape(b *testing.B) {
+	s := bigServer(b)
+	h := s.metrics.handler(s)
+	var stop atomic.Bool
+	var worst atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c := &Session{authed: true}
+		var r Reply
+		for !stop.Load() {
+			t := time.Now()
+			s.Do(c, [][]byte{[]byte("BF.EXISTS"), []byte("key:1"), []byte("x")}, &r)
+			if d := time.Since(t).Microseconds(); d > worst.Load() {
+				worst.Store(d)
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+	}()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		scrape(b, h)
+		invalidateFilterStats(s)
+	}
+	stop.Store(true)
+	<-done
+	b.ReportMetric(float64(worst.Load()), "max-µs")
+}
+
+func scrape(b *testing.B, h interface {
+	ServeHTTP(w http.ResponseWriter, r *http.Request)
+}) {
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+	if w.Code != 200 {
+		b.Fatal(w.Code)
+	}
+	io.Copy(io.Discard, w.Body)
+}
+
+// BenchmarkDoBFExists is the command layer's cost per command (no
+// network): dispatch, lock, handler, metrics and INFO counters.
+func BenchmarkDoBFExists(b *testing.B) {
+	s, err := New(Config{NoPersistence: true, Logger: testLogger(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := &Session{authed: true}
+	var r Reply
+	s.Do(c, [][]byte{[]byte("BF.ADD"), []byte("k"), []byte("x")}, &r)
+	args := [][]byte{[]byte("BF.EXISTS"), []byte("k"), []byte("x")}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s.Do(c, args, &r)
+	}
+}
+
+// BenchmarkKeyspace500kRecount compares the memory recount the server ran
+// every second before (full: the lock held for the whole pass) with the
+// stepwise one (step: one pass in steps of 1 ms; max-µs is the longest
+// lock hold of a step).
+func BenchmarkKeyspace500kRecount(b *testing.B) {
+	s := bigServer(b)
+	b.Run("full", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			s.db.mu.Lock()
+			s.db.recount()
+			s.db.mu.Unlock()
+		}
+	})
+	b.Run("step", func(b *testing.B) {
+		var holds []time.Duration
+		for i := 0; i < b.N; i++ {
+			for {
+				s.db.mu.Lock()
+				t := time.Now()
+				done := s.db.recountStep(time.Millisecond)
+				holds = append(holds, time.Since(t))
+				s.db.mu.Unlock()
+				if done {
+					break
+				}
+			}
+		}
+		slices.Sort(holds)
+		b.ReportMetric(float64(holds[len(holds)*99/100].Microseconds()), "p99-µs")
+		b.ReportMetric(float64(holds[len(holds)-1].Microseconds()), "max-µs")
+	})
+}

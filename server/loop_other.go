@@ -1,0 +1,16 @@
+//go:build !linux
+
+package server
+
+import "net"
+
+// eventLoop exists on Linux only (loop_linux.go); elsewhere every client is
+// served by a goroutine.
+type eventLoop struct{}
+
+type loopConn struct{}
+
+func (s *Server) startLoops() error                      { return nil }
+func (s *Server) adoptable(net.Conn, *Session) *loopConn { return nil }
+func (c *loopConn) hand()                                {}
+func (l *eventLoop) stop()                               {}
