@@ -42,17 +42,10 @@ func NewBlocked(n uint64, p float64) (*Blocked, error) {
 	return NewBlockedFromParams(e)
 }
 
-// NewBlockedWithParams returns an empty blocked filter of m bits, rounded up
-// to a whole number of 512-bit blocks, and k probes.
-func NewBlockedWithParams(m uint64, k uint32) (*Blocked, error) {
-	if m > MaxBits {
-		return nil, fmt.Errorf("%w: m = %d bits is above the limit of %d", ErrInvalidParams, m, uint64(MaxBits))
-	}
-	return NewBlockedFromParams(Params{M: (m + BlockBits - 1) / BlockBits * BlockBits, K: k})
-}
-
 // NewBlockedFromParams returns an empty blocked filter with the size, probe
-// count and seed of p. p.M must be a multiple of BlockBits.
+// count and seed of p (from EstimateBlocked, another filter, or by hand).
+// p.M must be a multiple of BlockBits: round a size of your own up with
+// (m + BlockBits − 1) / BlockBits · BlockBits.
 func NewBlockedFromParams(p Params) (*Blocked, error) {
 	if err := p.validate(true); err != nil {
 		return nil, err

@@ -69,12 +69,6 @@ func NewCounting(n uint64, p float64) (*Counting, error) {
 	return NewCountingFromParams(Estimate(n, p))
 }
 
-// NewCountingWithParams returns an empty counting filter of exactly m
-// counters and k probes.
-func NewCountingWithParams(m uint64, k uint32) (*Counting, error) {
-	return NewCountingFromParams(Params{M: m, K: k})
-}
-
 // NewCountingFromParams returns an empty counting filter with p.M counters,
 // p.K probes and p.Seed. N and P are kept as the filter's plan and only
 // reported. p.M may be at most MaxCounters.

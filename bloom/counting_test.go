@@ -233,9 +233,9 @@ func TestCountingParams(t *testing.T) {
 	if _, err := NewCounting(100, 1.5); !errors.Is(err, ErrInvalidParams) {
 		t.Errorf("rate 1.5: %v", err)
 	}
-	c, err := NewCountingWithParams(1001, 4)
+	c, err := NewCountingFromParams(Params{M: 1001, K: 4})
 	if err != nil || c.Params().M != 1001 || len(c.words) != 63 {
-		t.Errorf("NewCountingWithParams(1001, 4): %v, %d words", err, len(c.words))
+		t.Errorf("NewCountingFromParams(Params{M: 1001, K: 4}): %v, %d words", err, len(c.words))
 	}
 	// The same sizing as the classic filter.
 	d, _ := NewCounting(12345, 0.02)

@@ -23,7 +23,8 @@
 // Size a filter from the number of distinct keys n you expect and the rate p
 // you accept with New(n, p) or NewBlocked(n, p); Estimate and
 // EstimateBlocked return the sizes without building anything, and
-// NewWithParams builds a filter of exactly m bits and k probes.
+// NewFromParams(Params{M: m, K: k}) builds a filter of exactly m bits and k
+// probes.
 //
 // Every key is hashed once with XXH3-128 and its k positions are derived from
 // the hash. The hash, the derivation and the seed are part of the file format

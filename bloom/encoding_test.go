@@ -40,7 +40,7 @@ var goldenCases = []goldenCase{
 	{
 		file: "classic-unseeded-v1.bloom",
 		build: func() (filter, error) {
-			return NewWithParams(10_007, 5) // m not a multiple of 64
+			return NewFromParams(Params{M: 10_007, K: 5}) // m not a multiple of 64
 		},
 		read: layouts[0].decode,
 	},
@@ -137,7 +137,7 @@ func writeOnce(t *testing.T, path string, data []byte) {
 
 // sample returns the encoding of a small classic filter with a few keys.
 func sample(t testing.TB) []byte {
-	f, err := NewWithParams(1000, 4)
+	f, err := NewFromParams(Params{M: 1000, K: 4})
 	if err != nil {
 		t.Fatal(err)
 	}

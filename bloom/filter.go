@@ -38,14 +38,10 @@ func New(n uint64, p float64) (*Filter, error) {
 	return NewFromParams(Estimate(n, p))
 }
 
-// NewWithParams returns an empty classic filter of exactly m bits and k
-// probes, for users who size a filter by hand.
-func NewWithParams(m uint64, k uint32) (*Filter, error) {
-	return NewFromParams(Params{M: m, K: k})
-}
-
 // NewFromParams returns an empty classic filter with the size, probe count
-// and seed of p. N and P are kept as the filter's plan and only reported.
+// and seed of p: Params from Estimate (with a Seed of your choice), from
+// another filter's Params, or by hand, Params{M: m, K: k}. N and P are kept
+// as the filter's plan and only reported.
 func NewFromParams(p Params) (*Filter, error) {
 	if err := p.validate(false); err != nil {
 		return nil, err

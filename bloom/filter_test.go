@@ -266,7 +266,7 @@ func TestUnionRefusesOtherSeed(t *testing.T) {
 	if err := a.Intersect(b); !errors.Is(err, ErrIncompatible) {
 		t.Errorf("intersect across seeds: %v", err)
 	}
-	c, _ := NewWithParams(p.M, p.K+1)
+	c, _ := NewFromParams(Params{M: p.M, K: p.K + 1})
 	if err := a.Union(c); !errors.Is(err, ErrIncompatible) {
 		t.Errorf("union across k: %v", err)
 	}

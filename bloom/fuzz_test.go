@@ -22,7 +22,7 @@ func checkDecodeError(t *testing.T, err error) {
 }
 
 func addSeeds(f *testing.F) {
-	small, _ := NewWithParams(200, 3)
+	small, _ := NewFromParams(Params{M: 200, K: 3})
 	small.AddString("seed")
 	blk, _ := NewBlocked(50, 0.1)
 	blk.AddString("seed")

@@ -100,11 +100,11 @@ func TestInvalidParams(t *testing.T) {
 		m uint64
 		k uint32
 	}{{0, 3}, {100, 0}, {100, MaxK + 1}, {MaxBits + 1, 3}} {
-		if _, err := NewWithParams(c.m, c.k); !errors.Is(err, ErrInvalidParams) {
-			t.Errorf("NewWithParams(%d, %d): err = %v", c.m, c.k, err)
+		if _, err := NewFromParams(Params{M: c.m, K: c.k}); !errors.Is(err, ErrInvalidParams) {
+			t.Errorf("NewFromParams(Params{M: %d, K: %d}): err = %v", c.m, c.k, err)
 		}
-		if _, err := NewBlockedWithParams(c.m, c.k); !errors.Is(err, ErrInvalidParams) {
-			t.Errorf("NewBlockedWithParams(%d, %d): err = %v", c.m, c.k, err)
+		if _, err := NewBlockedFromParams(Params{M: c.m, K: c.k}); !errors.Is(err, ErrInvalidParams) {
+			t.Errorf("NewBlockedFromParams(Params{M: %d, K: %d}): err = %v", c.m, c.k, err)
 		}
 	}
 	if _, err := NewBlockedFromParams(Params{M: 1000, K: 3}); !errors.Is(err, ErrInvalidParams) {
@@ -157,18 +157,18 @@ func TestSizingEdges(t *testing.T) {
 		t.Fatal("BlockedFalsePositiveRate(512, 2^53, 7) hangs")
 	}
 	// Sizes beyond the platform's limit are errors, not panics (on 386,
-	// NewWithParams(1<<36, 3) panicked in makeslice).
+	// NewWithParams(1<<36, 3), now NewFromParams, panicked in makeslice).
 	for _, m := range []uint64{MaxBits + 1, 1 << 44, math.MaxUint64} {
-		if _, err := NewWithParams(m, 3); !errors.Is(err, ErrInvalidParams) {
-			t.Errorf("NewWithParams(%d, 3): err = %v", m, err)
+		if _, err := NewFromParams(Params{M: m, K: 3}); !errors.Is(err, ErrInvalidParams) {
+			t.Errorf("NewFromParams(Params{M: %d, K: 3}): err = %v", m, err)
 		}
-		if _, err := NewBlockedWithParams(m, 3); !errors.Is(err, ErrInvalidParams) {
-			t.Errorf("NewBlockedWithParams(%d, 3): err = %v", m, err)
+		if _, err := NewBlockedFromParams(Params{M: m, K: 3}); !errors.Is(err, ErrInvalidParams) {
+			t.Errorf("NewBlockedFromParams(Params{M: %d, K: 3}): err = %v", m, err)
 		}
 	}
 	if MaxBits < 1<<36 {
-		if _, err := NewWithParams(1<<36, 3); !errors.Is(err, ErrInvalidParams) {
-			t.Errorf("NewWithParams(2^36, 3) on a 32-bit platform: err = %v", err)
+		if _, err := NewFromParams(Params{M: 1 << 36, K: 3}); !errors.Is(err, ErrInvalidParams) {
+			t.Errorf("NewFromParams(Params{M: 2^36, K: 3}) on a 32-bit platform: err = %v", err)
 		}
 	}
 	// Every n, every p: a filter that fits, or ErrInvalidParams.
