@@ -41,6 +41,7 @@ type eventLoop struct {
 	dirty  []*loopConn // clients with replies to send this round
 	rerun  []*loopConn // clients with requests left in their buffer
 	events []syscall.EpollEvent
+	now    int64 // monoNow at the end of the last round
 }
 
 // loopConn is one client of an event loop.
@@ -55,8 +56,8 @@ type loopConn struct {
 	watchOut      bool // registered for EPOLLOUT (output blocked)
 	inDirty       bool
 	closeAfter    bool // close once the output is written (QUIT, protocol error)
-	lastRead      time.Time
-	lastWrite     time.Time
+	lastRead      int64 // monoNow of the last read and of the last write progress
+	lastWrite     int64
 }
 
 // fdReader reads from a non-blocking descriptor for requestReader.fill.
@@ -161,7 +162,7 @@ func (s *Server) adoptable(nc net.Conn, c *Session) *loopConn {
 		return nil
 	}
 	nc.Close() // the duplicate keeps the socket open
-	now := time.Now()
+	now := monoNow()
 	l := s.loops[int(c.ID)%len(s.loops)]
 	c.setKill(l.wakeUp)
 	return &loopConn{loop: l, fd: fd, sess: c, rd: newRequestReader(fdReader{fd}, s.readLimits(c)), lastRead: now, lastWrite: now}
@@ -186,7 +187,7 @@ func (l *eventLoop) stop() {
 
 func (l *eventLoop) run() {
 	defer l.shutdown()
-	lastCheck := time.Now()
+	lastCheck := monoNow()
 	for {
 		timeout := 100
 		if len(l.rerun) > 0 {
@@ -200,6 +201,7 @@ func (l *eventLoop) run() {
 		if l.s.closed.Load() {
 			return
 		}
+		l.now = monoNow() // one clock read a round, for the timeouts
 		for _, ev := range l.events[:max(n, 0)] {
 			fd := int(ev.Fd)
 			if fd == l.wake[0] {
@@ -225,7 +227,7 @@ func (l *eventLoop) run() {
 			}
 		}
 		l.flushAll()
-		if now := time.Now(); now.Sub(lastCheck) >= 100*time.Millisecond {
+		if now := l.now; now-lastCheck >= int64(100*time.Millisecond) {
 			lastCheck = now
 			l.checkTimeouts(now)
 		}
@@ -276,7 +278,7 @@ func (l *eventLoop) read(c *loopConn) {
 		l.close(c)
 		return
 	}
-	c.lastRead = time.Now()
+	c.lastRead = l.now
 	l.runRequests(c)
 }
 
@@ -371,7 +373,7 @@ func (l *eventLoop) write(c *loopConn) {
 		n, err := syscall.Write(c.fd, buf[c.wpos:])
 		if n > 0 {
 			c.wpos += n
-			c.lastWrite = time.Now()
+			c.lastWrite = l.now
 		}
 		if err == syscall.EINTR {
 			continue
@@ -414,15 +416,15 @@ func (l *eventLoop) write(c *loopConn) {
 
 // checkTimeouts disconnects idle clients (Timeout) and clients whose
 // output made no progress for WriteTimeout.
-func (l *eventLoop) checkTimeouts(now time.Time) {
+func (l *eventLoop) checkTimeouts(now int64) {
 	s := l.s
 	for _, c := range l.conns {
 		switch {
-		case c.watchOut && now.Sub(c.lastWrite) > s.cfg.WriteTimeout:
+		case c.watchOut && time.Duration(now-c.lastWrite) > s.cfg.WriteTimeout:
 			s.slowClients.Add(1)
 			s.log.Info("disconnecting a client that does not read its replies", "addr", c.sess.Addr, "timeout", s.cfg.WriteTimeout)
 			l.close(c)
-		case s.idleTimeout() > 0 && !c.watchOut && now.Sub(c.lastRead) > s.idleTimeout():
+		case s.idleTimeout() > 0 && !c.watchOut && time.Duration(now-c.lastRead) > s.idleTimeout():
 			l.close(c)
 		case c.sess.closing.Load():
 			l.close(c)
