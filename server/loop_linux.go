@@ -55,7 +55,7 @@ type loopConn struct {
 	wpos, checked int
 	watchOut      bool // registered for EPOLLOUT (output blocked)
 	inDirty       bool
-	closeAfter    bool // close once the output is written (QUIT, protocol error)
+	closeAfter    bool  // close once the output is written (QUIT, protocol error)
 	lastRead      int64 // monoNow of the last read and of the last write progress
 	lastWrite     int64
 }
