@@ -326,6 +326,7 @@ func testClientCommands(t *testing.T, gpc bool) {
 	me := dialRaw(t, s.Addr())
 	other := dialRaw(t, s.Addr())
 	third := dialRaw(t, s.Addr())
+	third.do("PING") // the server knows a client once it has answered it
 	me.do("CLIENT", "SETNAME", "me")
 	other.do("CLIENT", "SETNAME", "other")
 	otherID := strings.TrimPrefix(other.do("CLIENT", "ID"), ":")
