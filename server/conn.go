@@ -154,6 +154,7 @@ func (s *Server) serveConn(nc net.Conn) {
 				}
 				return
 			}
+			c.clock = monoNow() // not the end of the command before the wait
 			continue
 		}
 		if len(args) == 0 {
@@ -200,6 +201,7 @@ func (s *Server) flush(c *Session) bool {
 		}
 	}
 	c.batched = 0
+	c.clock = 0 // the next command reads the clock itself, after this write
 	if len(c.reply.buf) == 0 {
 		return true
 	}

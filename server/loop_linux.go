@@ -287,6 +287,7 @@ func (l *eventLoop) read(c *loopConn) {
 // written), or the client must be closed.
 func (l *eventLoop) runRequests(c *loopConn) {
 	s := l.s
+	c.sess.clock = monoNow() // the first command's start; each later one starts at its predecessor's end
 	for !c.closeAfter {
 		if len(c.sess.reply.buf)-c.wpos >= flushAt {
 			l.markDirty(c)

@@ -182,8 +182,12 @@ type Session struct {
 	pendingWrite bool
 	// batched counts the replies in out.
 	batched int
-	reply   Reply
-	out     []byte // replies of the current pipeline batch
+	// clock is the monoNow reading the next command starts from (0: read
+	// the clock): the end of the previous command of the same pipeline,
+	// or the moment its bytes were read.
+	clock int64
+	reply Reply
+	out   []byte // replies of the current pipeline batch
 	// multi holds the commands queued after MULTI (its first element is a
 	// marker, so an empty transaction is non-nil); multiErr aborts EXEC.
 	multi    []queued
@@ -591,7 +595,13 @@ func (s *Server) Do(c *Session, args [][]byte, r *Reply) {
 }
 
 func (s *Server) do(c *Session, args [][]byte, r *Reply) {
-	start := monoNow()
+	// One clock read per command: a command of a pipeline starts when the
+	// one before it ended (the connection sets clock when it reads).
+	start := c.clock
+	if start == 0 {
+		start = monoNow()
+	}
+	c.clock = 0
 	if ms := monoTime(start).UnixMilli(); ms-c.lastCmd.Load() >= 1000 {
 		c.lastCmd.Store(ms) // CLIENT LIST idle has second resolution
 	}
@@ -643,7 +653,8 @@ func (s *Server) do(c *Session, args [][]byte, r *Reply) {
 	var d time.Duration
 	if cmd.unlocked {
 		cmd.fn(s, c, args, r)
-		d = time.Duration(monoNow() - start)
+		c.clock = monoNow()
+		d = time.Duration(c.clock - start)
 		s.stats.executed(cmd, d, r)
 	} else {
 		if cmd.write {
@@ -693,7 +704,8 @@ func (s *Server) locked(c *Session, cmd *command, args [][]byte, r *Reply, start
 	s.db.mu.Lock()
 	defer s.db.mu.Unlock()
 	s.run(c, cmd, args, r)
-	d = time.Duration(monoNow() - start)
+	c.clock = monoNow()
+	d = time.Duration(c.clock - start)
 	s.stats.executedLocked(cmd, d, r)
 	return d
 }
