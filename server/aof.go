@@ -448,31 +448,26 @@ func (a *appendLog) syncTo(pos int64) error {
 
 // recover clears the sticky failure once a snapshot holds everything the
 // failed log was to hold: the current file, created with that snapshot,
-// takes the records appended since its point in time.
+// takes the records appended since its point in time. The files rotated
+// away from are superseded by the snapshot and closed without another
+// fsync (it might fail again, or lie).
 func (a *appendLog) recover() {
 	a.write(0) // carry out the rotation if it is still pending
-	a.syncMu.Lock()
-	defer a.syncMu.Unlock()
-	a.ioMu.Lock()
-	defer a.ioMu.Unlock()
-	// The files rotated away from are superseded by the snapshot: close
-	// them without another fsync (it might fail again, or lie).
-	for _, lf := range a.retired {
-		lf.f.Close()
-	}
-	a.retired = nil
-	a.err, a.errGen = nil, 0
-	a.failed.Store(false)
-	a.mu.Lock()
-	w := a.appended.Load() - int64(len(a.buf))
-	a.mu.Unlock()
-	a.written.Store(w)
-	a.synced.Store(w)
+	a.closeRetired(func() {
+		a.err, a.errGen = nil, 0
+		a.failed.Store(false)
+		a.mu.Lock()
+		w := a.appended.Load() - int64(len(a.buf))
+		a.mu.Unlock()
+		a.written.Store(w)
+		a.synced.Store(w)
+	})
 }
 
 // closeRetired closes the files rotated away from without fsyncing them
-// (appendfsync no, where nothing else would close them).
-func (a *appendLog) closeRetired() {
+// (appendfsync no, where nothing else would close them; and recover) and
+// then runs also, if given, with syncMu and ioMu still held.
+func (a *appendLog) closeRetired(also func()) {
 	a.syncMu.Lock()
 	defer a.syncMu.Unlock()
 	a.ioMu.Lock()
@@ -481,6 +476,9 @@ func (a *appendLog) closeRetired() {
 		lf.f.Close()
 	}
 	a.retired = nil
+	if also != nil {
+		also()
+	}
 }
 
 // generation is the current file's generation.

@@ -194,11 +194,7 @@ func (s *Server) flush(c *Session) bool {
 		// were durable: their outcome is unknown, and nothing may say
 		// they happened.
 		c.reply.drain()
-		for i := 0; i < c.batched; i++ {
-			c.reply.buf = append(c.reply.buf, "-IOERR the append-only log failed ("...)
-			c.reply.buf = appendClean(c.reply.buf, errText(err))
-			c.reply.buf = append(c.reply.buf, "); the outcome of this command is unknown\r\n"...)
-		}
+		c.reply.buf = appendInDoubt(c.reply.buf, c.batched, err)
 	}
 	c.batched = 0
 	c.clock = 0 // the next command reads the clock itself, after this write
@@ -264,4 +260,15 @@ func (c *Session) setKill(kill func()) {
 	if c.closing.Load() {
 		kill()
 	}
+}
+
+// appendInDoubt appends n error replies for commands whose log records were
+// not durable when the log failed: nothing may say they happened.
+func appendInDoubt(buf []byte, n int, err error) []byte {
+	for i := 0; i < n; i++ {
+		buf = append(buf, "-IOERR the append-only log failed ("...)
+		buf = appendClean(buf, errText(err))
+		buf = append(buf, "); the outcome of this command is unknown\r\n"...)
+	}
+	return buf
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -159,4 +160,35 @@ func BenchmarkKeyspace500kRecount(b *testing.B) {
 		b.ReportMetric(float64(holds[len(holds)*99/100].Microseconds()), "p99-µs")
 		b.ReportMetric(float64(holds[len(holds)-1].Microseconds()), "max-µs")
 	})
+}
+
+// The command path allocates nothing per command, writes included (their
+// log record is appended to a reused buffer): BF.EXISTS and BF.ADD with the
+// append-only log on.
+func TestCommandPathAllocs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocation counts")
+	}
+	s, err := New(Config{dataDir: newMemDir(), Logger: quietLogger(), AutoSaveLogBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c := &Session{authed: true}
+	var r Reply
+	s.Do(c, [][]byte{[]byte("BF.RESERVE"), []byte("k"), []byte("0.01"), []byte("1000000"), []byte("NONSCALING")}, &r)
+	items := make([][][]byte, 2000)
+	for i := range items {
+		items[i] = [][]byte{[]byte("BF.ADD"), []byte("k"), []byte(fmt.Sprint("item-", i))}
+	}
+	exists := [][]byte{[]byte("BF.EXISTS"), []byte("k"), []byte("item-1")}
+	i := 0
+	adds := testing.AllocsPerRun(1000, func() {
+		s.Do(c, items[i%len(items)], &r)
+		i++
+	})
+	reads := testing.AllocsPerRun(1000, func() { s.Do(c, exists, &r) })
+	if adds > 0.05 || reads > 0 {
+		t.Errorf("allocations per command: BF.ADD %.3f, BF.EXISTS %.3f (want none)", adds, reads)
+	}
 }

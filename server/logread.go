@@ -3,7 +3,6 @@ package server
 import (
 	"bufio"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -27,9 +26,6 @@ type logScan struct {
 	// it: records after it cannot be trusted, and cutting there loses them.
 	Corrupt string
 }
-
-// errStop is returned by a scanLog callback to stop early.
-var errStop = errors.New("stop")
 
 // scanLog reads a log file of size bytes from r and calls fn with each good
 // record's offset and commands. An error from fn stops the scan and is

@@ -350,12 +350,7 @@ func (l *eventLoop) flushAll() {
 		if sess.batched > 0 {
 			if err := l.s.endBatch(sess); err != nil {
 				// As in flush: nothing may say these commands happened.
-				sess.reply.buf = sess.reply.buf[:c.checked]
-				for i := 0; i < sess.batched; i++ {
-					sess.reply.buf = append(sess.reply.buf, "-IOERR the append-only log failed ("...)
-					sess.reply.buf = appendClean(sess.reply.buf, errText(err))
-					sess.reply.buf = append(sess.reply.buf, "); the outcome of this command is unknown\r\n"...)
-				}
+				sess.reply.buf = appendInDoubt(sess.reply.buf[:c.checked], sess.batched, err)
 			}
 			sess.batched = 0
 			c.checked = len(sess.reply.buf)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -327,8 +328,7 @@ func (s *Server) migrateLegacy(names []string) ([]string, error) {
 		if _, err := io.ReadFull(bufio.NewReader(f), h); err != nil || string(h[:8]) != magic {
 			return 0, fmt.Errorf("%s: not a bloomkit version 1 file: %w", d.Path(name), ErrCorrupt)
 		}
-		return uint64(h[at]) | uint64(h[at+1])<<8 | uint64(h[at+2])<<16 | uint64(h[at+3])<<24 |
-			uint64(h[at+4])<<32 | uint64(h[at+5])<<40 | uint64(h[at+6])<<48 | uint64(h[at+7])<<56, nil
+		return binary.LittleEndian.Uint64(h[at:]), nil
 	}
 	snapGen := uint64(0)
 	if has[legacySnapshot] {

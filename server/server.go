@@ -187,7 +187,6 @@ type Session struct {
 	// or the moment its bytes were read.
 	clock int64
 	reply Reply
-	out   []byte // replies of the current pipeline batch
 	// multi holds the commands queued after MULTI (its first element is a
 	// marker, so an empty transaction is non-nil); multiErr aborts EXEC.
 	multi    []queued
@@ -494,7 +493,7 @@ func (s *Server) background() {
 			if err := s.aof.flushTo(0, fs == fsyncEverysec); err != nil {
 				s.log.Error("append-only log failed; refusing writes (MISCONF) until a snapshot succeeds", "err", err)
 			} else if fs == fsyncNo {
-				s.aof.closeRetired()
+				s.aof.closeRetired(nil)
 			}
 		}
 		if s.aof.failure() != nil {

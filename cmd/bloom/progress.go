@@ -130,14 +130,6 @@ func (p *progress) finish() {
 	})
 }
 
-// elapsed is the time since the progress began.
-func (p *progress) elapsed() time.Duration {
-	if p == nil {
-		return 0
-	}
-	return time.Since(p.start)
-}
-
 // siRate prints a rate as 950, 12.3K, 4.56M.
 func siRate(v float64) string {
 	switch {
