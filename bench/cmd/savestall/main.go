@@ -66,6 +66,8 @@ import (
 
 	"github.com/bloomkit/bloomkit/redisbloom"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/bloomkit/bloomkit/bench/internal/bloomproc"
 )
 
 type config struct {
@@ -145,7 +147,7 @@ func run(ctx context.Context, cfg config) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	bin, err := buildBloom(ctx, cfg.repo, tmp)
+	bin, err := bloomproc.Build(ctx, cfg.repo, tmp)
 	if err != nil {
 		return err
 	}
@@ -217,7 +219,7 @@ func runOurs(ctx context.Context, cfg config, bin, tmp string, size int64) (*res
 		return nil, err
 	}
 	defer func() { p.stop(); os.RemoveAll(dir) }()
-	c := redis.NewClient(clientOptions(p.addr, clientTimeout))
+	c := redis.NewClient(bloomproc.ClientOptions(p.addr, clientTimeout))
 	defer c.Close()
 	const key = "bf:big"
 	t0 := time.Now()
@@ -271,7 +273,7 @@ func runRedis(ctx context.Context, cfg config, tmp string, size int64) (*result,
 		return nil, err
 	}
 	defer func() { p.stop(); os.RemoveAll(dir) }()
-	c := redis.NewClient(clientOptions(p.addr, clientTimeout))
+	c := redis.NewClient(bloomproc.ClientOptions(p.addr, clientTimeout))
 	defer c.Close()
 	const key = "bits"
 	t0 := time.Now()

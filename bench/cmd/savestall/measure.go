@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/bloomkit/bloomkit/bench/internal/bloomproc"
 )
 
 // target is one server holding one large value.
@@ -138,7 +140,7 @@ func waitIdle(ctx context.Context, c *redis.Client, limit time.Duration) error {
 // loop sends cmd every interval (back to back when interval is 0 or a reply
 // is late) until ctx ends, recording each request.
 func loop(ctx context.Context, addr string, interval time.Duration, rng *rand.Rand, cmd func(*rand.Rand) []any, out *[]span) error {
-	c := redis.NewClient(clientOptions(addr, clientTimeout))
+	c := redis.NewClient(bloomproc.ClientOptions(addr, clientTimeout))
 	defer c.Close()
 	var tick <-chan time.Time
 	if interval > 0 {
@@ -211,7 +213,7 @@ func (m *memSampler) run(ctx context.Context) {
 // idle baseline, the save command, polling INFO every 10 ms until
 // it is over, and 300 ms more.
 func measure(ctx context.Context, t *target, sc scenario, interval, idle time.Duration, seed uint64) (*measurement, error) {
-	ctl := redis.NewClient(clientOptions(t.p.addr, clientTimeout))
+	ctl := redis.NewClient(bloomproc.ClientOptions(t.p.addr, clientTimeout))
 	defer ctl.Close()
 	if err := waitIdle(ctx, ctl, 10*time.Minute); err != nil {
 		return nil, err

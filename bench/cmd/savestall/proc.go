@@ -10,13 +10,14 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/bloomkit/bloomkit/bench/internal/bloomproc"
 )
 
 // proc is a server child process (bloom serve or redis-server).
@@ -57,7 +58,7 @@ func startProc(ctx context.Context, name, logPath string, argv ...string) (*proc
 	log.Close()
 	p := &proc{name: name, addr: addr, cmd: cmd, logPath: logPath, exited: make(chan struct{})}
 	go func() { p.waitErr = cmd.Wait(); close(p.exited) }()
-	c := redis.NewClient(clientOptions(addr, time.Second))
+	c := redis.NewClient(bloomproc.ClientOptions(addr, time.Second))
 	defer c.Close()
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -115,34 +116,6 @@ func tail(path string, n int64) string {
 	b, _ := io.ReadAll(io.NewSectionReader(f, off, st.Size()-off))
 	return string(bytes.TrimSpace(b))
 }
-
-func buildBloom(ctx context.Context, repo, dir string) (string, error) {
-	bin := filepath.Join(dir, "bloom")
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/bloom")
-	build.Dir = repo
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/bloom in %s: %w\n%s", repo, err, out)
-	}
-	return bin, nil
-}
-
-// clientOptions: one connection, RESP2, no retries, generous timeouts (a
-// stalled server is what is being measured, not an error).
-func clientOptions(addr string, timeout time.Duration) *redis.Options {
-	return &redis.Options{
-		Addr: addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1, PoolSize: 1,
-		DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout,
-	}
-}
-
-type quietLog struct{}
-
-// Printf discards go-redis's own log lines; failures arrive as errors.
-func (quietLog) Printf(context.Context, string, ...any) {}
-
-func init() { redis.SetLogger(quietLog{}) }
 
 // statusKB reads a "Name:   123 kB" field of /proc/pid/status in bytes.
 func statusKB(pid int, field string) (int64, error) {

@@ -82,6 +82,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/bloomkit/bloomkit/bench/internal/bloomproc"
 )
 
 type config struct {
@@ -176,7 +178,7 @@ func run(ctx context.Context, cfg config) int {
 		}
 		os.RemoveAll(tmp)
 	}()
-	bin, err := buildBloom(ctx, cfg.repo, tmp)
+	bin, err := bloomproc.Build(ctx, cfg.repo, tmp)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "torture:", err)
 		return 2
@@ -318,7 +320,7 @@ func runMode(ctx context.Context, cfg config, bin, dir string, res *modeResult, 
 		res.fatal = strings.TrimPrefix(res.fatal+"\n", "\n") + "restart after SIGTERM: " + err.Error()
 		return nil
 	}
-	chk := &checker{c: redis.NewClient(clientOptions(srv.addr, cfg.opTimeout)), round: cfg.rounds + 1,
+	chk := &checker{c: redis.NewClient(bloomproc.ClientOptions(srv.addr, cfg.opTimeout)), round: cfg.rounds + 1,
 		fsync: res.mode, clean: true, src: fx.src, probes: fx.probes, want: fx.want}
 	err = chk.verify(ctx, ws, rs)
 	chk.c.Close()
@@ -412,7 +414,7 @@ func oneRound(ctx context.Context, cfg config, srv *server, ws []*worker, rs []*
 			}
 		}
 	}
-	chk := &checker{c: redis.NewClient(clientOptions(srv.addr, cfg.opTimeout)), round: round, killAt: killAt,
+	chk := &checker{c: redis.NewClient(bloomproc.ClientOptions(srv.addr, cfg.opTimeout)), round: round, killAt: killAt,
 		fsync: res.mode, window: cfg.window, src: fx.src, probes: fx.probes, want: fx.want}
 	defer chk.c.Close()
 	if err := chk.verify(ctx, ws, rs); err != nil {
@@ -444,7 +446,7 @@ type fixtures struct {
 }
 
 func setup(ctx context.Context, addr, run string, timeout time.Duration) (*fixtures, error) {
-	c := redis.NewClient(clientOptions(addr, timeout))
+	c := redis.NewClient(bloomproc.ClientOptions(addr, timeout))
 	defer c.Close()
 	do := func(args ...any) *redis.Cmd {
 		octx, cancel := context.WithTimeout(ctx, timeout)

@@ -9,26 +9,14 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-)
 
-// buildBloom builds ./cmd/bloom of the repository at repo into dir.
-func buildBloom(ctx context.Context, repo, dir string) (string, error) {
-	bin := filepath.Join(dir, "bloom")
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/bloom")
-	build.Dir = repo
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/bloom in %s: %w\n%s", repo, err, out)
-	}
-	return bin, nil
-}
+	"github.com/bloomkit/bloomkit/bench/internal/bloomproc"
+)
 
 // server is one `bloom serve` child process on a data directory that
 // outlives it: every start picks a fresh free port, appends the server's
@@ -85,7 +73,7 @@ func (s *server) start1(ctx context.Context, label string) error {
 		close(exited)
 	}(s.exited)
 
-	c := redis.NewClient(clientOptions(addr, 500*time.Millisecond))
+	c := redis.NewClient(bloomproc.ClientOptions(addr, 500*time.Millisecond))
 	defer c.Close()
 	deadline := time.Now().Add(s.startTimeout)
 	for {
@@ -182,32 +170,6 @@ func freeAddr() (string, error) {
 	defer l.Close()
 	return l.Addr().String(), nil
 }
-
-// clientOptions: one connection, RESP2, no retries. A retried write could be
-// applied twice (a second CF.ADD copy), and only a reply that arrived counts
-// as an acknowledgement, so every failure surfaces to the caller.
-func clientOptions(addr string, timeout time.Duration) *redis.Options {
-	return &redis.Options{
-		Addr:            addr,
-		Protocol:        2,
-		DisableIdentity: true,
-		MaxRetries:      -1,
-		PoolSize:        1,
-		MinIdleConns:    0,
-		DialTimeout:     timeout,
-		ReadTimeout:     timeout,
-		WriteTimeout:    timeout,
-	}
-}
-
-// quietLog drops go-redis's own log lines ("failed to dial after 5
-// attempts" after every kill): failures reach the program as errors.
-type quietLog struct{}
-
-// Printf discards the message.
-func (quietLog) Printf(context.Context, string, ...any) {}
-
-func init() { redis.SetLogger(quietLog{}) }
 
 // isReply reports whether err is an error reply from the server (the
 // command was answered: refused) rather than a network failure or timeout

@@ -13,6 +13,8 @@ import (
 
 	"github.com/bloomkit/bloomkit/redisbloom"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/bloomkit/bloomkit/bench/internal/bloomproc"
 )
 
 // Shared Bloom keys every worker writes to: bfAuto is created by the first
@@ -173,7 +175,7 @@ func (w *worker) classify(name string, err error) outcome {
 // runRound issues random writes until ctx ends or the connection fails.
 func (w *worker) runRound(ctx context.Context, addr string, round int) {
 	w.round = round
-	c := redis.NewClient(clientOptions(addr, w.opTimeout))
+	c := redis.NewClient(bloomproc.ClientOptions(addr, w.opTimeout))
 	defer c.Close()
 	w.newCFKey() // a cuckoo key per round: a reservation lost in a crash cannot confuse a later round
 	for ctx.Err() == nil {
@@ -401,7 +403,7 @@ func (a *adminStats) add(o adminStats) {
 // and so is an unknown BGREWRITEAOF on servers that do not have it yet.
 func admin(ctx context.Context, addr string, rng *rand.Rand, timeout time.Duration) adminStats {
 	st := adminStats{failed: map[string]int{}}
-	c := redis.NewClient(clientOptions(addr, timeout))
+	c := redis.NewClient(bloomproc.ClientOptions(addr, timeout))
 	defer c.Close()
 	for {
 		select {
@@ -489,7 +491,7 @@ type reader struct {
 }
 
 func (r *reader) runRound(ctx context.Context, addr string, round int, ws []*worker) {
-	c := redis.NewClient(clientOptions(addr, r.opTimeout))
+	c := redis.NewClient(bloomproc.ClientOptions(addr, r.opTimeout))
 	defer c.Close()
 	for ctx.Err() == nil {
 		e := ws[r.rng.IntN(len(ws))].pending.Load()
