@@ -6,8 +6,6 @@ import (
 	"math/bits"
 	"sync/atomic"
 	"unsafe"
-
-	"github.com/bloomkit/bloomkit/internal/batch"
 )
 
 // Blocked is a blocked Bloom filter: the bits are cut into 512-bit blocks,
@@ -184,38 +182,6 @@ func (f *Blocked) TestMany(keys [][]byte, dst []bool) []bool { return testMany(f
 func (f *Blocked) TestManyStrings(keys []string, dst []bool) []bool { return testMany(f, keys, dst) }
 
 func (f *Blocked) seed() uint64 { return f.params.Seed }
-
-// prefetch starts loading the blocks of the keys hashed to h (or loads them
-// where the CPU has no prefetch instruction).
-func (f *Blocked) prefetch(h [][2]uint64) {
-	if len(f.words) < prefetchMinWords {
-		return
-	}
-	var acc uint64
-	for _, h := range h {
-		if batch.HasPrefetch {
-			batch.Prefetch(&f.block(h[1])[0])
-		} else {
-			acc ^= f.block(h[1])[0]
-		}
-	}
-	if !batch.HasPrefetch {
-		sink.Store(acc)
-	}
-}
-
-func (f *Blocked) addHashed(h [][2]uint64) {
-	for _, h := range h {
-		f.add(h[0], h[1])
-	}
-}
-
-func (f *Blocked) testHashed(h [][2]uint64, dst []bool) []bool {
-	for _, h := range h {
-		dst = append(dst, f.test(h[0], h[1]))
-	}
-	return dst
-}
 
 // Union adds every key of g to f. It fails, changing nothing, unless g has
 // the same m, k and seed.
