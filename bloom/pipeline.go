@@ -3,8 +3,10 @@ package bloom
 import (
 	"math/bits"
 	"slices"
+	"unsafe"
 
 	"github.com/bloomkit/bloomkit/internal/batch"
+	"github.com/zeebo/xxh3"
 )
 
 // The batch methods (AddMany, TestMany and their string forms) of both
@@ -67,6 +69,12 @@ func testMany[K batch.Key, L batchLayout](f L, keys []K, dst []bool) []bool {
 	return dst
 }
 
+// keyString returns key's bytes as a string, without a copy (a []byte
+// starts with the same pointer and length as a string). Written out here
+// rather than calling the generic batch.Sum, which the compiler does not
+// inline into these generic loops.
+func keyString[K batch.Key](key *K) string { return *(*string)(unsafe.Pointer(key)) }
+
 // blockedEntry is what a key in the ring needs for its probe.
 type blockedEntry struct {
 	blk *[8]uint64
@@ -79,37 +87,40 @@ func blockedMany[K batch.Key](f *Blocked, keys []K, out []bool) {
 	var ring [blockedRing]blockedEntry
 	seed := f.params.Seed
 	salts := blockSalts[:f.params.K]
-	finish := func(e *blockedEntry) bool {
-		if out == nil {
-			for _, s := range salts {
-				pos := (e.lo * s) >> 55
-				e.blk[pos>>6] |= 1 << (pos & 63)
-			}
-			return false
+	for i := range keys {
+		var h xxh3.Uint128
+		if seed == 0 {
+			h = xxh3.HashString128(keyString(&keys[i]))
+		} else {
+			h = xxh3.HashString128Seed(keyString(&keys[i]), seed)
 		}
-		acc := uint64(1)
-		for _, s := range salts {
-			pos := (e.lo * s) >> 55
-			acc &= e.blk[pos>>6] >> (pos & 63)
-		}
-		return acc != 0
-	}
-	for i, key := range keys {
-		lo, hi := batch.Sum(key, seed)
+		lo, hi := h.Lo, h.Hi
 		blk := f.block(hi)
 		batch.Prefetch(&blk[0])
 		ring[i%blockedRing] = blockedEntry{blk, lo}
 		if j := i - blockedAhead; j >= 0 {
-			r := finish(&ring[j%blockedRing])
-			if out != nil {
-				out[j] = r
+			e := &ring[j%blockedRing]
+			if out == nil {
+				for _, s := range salts {
+					pos := (e.lo * s) >> 55
+					e.blk[pos>>6] |= 1 << (pos & 63)
+				}
+			} else {
+				acc := uint64(1)
+				for _, s := range salts {
+					pos := (e.lo * s) >> 55
+					acc &= e.blk[pos>>6] >> (pos & 63)
+				}
+				out[j] = acc != 0
 			}
 		}
 	}
 	for j := max(len(keys)-blockedAhead, 0); j < len(keys); j++ {
-		r := finish(&ring[j%blockedRing])
-		if out != nil {
-			out[j] = r
+		e := &ring[j%blockedRing]
+		if out == nil {
+			f.addIn(e.blk, e.lo)
+		} else {
+			out[j] = f.testIn(e.blk, e.lo)
 		}
 	}
 }
@@ -118,60 +129,86 @@ func blockedMany[K batch.Key](f *Blocked, keys []K, out []bool) {
 // the ring keeps each key's bit positions, computed once when they are
 // prefetched; beyond it, the hash.
 func filterMany[K batch.Key](f *Filter, keys []K, out []bool) {
+	if f.params.K > filterRingK {
+		filterManyLargeK(f, keys, out)
+		return
+	}
 	var ring [filterRing][filterRingK]uint64
 	seed, m, k, w := f.params.Seed, f.params.M, f.params.K, f.words
-	kept := k <= filterRingK
-	finish := func(e *[filterRingK]uint64) bool {
-		if !kept {
-			if out == nil {
-				f.add(e[0], e[1])
-				return false
-			}
-			return f.testAll(e[0], e[1])
-		}
-		if out == nil {
-			for _, pos := range e[:k] {
-				w[pos>>6] |= 1 << (pos & 63)
-			}
-			return false
-		}
-		acc := uint64(1)
-		for _, pos := range e[:k] {
-			acc &= w[pos>>6] >> (pos & 63)
-		}
-		return acc != 0
-	}
-	for i, key := range keys {
-		x, y := batch.Sum(key, seed)
-		e := &ring[i%filterRing]
-		if kept {
-			for t := range e[:k] {
-				pos, _ := bits.Mul64(x, m)
-				batch.Prefetch(&w[pos>>6])
-				e[t] = pos
-				x += y
-				y += uint64(t)
-			}
+	for i := range keys {
+		var h xxh3.Uint128
+		if seed == 0 {
+			h = xxh3.HashString128(keyString(&keys[i]))
 		} else {
-			e[0], e[1] = x, y
-			for t := uint32(0); t < k; t++ {
-				pos, _ := bits.Mul64(x, m)
-				batch.Prefetch(&w[pos>>6])
-				x += y
-				y += uint64(t)
-			}
+			h = xxh3.HashString128Seed(keyString(&keys[i]), seed)
+		}
+		x, y := h.Lo, h.Hi
+		e := &ring[i%filterRing]
+		for t := range e[:k] {
+			pos, _ := bits.Mul64(x, m)
+			batch.Prefetch(&w[pos>>6])
+			e[t] = pos
+			x += y
+			y += uint64(t)
 		}
 		if j := i - filterAhead; j >= 0 {
-			r := finish(&ring[j%filterRing])
-			if out != nil {
-				out[j] = r
+			e := &ring[j%filterRing]
+			if out == nil {
+				for _, pos := range e[:k] {
+					w[pos>>6] |= 1 << (pos & 63)
+				}
+			} else {
+				acc := uint64(1)
+				for _, pos := range e[:k] {
+					acc &= w[pos>>6] >> (pos & 63)
+				}
+				out[j] = acc != 0
 			}
 		}
 	}
 	for j := max(len(keys)-filterAhead, 0); j < len(keys); j++ {
-		r := finish(&ring[j%filterRing])
-		if out != nil {
-			out[j] = r
+		e := &ring[j%filterRing]
+		if out == nil {
+			for _, pos := range e[:k] {
+				w[pos>>6] |= 1 << (pos & 63)
+			}
+		} else {
+			acc := uint64(1)
+			for _, pos := range e[:k] {
+				acc &= w[pos>>6] >> (pos & 63)
+			}
+			out[j] = acc != 0
 		}
+	}
+}
+
+// filterManyLargeK is filterMany for k > filterRingK (rates below about
+// 1e-5), keeping hashes in the ring and computing the positions twice.
+func filterManyLargeK[K batch.Key](f *Filter, keys []K, out []bool) {
+	var ring [filterRing][2]uint64
+	seed, m, k, w := f.params.Seed, f.params.M, f.params.K, f.words
+	for i := range keys {
+		x, y := hashString(keyString(&keys[i]), seed)
+		ring[i%filterRing] = [2]uint64{x, y}
+		for t := uint32(0); t < k; t++ {
+			pos, _ := bits.Mul64(x, m)
+			batch.Prefetch(&w[pos>>6])
+			x += y
+			y += uint64(t)
+		}
+		if j := i - filterAhead; j >= 0 {
+			f.finish(ring[j%filterRing], out, j)
+		}
+	}
+	for j := max(len(keys)-filterAhead, 0); j < len(keys); j++ {
+		f.finish(ring[j%filterRing], out, j)
+	}
+}
+
+func (f *Filter) finish(h [2]uint64, out []bool, j int) {
+	if out == nil {
+		f.add(h[0], h[1])
+	} else {
+		out[j] = f.testAll(h[0], h[1])
 	}
 }
