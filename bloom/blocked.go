@@ -166,9 +166,9 @@ func (f *Blocked) testAndAddSync(lo, hi uint64) bool {
 	return present
 }
 
-// AddMany inserts every key. It hashes the keys a batch at a time, asking
-// the CPU to load each batch's blocks while it hashes the next, so that the
-// cache misses of many keys overlap each other and the hashing.
+// AddMany inserts every key. It hashes each key some keys before it sets
+// the key's bits, asking the CPU to load the key's block meanwhile, so that
+// the cache misses of many keys overlap each other and the hashing.
 func (f *Blocked) AddMany(keys [][]byte) { addMany(f, keys) }
 
 // AddManyStrings is AddMany for string keys.
@@ -176,7 +176,7 @@ func (f *Blocked) AddManyStrings(keys []string) { addMany(f, keys) }
 
 // TestMany appends to dst, for each key in order, whether it may have been
 // added, and returns the extended slice. Like AddMany it overlaps the
-// cache misses of a batch of keys with the hashing of the next: at 100
+// cache misses of many keys with the hashing of the keys after them: at 100
 // million keys it costs about a quarter of a loop of Test calls. Pass
 // dst[:0] of a reused slice to avoid allocating.
 func (f *Blocked) TestMany(keys [][]byte, dst []bool) []bool { return testMany(f, keys, dst) }

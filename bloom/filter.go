@@ -171,10 +171,10 @@ func (f *Filter) testAndAddSync(x, y uint64) bool {
 	return present
 }
 
-// AddMany inserts every key. It hashes the keys a batch at a time, asking
-// the CPU to load each batch's words while it hashes the next, so that the
-// cache misses of many keys overlap each other and the hashing; for large
-// filters it is much faster than calling Add in a loop.
+// AddMany inserts every key. It hashes each key some keys before it sets
+// the key's bits, asking the CPU to load the key's words meanwhile, so that
+// the cache misses of many keys overlap each other and the hashing; for
+// large filters it is much faster than calling Add in a loop.
 func (f *Filter) AddMany(keys [][]byte) { addMany(f, keys) }
 
 // AddManyStrings is AddMany for string keys.
@@ -182,9 +182,9 @@ func (f *Filter) AddManyStrings(keys []string) { addMany(f, keys) }
 
 // TestMany appends to dst, for each key in order, whether it may have been
 // added, and returns the extended slice. Like AddMany it overlaps the
-// cache misses of a batch of keys with the hashing of the next, which makes
-// it about three times faster per key than Test at 100 million keys; pass
-// dst[:0] of a reused slice to avoid allocating.
+// cache misses of many keys with the hashing of the keys after them, which
+// makes it about three times faster per key than Test at 100 million keys;
+// pass dst[:0] of a reused slice to avoid allocating.
 func (f *Filter) TestMany(keys [][]byte, dst []bool) []bool { return testMany(f, keys, dst) }
 
 // TestManyStrings is TestMany for string keys.
