@@ -121,6 +121,11 @@ func (snap *snapshot) freeze(e *entry) *image {
 		e.cf.Guard = im
 	case KindString:
 		im.header = e.str // immutable: a write replaces the entry
+	case KindNative:
+		im.header = e.nf.snapshotHeader()
+		im.arrays, _ = e.nf.ordered()
+		im.arrays = append([][]byte(nil), im.arrays...)
+		e.nf.guard = im
 	}
 	e.img = im
 	return im
@@ -136,6 +141,8 @@ func (snap *snapshot) done(e *entry) {
 		e.bf.Guard = nil
 	case KindCuckoo:
 		e.cf.Guard = nil
+	case KindNative:
+		e.nf.guard = nil
 	}
 	for _, a := range im.released {
 		redisbloom.FreeArray(a)
@@ -400,6 +407,11 @@ func (s *Server) readSnapshot(f readFile, path string) (uint64, int, error) {
 			}
 		case KindString:
 			e.str = hdr
+		case KindNative:
+			e.nf, err = loadSnapshotHeader(hdr, fits)
+			if err == nil {
+				arrays, _ = e.nf.ordered()
+			}
 		default:
 			err = ErrCorrupt
 		}
