@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math"
 	"strconv"
 	"strings"
@@ -406,6 +407,9 @@ func (s *Server) nativeDebug(n *nativeFilter, r *Reply) {
 // (with a window's start times) and iterator 1; iterator i returns the
 // bytes of the arrays (oldest generation first) from offset i-1, at most
 // nativeChunk and never across two arrays, and the iterator after them;
+// after the arrays comes one more chunk, the generations' counts (u64 each,
+// oldest first: a file has no place for them, so that a copy answers
+// BF.CARD as the original — `bloom pull` leaves it out of the file);
 // iterator 0 with an empty chunk ends it. BF.LOADCHUNK takes the pairs
 // back in the same way as RedisBloom's.
 func (s *Server) nativeScanDump(n *nativeFilter, it int64, r *Reply) {
@@ -417,12 +421,21 @@ func (s *Server) nativeScanDump(n *nativeFilter, it int64, r *Reply) {
 	}
 	off := uint64(it - 1)
 	size := n.arrayBytes()
-	if it < 1 || off >= n.dataBytes() {
+	arrays, counts := n.ordered()
+	if off == n.dataBytes() {
+		var b []byte
+		for _, c := range counts {
+			b = binary.LittleEndian.AppendUint64(b, c)
+		}
+		r.Int(it + int64(len(b)))
+		r.Bulk(b)
+		return
+	}
+	if it < 1 || off > n.dataBytes() {
 		r.Int(0)
 		r.Bulk(nil)
 		return
 	}
-	arrays, _ := n.ordered()
 	a := arrays[off/size]
 	lo := off % size
 	hi := min(lo+nativeChunk, size)
@@ -460,6 +473,18 @@ func (s *Server) nativeLoadChunk(n *nativeFilter, it int64, data []byte, r *Repl
 		return
 	}
 	off := uint64(it-1) - uint64(len(data))
+	if off == n.dataBytes() && len(data) == 8*len(n.arrays) {
+		for i := range n.arrays {
+			slot := i
+			if n.typ == format.TypeWindow {
+				slot = n.slot(n.cur - int64(n.gens) + int64(i))
+			}
+			n.counts[slot] = binary.LittleEndian.Uint64(data[8*i:])
+		}
+		s.db.dirty++
+		r.OK()
+		return
+	}
 	if off >= n.dataBytes() || off%size+uint64(len(data)) > size {
 		r.Error("ERR invalid chunk: outside the filter's arrays")
 		return
