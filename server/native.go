@@ -486,7 +486,11 @@ func (n *nativeFilter) merge(src *nativeFilter) {
 			n.guard.Write(d, 0, len(d))
 		}
 		orBytes(d, src.arrays[src.slot(g)])
-		n.counts[n.slot(g)] += src.counts[src.slot(g)]
+		// As for RedisBloom-layout keys: the larger of the two counts and
+		// of the count the merged bits imply, so that an item in both is
+		// not counted twice.
+		i := n.slot(g)
+		n.counts[i] = max(n.counts[i], src.counts[src.slot(g)], estimateFromBits(popcount(d), uint64(len(d))*8, n.params))
 	}
 }
 

@@ -344,6 +344,17 @@ func TestNativeMerge(t *testing.T) {
 	if got := pullFile(t, c, "both"); !bytes.Equal(got, want) {
 		t.Error("BF.MERGE of two blocked keys differs from the library's union")
 	}
+	card := c.BFCard(ctx, "both").Val()
+	if card < 3900 || card > 4100 {
+		t.Errorf("BF.CARD of the union of 2 × 2000 keys: %d", card)
+	}
+	// d1 is inside both already: merging it again counts nothing twice.
+	if err := c.Do(ctx, "BF.MERGE", "both", "d1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if again := c.BFCard(ctx, "both").Val(); again != card {
+		t.Errorf("BF.CARD after merging a subset: %d, before %d", again, card)
+	}
 	if err := c.Do(ctx, "BF.MERGE", "d1", "d3").Err(); err == nil || !strings.Contains(err.Error(), "identical parameters") {
 		t.Errorf("merging keys with different seeds: %v", err)
 	}
@@ -572,5 +583,105 @@ func TestNativeDumpLoad(t *testing.T) {
 		if !ex {
 			t.Errorf("%s: loaded copy misses a key", key)
 		}
+	}
+}
+
+// kill -9 in the middle of acknowledged writes to a window key, a blocked
+// key and merges into a third: after a restart every acknowledged item is
+// present in each, and the window kept its generations.
+func TestNativeCrashKeepsAcknowledgedWrites(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := bloomBinary(t)
+	dir := t.TempDir()
+	addr := freePort(t)
+	srv := startBinary(t, bin, dir, addr, "--appendfsync", "always")
+	ctx := context.Background()
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, Protocol: 2})
+	defer c.Close()
+	for _, cmd := range []string{
+		"BF.RESERVE win 0.01 100000 WINDOW 1h GENERATIONS 2",
+		"BF.RESERVE blk 0.01 100000 LAYOUT blocked SEED 11",
+		"BF.RESERVE merged 0.01 100000 LAYOUT blocked SEED 11",
+	} {
+		if err := c.Do(ctx, strArgs(cmd)...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	var acked []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			item := fmt.Sprint("item-", i)
+			_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.BFAdd(ctx, "win", item)
+				p.BFAdd(ctx, "blk", item)
+				if i%50 == 49 {
+					p.Do(ctx, "BF.MERGE", "merged", "blk")
+				}
+				return nil
+			})
+			if err != nil {
+				return // the server died
+			}
+			if i%50 == 49 {
+				mu.Lock()
+				acked = append(acked, item)
+				mu.Unlock()
+			}
+			mu.Lock()
+			acked = append(acked, "win+blk:"+item)
+			mu.Unlock()
+		}
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		n := len(acked)
+		mu.Unlock()
+		if n > 800 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := srv.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	srv.Wait()
+	<-done
+	addr2 := freePort(t)
+	startBinary(t, bin, dir, addr2)
+	c2 := redis.NewClient(&redis.Options{Addr: addr2, Protocol: 2})
+	defer c2.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(acked) == 0 {
+		t.Fatal("no write was acknowledged")
+	}
+	lost := 0
+	var merges int
+	for _, a := range acked {
+		keys := []string{"merged"}
+		item := a
+		if rest, ok := strings.CutPrefix(a, "win+blk:"); ok {
+			keys, item = []string{"win", "blk"}, rest
+		} else {
+			merges++
+		}
+		for _, k := range keys {
+			if ok, err := c2.BFExists(ctx, k, item).Result(); err != nil || !ok {
+				lost++
+				if lost < 5 {
+					t.Errorf("acknowledged %s in %s lost (%v)", item, k, err)
+				}
+			}
+		}
+	}
+	t.Logf("%d acknowledged transactions (%d with a merge) before kill -9; %d lost", len(acked)-merges, merges, lost)
+	if typ := c2.Type(ctx, "win").Val(); typ != "BKbloom--" {
+		t.Errorf("TYPE win after restart: %s", typ)
 	}
 }

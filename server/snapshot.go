@@ -20,8 +20,9 @@ import (
 // A snapshot is the keyspace at one point in time: "BKSNAP01", u64
 // generation, u64 key count; per key: u32 key length, key, u8 kind, i64
 // expiry (unix ms, 0 none), u32 header length, the filter's SCANDUMP header
-// (kind 3, a string: its value), then its arrays in dump order (a string has
-// none); finally the CRC-32C of everything before it.
+// (kind 3, a string: its value; kind 4, a native filter: its bloomkit file
+// header and item counts, native.go), then its arrays in dump order (a
+// string has none); finally the CRC-32C of everything before it.
 //
 // Go cannot fork, so the point-in-time image is kept by copy-on-write
 // instead of by the kernel. Starting a snapshot (beginSnapshot, with the
