@@ -268,26 +268,34 @@ func (s *Server) advanceTo(key []byte, n *nativeFilter, g int64) {
 func (s *Server) nativeInsert(key []byte, n *nativeFilter, items [][]byte, multi bool, r *Reply) {
 	s.toClock(key, n)
 	now := s.db.now()
-	var p probe
-	var offsets [bloom.MaxK]uint16
-	p.offsets = offsets[:0]
+	p := s.probe()
 	if multi {
 		r.Array(len(items))
 	}
 	for _, it := range items {
-		r.Bool(n.add(it, now, &p))
+		r.Bool(n.add(it, now, p))
 	}
 	s.db.dirty++
+}
+
+// probe is the server's scratch space for a key's bit positions, used with
+// the keyspace locked (a local one would escape to the heap: one allocation
+// per command).
+func (s *Server) probe() *probe {
+	p := &s.db.probe
+	if p.offsets == nil {
+		p.offsets = make([]uint16, 0, bloom.MaxK)
+		p.bits = make([]uint64, 0, bloom.MaxK)
+	}
+	return p
 }
 
 // nativeExists is BF.EXISTS and BF.MEXISTS on a native key.
 func (s *Server) nativeExists(n *nativeFilter, items [][]byte, r *Reply) {
 	now := s.db.now()
-	var p probe
-	var offsets [bloom.MaxK]uint16
-	p.offsets = offsets[:0]
+	p := s.probe()
 	for _, it := range items {
-		r.Bool(n.test(it, now, &p))
+		r.Bool(n.test(it, now, p))
 	}
 }
 

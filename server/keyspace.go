@@ -110,6 +110,8 @@ type DB struct {
 	// snap is the snapshot being written, if any; epoch numbers snapshots.
 	snap  *snapshot
 	epoch uint64
+	// probe is scratch space for native filters' lookups (cmd_native.go).
+	probe probe
 }
 
 func newDB(limit uint64, now func() time.Time) *DB {
