@@ -340,7 +340,7 @@ func cmdBFAdvance(s *Server, c *Session, args [][]byte, r *Reply) {
 }
 
 // nativeInfo is BF.INFO on a native key: RedisBloom's five fields (a
-// native key does not grow: one filter per generation, no expansion), then
+// native key does not grow: one filter per generation, expansion 0), then
 // the native ones.
 func (s *Server) nativeInfo(n *nativeFilter, args [][]byte, r *Reply) {
 	now := s.db.now()
@@ -353,7 +353,9 @@ func (s *Server) nativeInfo(n *nativeFilter, args [][]byte, r *Reply) {
 		{"size", "Size", func() { r.Uint(n.memUsage()) }},
 		{"filters", "Number of filters", func() { r.Int(int64(len(n.arrays))) }},
 		{"items", "Number of items inserted", func() { r.Uint(n.card(now)) }},
-		{"expansion", "Expansion rate", func() { r.Null() }},
+		// 0, not RedisBloom's null for a non-scaling filter: go-redis's
+		// BFInfo fails on a null, and these filters never grow.
+		{"expansion", "Expansion rate", func() { r.Int(0) }},
 		{"layout", "Layout", func() { r.BulkString(n.layout()) }},
 		{"error", "Error rate", func() { r.BulkString(strconv.FormatFloat(n.params.P, 'g', -1, 64)) }},
 		{"hashes", "Hash functions", func() { r.Int(int64(n.params.K)) }},
