@@ -354,6 +354,32 @@ func TestBatchMatchesSingle(t *testing.T) {
 	}
 }
 
+func TestBatchNoAlloc(t *testing.T) {
+	// The pipelines keep their ring on the stack: no allocation per call,
+	// let alone per key, once dst has room.
+	ks := keys("alloc", 0, 1000)
+	bs := make([][]byte, len(ks))
+	for i, k := range ks {
+		bs[i] = []byte(k)
+	}
+	dst := make([]bool, 0, len(ks))
+	for _, l := range layouts {
+		for _, p := range []float64{0.01, 1e-6} {
+			f := mustNew(t, l, 100_000, p)
+			for name, fn := range map[string]func(){
+				"AddManyStrings":  func() { f.AddManyStrings(ks) },
+				"AddMany":         func() { f.AddMany(bs) },
+				"TestManyStrings": func() { dst = f.TestManyStrings(ks, dst[:0]) },
+				"TestMany":        func() { dst = f.TestMany(bs, dst[:0]) },
+			} {
+				if a := testing.AllocsPerRun(20, fn); a != 0 {
+					t.Errorf("%s p=%g: %s allocates %.1f times a call", l.name, p, name, a)
+				}
+			}
+		}
+	}
+}
+
 func testBatchMatchesSingle(t *testing.T, l layout, n uint64, p float64, m int) {
 	a, b := mustNew(t, l, n, p), mustNew(t, l, n, p)
 	name := fmt.Sprintf("%s n=%d p=%g, %d keys", l.name, n, p, m)
