@@ -144,12 +144,11 @@ func filterMany[K batch.Key](f *Filter, keys []K, out []bool) {
 		x, y := h.Lo, h.Hi
 		e := &ring[i%filterRing]
 		for t := range e[:k] {
-			pos, _ := bits.Mul64(x, m)
-			batch.Prefetch(&w[pos>>6])
-			e[t] = pos
+			e[t], _ = bits.Mul64(x, m)
 			x += y
 			y += uint64(t)
 		}
+		batch.PrefetchBits(w, e[:k])
 		if j := i - filterAhead; j >= 0 {
 			e := &ring[j%filterRing]
 			if out == nil {
