@@ -196,3 +196,15 @@ func TestCommandPathAllocs(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkKeyspace500kBeginSnapshot is the time a snapshot's start holds
+// the keyspace lock: it lists the live entries.
+func BenchmarkKeyspace500kBeginSnapshot(b *testing.B) {
+	s := bigServer(b)
+	for b.Loop() {
+		s.db.mu.Lock()
+		snap := s.db.beginSnapshot(1)
+		s.db.endSnapshot(snap)
+		s.db.mu.Unlock()
+	}
+}
