@@ -91,7 +91,7 @@ type image struct {
 	expireAt int64
 	header   []byte
 	arrays   [][]byte   // the filter's arrays then (live memory, unless copied)
-	copies   [][][]byte // copies[i][c]: chunk c of array i as it was
+	copies   []*cowCopy // copies[i]: the chunks of array i as they were (cow.go)
 	// The writer is done with arrays before doneArr, and with the chunks
 	// of array doneArr before doneChunk.
 	doneArr, doneChunk int
@@ -211,6 +211,10 @@ func (snap *snapshot) done(e *entry) {
 	case KindNative:
 		e.nf.guard = nil
 	}
+	for _, c := range im.copies {
+		c.free()
+	}
+	im.copies = nil
 	for _, a := range im.released {
 		redisbloom.FreeArray(a)
 	}
@@ -266,15 +270,13 @@ func (im *image) Write(a []byte, off, n int) {
 	}
 	for c := first; c <= last; c++ {
 		if im.copies == nil {
-			im.copies = make([][][]byte, len(im.arrays))
+			im.copies = make([]*cowCopy, len(im.arrays))
 		}
 		if im.copies[i] == nil {
-			im.copies[i] = make([][]byte, (len(a)+cowChunk-1)/cowChunk)
+			im.copies[i] = newCowCopy(len(a))
 		}
-		if im.copies[i][c] == nil {
-			lo, hi := c*cowChunk, min((c+1)*cowChunk, len(a))
-			im.copies[i][c] = append([]byte(nil), a[lo:hi]...)
-			im.snap.copied.Add(int64(hi - lo))
+		if n := im.copies[i].save(a, c); n > 0 {
+			im.snap.copied.Add(int64(n))
 		}
 	}
 }
@@ -337,10 +339,12 @@ func (s *Server) writeSnapshot(w io.Writer, snap *snapshot) error {
 				c := im.doneChunk
 				lo, hi := c*cowChunk, min((c+1)*cowChunk, len(a))
 				if lo < hi {
-					if im.copies != nil && im.copies[im.doneArr] != nil && im.copies[im.doneArr][c] != nil {
-						stage = append(stage, im.copies[im.doneArr][c]...)
-						im.copies[im.doneArr][c] = nil
-					} else {
+					var cp *cowCopy
+					if im.copies != nil {
+						cp = im.copies[im.doneArr]
+					}
+					var copied bool
+					if stage, copied = cp.take(stage, c); !copied {
 						stage = append(stage, a[lo:hi]...)
 					}
 				}

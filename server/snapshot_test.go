@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -237,4 +239,61 @@ func loadSnapshot(s *Server, data []byte) (uint64, int, error) {
 	s.db.mu.Lock()
 	defer s.db.mu.Unlock()
 	return s.readSnapshot(&memReader{Reader: bytes.NewReader(data), size: int64(len(data))}, "mem")
+}
+
+// Chunks copied on write for a large filter live outside the Go heap, so
+// a snapshot racing writes does not leave the heap (and the RSS the
+// runtime keeps for it) grown by a copy of the filter.
+func TestSnapshotCopiesOutsideHeap(t *testing.T) {
+	if _, ok := mapAnon(cowMapMin); !ok {
+		t.Skip("no anonymous mappings on this platform: copies stay on the heap")
+	}
+	s := startServer(t, Config{NoPersistence: true})
+	c := &Session{authed: true}
+	if got := doArgs(s, c, "BF.RESERVE", "big", "0.001", "10000000"); got != "+OK\r\n" { // 17 MiB
+		t.Fatal(got)
+	}
+	s.db.mu.Lock()
+	snap := s.db.beginSnapshot(7)
+	s.db.mu.Unlock()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := s.writeSnapshot(pw, snap)
+		s.db.mu.Lock()
+		s.db.endSnapshot(snap)
+		s.db.mu.Unlock()
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	// The writer waits for the pipe with the first block staged; every
+	// add below lands in a chunk it still needs.
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	args := [][]byte{[]byte("BF.ADD"), []byte("big"), nil}
+	var r Reply
+	for i := 0; i < 20000; i++ {
+		args[2] = strconv.AppendInt(args[2][:0], int64(i), 10)
+		r.Reset(false)
+		s.Do(c, args, &r)
+	}
+	runtime.ReadMemStats(&after)
+	copied := snap.copied.Load()
+	if copied < 8<<20 {
+		t.Fatalf("only %d bytes copied on write: the adds did not race the writer", copied)
+	}
+	if heap := int64(after.TotalAlloc - before.TotalAlloc); heap > copied/4 {
+		t.Errorf("the heap grew by %d bytes while %d were copied on write: the copies are on the heap", heap, copied)
+	}
+	if _, err := io.Copy(io.Discard, pr); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	s.db.mu.Lock()
+	defer s.db.mu.Unlock()
+	if e := s.db.keys["big"]; e.img != nil || e.bf.Guard != nil {
+		t.Error("the filter still holds the snapshot's image")
+	}
 }
