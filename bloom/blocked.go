@@ -165,24 +165,6 @@ func (f *Blocked) testAndAddSync(lo, hi uint64) bool {
 	return present
 }
 
-// AddMany inserts every key. It hashes the keys a batch at a time, asking
-// the CPU to load each batch's blocks while it hashes the next, so that the
-// cache misses of many keys overlap each other and the hashing.
-func (f *Blocked) AddMany(keys [][]byte) { addMany(f, keys) }
-
-// AddManyStrings is AddMany for string keys.
-func (f *Blocked) AddManyStrings(keys []string) { addMany(f, keys) }
-
-// TestMany appends to dst, for each key in order, whether it may have been
-// added, and returns the extended slice. Like AddMany it overlaps the
-// cache misses of a batch of keys with the hashing of the next: at 100
-// million keys it costs about a quarter of a loop of Test calls. Pass
-// dst[:0] of a reused slice to avoid allocating.
-func (f *Blocked) TestMany(keys [][]byte, dst []bool) []bool { return testMany(f, keys, dst) }
-
-// TestManyStrings is TestMany for string keys.
-func (f *Blocked) TestManyStrings(keys []string, dst []bool) []bool { return testMany(f, keys, dst) }
-
 func (f *Blocked) seed() uint64 { return f.params.Seed }
 
 // prefetch starts loading the blocks of the keys hashed to h (or loads them

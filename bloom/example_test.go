@@ -45,8 +45,8 @@ func ExampleNewBlocked() {
 	if err != nil {
 		panic(err)
 	}
-	f.AddManyStrings([]string{"alice@example.com", "bob@example.com"})
-	fmt.Println(f.TestManyStrings([]string{"bob@example.com", "eve@example.com"}, nil))
+	bloom.AddMany(f, []string{"alice@example.com", "bob@example.com"})
+	fmt.Println(bloom.TestMany(f, []string{"bob@example.com", "eve@example.com"}, nil))
 	// Output: [true false]
 }
 

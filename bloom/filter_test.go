@@ -21,10 +21,6 @@ type filter interface {
 	TestString(string) bool
 	TestAndAdd([]byte) bool
 	TestAndAddString(string) bool
-	AddMany([][]byte)
-	AddManyStrings([]string)
-	TestMany([][]byte, []bool) []bool
-	TestManyStrings([]string, []bool) []bool
 	Reset()
 	BitsSet() uint64
 	FillRatio() float64
@@ -33,6 +29,28 @@ type filter interface {
 	Params() Params
 	MarshalBinary() ([]byte, error)
 	UnmarshalBinary([]byte) error
+}
+
+// addMany and testMany call AddMany and TestMany on f's layout.
+func addMany[K Key](f filter, keys []K) {
+	switch f := f.(type) {
+	case *Filter:
+		AddMany(f, keys)
+	case *Blocked:
+		AddMany(f, keys)
+	default:
+		panic(fmt.Sprintf("addMany of a %T", f))
+	}
+}
+
+func testMany[K Key](f filter, keys []K, dst []bool) []bool {
+	switch f := f.(type) {
+	case *Filter:
+		return TestMany(f, keys, dst)
+	case *Blocked:
+		return TestMany(f, keys, dst)
+	}
+	panic(fmt.Sprintf("testMany of a %T", f))
 }
 
 type layout struct {
@@ -125,7 +143,7 @@ func TestNoFalseNegatives(t *testing.T) {
 						t.Fatalf("%s: %q was added but tests absent", how, k)
 					}
 				}
-				res := f.TestManyStrings(present, nil)
+				res := testMany(f, present, nil)
 				for i, ok := range res {
 					if !ok {
 						t.Fatalf("%s: TestManyStrings says %q is absent", how, present[i])
@@ -155,7 +173,7 @@ func TestFalsePositiveRate(t *testing.T) {
 		for _, p := range []float64{0.1, 0.01, 0.001, 0.0001} {
 			t.Run(fmt.Sprintf("%s/p=%g", l.name, p), func(t *testing.T) {
 				f := mustNew(t, l, n, p)
-				f.AddManyStrings(present)
+				addMany(f, present)
 				got := countFalse(f, absent)
 				model := l.rate(f.Params(), n)
 				// The model must be what was asked for: not above the target
@@ -202,7 +220,7 @@ func TestApproxCount(t *testing.T) {
 			}
 			// Adding the same keys again changes nothing.
 			before := f.BitsSet()
-			f.AddManyStrings(keys("count", 0, 1000))
+			addMany(f, keys("count", 0, 1000))
 			if f.BitsSet() != before {
 				t.Error("re-adding keys set new bits")
 			}
@@ -230,10 +248,10 @@ func TestUnion(t *testing.T) {
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
 			fa, fb, both := mustNew(t, l, 100_000, 0.01), mustNew(t, l, 100_000, 0.01), mustNew(t, l, 100_000, 0.01)
-			fa.AddManyStrings(a)
-			fb.AddManyStrings(b)
-			both.AddManyStrings(a)
-			both.AddManyStrings(b)
+			addMany(fa, a)
+			addMany(fb, b)
+			addMany(both, a)
+			addMany(both, b)
 			u := l.clone(fa)
 			if err := l.union(u, fb); err != nil {
 				t.Fatal(err)
@@ -276,10 +294,10 @@ func TestIntersect(t *testing.T) {
 	common, onlyA, onlyB := keys("common", 0, 20_000), keys("a", 0, 20_000), keys("b", 0, 20_000)
 	fa, _ := New(100_000, 0.01)
 	fb, _ := New(100_000, 0.01)
-	fa.AddManyStrings(common)
-	fa.AddManyStrings(onlyA)
-	fb.AddManyStrings(common)
-	fb.AddManyStrings(onlyB)
+	addMany(fa, common)
+	addMany(fa, onlyA)
+	addMany(fb, common)
+	addMany(fb, onlyB)
 	if err := fa.Intersect(fb); err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +369,7 @@ func testBatchMatchesSingle(t *testing.T, l layout, n uint64) {
 			a.Add([]byte(k))
 			bs[i] = []byte(k)
 		}
-		b.AddMany(bs)
+		addMany(b, bs)
 		if !l.equal(a, b) {
 			t.Errorf("%s: AddMany set other bits than Add", l.name)
 		}
@@ -360,10 +378,10 @@ func testBatchMatchesSingle(t *testing.T, l layout, n uint64) {
 		for i := range probe {
 			pb[i] = []byte(probe[i])
 		}
-		got, gotB := a.TestManyStrings(probe, nil), a.TestMany(pb, make([]bool, 0, 10))
+		got, gotB := testMany(a, probe, nil), testMany(a, pb, make([]bool, 0, 10))
 		for i, k := range probe {
 			if want := a.TestString(k); got[i] != want || gotB[i] != want {
-				t.Fatalf("%s: TestMany(%q) = %v/%v, Test = %v", l.name, k, got[i], gotB[i], want)
+				t.Fatalf("%s: testMany(%q) = %v/%v, Test = %v", l.name, k, got[i], gotB[i], want)
 			}
 		}
 		if len(got) != len(probe) || len(gotB) != len(probe) {
@@ -412,7 +430,7 @@ func TestConcurrentAddSync(t *testing.T) {
 		// The same keys added by one goroutine give the same bits.
 		g := mustNew(t, l, goroutines*per, 0.01)
 		for gi := range goroutines {
-			g.AddManyStrings(keys("g"+strconv.Itoa(gi), 0, per))
+			addMany(g, keys("g"+strconv.Itoa(gi), 0, per))
 		}
 		if !l.equal(f, g) {
 			t.Errorf("%s: concurrent adds set other bits than sequential ones", l.name)

@@ -218,10 +218,10 @@ func TestProbesAreUniform(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				f.AddManyStrings(keys("uniform", 0, n))
+				addMany(f, keys("uniform", 0, n))
 				exact := f.EstimatedFPR()
 				got := 0
-				for _, ok := range f.TestManyStrings(absent, nil) {
+				for _, ok := range testMany(f, absent, nil) {
 					if ok {
 						got++
 					}

@@ -304,7 +304,7 @@ func TestScalableChainTest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.AddManyStrings(keys("hand", int(k)*100, int(k)*100+100))
+		addMany(f, keys("hand", int(k)*100, int(k)*100+100))
 		hand.links = append(hand.links, newLink(f, 100, 100))
 	}
 	hand.index()

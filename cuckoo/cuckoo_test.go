@@ -510,20 +510,20 @@ func TestBatch(t *testing.T) {
 	for i, k := range in {
 		bs[i] = []byte(k)
 	}
-	n, err := f.AddMany(bs[:1500])
+	n, err := AddMany(f, bs[:1500])
 	if n != 1500 || err != nil {
 		t.Fatal(n, err)
 	}
-	if n, err := f.AddManyStrings(in[1500:]); n != 1500 || err != nil {
+	if n, err := AddMany(f, in[1500:]); n != 1500 || err != nil {
 		t.Fatal(n, err)
 	}
 	probe := append(keys("batch", 0, 3000), keys("none", 0, 3000)...)
-	got := f.TestManyStrings(probe, nil)
+	got := TestMany(f, probe, nil)
 	pb := make([][]byte, len(probe))
 	for i, k := range probe {
 		pb[i] = []byte(k)
 	}
-	got2 := f.TestMany(pb, make([]bool, 0, 1))
+	got2 := TestMany(f, pb, make([]bool, 0, 1))
 	for i, k := range probe {
 		if got[i] != f.TestString(k) || got2[i] != got[i] {
 			t.Fatalf("TestMany differs from Test for %q", k)
@@ -533,7 +533,7 @@ func TestBatch(t *testing.T) {
 		}
 	}
 	g := mustNew(t, Config{Buckets: 2, NoGrow: true})
-	n, err = g.AddManyStrings(in)
+	n, err = AddMany(g, in)
 	if !errors.Is(err, ErrFull) || uint64(n) != g.Len() {
 		t.Fatalf("AddMany into a full filter: %d, %v, len %d", n, err, g.Len())
 	}

@@ -61,7 +61,7 @@ var goldenCases = []struct {
 
 func fill(t *testing.T, f *Filter, keys []string) {
 	t.Helper()
-	if _, err := f.AddManyStrings(keys); err != nil {
+	if _, err := AddMany(f, keys); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -128,14 +128,14 @@ func testMillionKeys(t *testing.T, b backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	local.AddMany(in)
+	bloom.AddMany(local, in)
 	const trials = 200_000
 	out := keys("out", trials)
 	got, err = f.TestMany(ctx, out, got[:0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := local.TestMany(out, nil)
+	want := bloom.TestMany(local, out, nil)
 	fp := 0
 	for i := range got {
 		if got[i] != want[i] {
@@ -215,7 +215,7 @@ func testLayoutMatchesBlocked(t *testing.T, b backend) {
 		if err := f.AddMany(ctx, ks[1500:4000]); err != nil {
 			t.Fatal(err)
 		}
-		local.AddMany(ks[1500:4000])
+		bloom.AddMany(local, ks[1500:4000])
 		got, err := f.TestAndAddMany(ctx, ks[3500:6000], nil)
 		if err != nil {
 			t.Fatal(err)
@@ -609,7 +609,7 @@ func testExport(t *testing.T, b backend) {
 	}
 	// And the same bits as a filter built locally from the same keys.
 	local, _ := bloom.NewBlockedFromParams(f.Params())
-	local.AddMany(in)
+	bloom.AddMany(local, in)
 	if !local.Equal(blk) {
 		t.Error("exported filter differs from a bloom.Blocked holding the same keys")
 	}
@@ -632,7 +632,7 @@ func testImport(t *testing.T, b backend) {
 		t.Fatal(err)
 	}
 	in := keys("offline", 30_000)
-	offline.AddMany(in)
+	bloom.AddMany(offline, in)
 	data, err := offline.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -723,7 +723,7 @@ func testImportDamaged(t *testing.T, b backend) {
 	}
 	before := f.Params()
 	offline, _ := bloom.NewBlocked(20_000, 0.01)
-	offline.AddMany(keys("x", 20_000))
+	bloom.AddMany(offline, keys("x", 20_000))
 	data, _ := offline.MarshalBinary()
 	flipped := bytes.Clone(data)
 	flipped[80+len(flipped)/2] ^= 0x10

@@ -142,14 +142,14 @@ func makeBlocked(n uint64, p float64, seed uint64) (*newFilter, error) {
 }
 
 // batchFilter wraps a filter with a batch add (bloom.Filter, bloom.Blocked).
-func batchFilter(f interface {
+func batchFilter[F interface {
+	*bloom.Filter | *bloom.Blocked
 	Add([]byte)
-	AddMany([][]byte)
 	io.WriterTo
-}) *newFilter {
+}](f F) *newFilter {
 	return &newFilter{
 		add:      func(k []byte) error { f.Add(k); return nil },
-		addMany:  func(k [][]byte) error { f.AddMany(k); return nil },
+		addMany:  func(k [][]byte) error { bloom.AddMany(f, k); return nil },
 		WriterTo: f,
 	}
 }
@@ -191,7 +191,7 @@ func makeCuckoo(n uint64, p float64, seed uint64) (*newFilter, error) {
 	}
 	return &newFilter{
 		add:      f.Add,
-		addMany:  func(k [][]byte) error { _, err := f.AddMany(k); return err },
+		addMany:  func(k [][]byte) error { _, err := cuckoo.AddMany(f, k); return err },
 		WriterTo: f,
 		grows:    true,
 	}, nil
