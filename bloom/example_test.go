@@ -111,15 +111,16 @@ func ExampleFilter_Sync() {
 		}()
 	}
 	wg.Wait()
-	fmt.Println(s.TestString("worker 3 item 999"), f.ApproxCount())
+	fmt.Println(s.TestString("worker 3 item 999"), f.Stats().ApproxCount)
 	// Output: true 4005
 }
 
-func ExampleFilter_ApproxCount() {
+func ExampleFilter_Stats() {
 	f, _ := bloom.New(10_000, 0.01)
 	for i := range 5000 {
 		f.AddString(fmt.Sprint(i))
 	}
-	fmt.Printf("about %d items, %.0f%% of bits set, rate now %.4f\n", f.ApproxCount(), 100*f.FillRatio(), f.EstimatedFPR())
+	st := f.Stats()
+	fmt.Printf("about %d items, %.0f%% of bits set, rate now %.4f\n", st.ApproxCount, 100*st.FillRatio, st.EstimatedFPR)
 	// Output: about 4993 items, 31% of bits set, rate now 0.0002
 }

@@ -3,7 +3,6 @@ package bloom
 import (
 	"errors"
 	"fmt"
-	"math"
 	"math/bits"
 	"sync/atomic"
 
@@ -329,36 +328,8 @@ func (f *Filter) Equal(g *Filter) bool {
 	return compatible(f.params, g.params) == nil && equalWords(f.words, g.words)
 }
 
-// BitsSet returns the number of bits that are 1.
-func (f *Filter) BitsSet() uint64 { return popcount(f.words) }
-
-// FillRatio returns the fraction of bits that are 1.
-func (f *Filter) FillRatio() float64 {
-	return float64(f.BitsSet()) / float64(f.params.M)
-}
-
-// ApproxCount estimates how many distinct keys were added from the number of
-// bits set (Swamidass and Baldi): after n keys, X = m(1 - (1-1/m)^(kn)) bits
-// are expected to be set, solved here for n. For a filter at or below its
-// planned capacity the estimate is within about 1% of the truth. A filter
-// whose bits are all set returns math.MaxUint64.
-func (f *Filter) ApproxCount() uint64 {
-	return approxClassic(f.BitsSet(), f.params.M, f.params.K)
-}
-
-func approxClassic(x, m uint64, k uint32) uint64 {
-	if x >= m {
-		return math.MaxUint64
-	}
-	n := math.Log1p(-float64(x)/float64(m)) / (float64(k) * math.Log1p(-1/float64(m)))
-	return uint64(math.Round(n))
-}
-
-// EstimatedFPR returns the false-positive rate the filter has now: the
-// probability that k random positions all hit a set bit, FillRatio()^k.
-func (f *Filter) EstimatedFPR() float64 {
-	return math.Pow(f.FillRatio(), float64(f.params.K))
-}
+// Stats returns the filter's size and fill (see Stats).
+func (f *Filter) Stats() Stats { return classicStats(popcount(f.words), f.params) }
 
 func popcount(w []uint64) uint64 {
 	var n int

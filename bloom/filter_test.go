@@ -22,10 +22,7 @@ type filter interface {
 	TestAndAdd([]byte) bool
 	TestAndAddString(string) bool
 	Reset()
-	BitsSet() uint64
-	FillRatio() float64
-	ApproxCount() uint64
-	EstimatedFPR() float64
+	Stats() Stats
 	Params() Params
 	MarshalBinary() ([]byte, error)
 	UnmarshalBinary([]byte) error
@@ -190,8 +187,8 @@ func TestFalsePositiveRate(t *testing.T) {
 					t.Errorf("measured %d false positives in %d, model says %.0f ± %.0f", got, trials, want, sd)
 				}
 				t.Logf("m=%d k=%d bits/key=%.2f measured %.5f%% model %.5f%% estimated %.5f%%",
-					f.Params().M, f.Params().K, float64(f.Params().M)/n, 100*float64(got)/trials, 100*model, 100*f.EstimatedFPR())
-				if e := f.EstimatedFPR(); math.Abs(e-model) > 0.05*model {
+					f.Params().M, f.Params().K, float64(f.Params().M)/n, 100*float64(got)/trials, 100*model, 100*f.Stats().EstimatedFPR)
+				if e := f.Stats().EstimatedFPR; math.Abs(e-model) > 0.05*model {
 					t.Errorf("EstimatedFPR %g, model %g", e, model)
 				}
 			})
@@ -205,13 +202,13 @@ func TestApproxCount(t *testing.T) {
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
 			f := mustNew(t, l, n, 0.01)
-			if c := f.ApproxCount(); c != 0 {
+			if c := f.Stats().ApproxCount; c != 0 {
 				t.Errorf("empty filter counts %d", c)
 			}
 			for i := range n {
 				f.AddString(key("count", i))
 				if i+1 == n/2 || i+1 == n {
-					c := f.ApproxCount()
+					c := f.Stats().ApproxCount
 					if math.Abs(float64(c)-float64(i+1)) > 0.03*float64(i+1) {
 						t.Errorf("after %d keys ApproxCount = %d", i+1, c)
 					}
@@ -219,9 +216,9 @@ func TestApproxCount(t *testing.T) {
 				}
 			}
 			// Adding the same keys again changes nothing.
-			before := f.BitsSet()
+			before := f.Stats().BitsSet
 			addMany(f, keys("count", 0, 1000))
-			if f.BitsSet() != before {
+			if f.Stats().BitsSet != before {
 				t.Error("re-adding keys set new bits")
 			}
 		})
@@ -234,8 +231,8 @@ func TestFullFilter(t *testing.T) {
 		for i := range 10_000 {
 			f.AddString(key("full", i))
 		}
-		if f.FillRatio() != 1 || f.ApproxCount() != math.MaxUint64 || f.EstimatedFPR() != 1 {
-			t.Errorf("%s: saturated filter: fill %g count %d rate %g", l.name, f.FillRatio(), f.ApproxCount(), f.EstimatedFPR())
+		if f.Stats().FillRatio != 1 || f.Stats().ApproxCount != math.MaxUint64 || f.Stats().EstimatedFPR != 1 {
+			t.Errorf("%s: saturated filter: fill %g count %d rate %g", l.name, f.Stats().FillRatio, f.Stats().ApproxCount, f.Stats().EstimatedFPR)
 		}
 		if !f.TestString("anything") {
 			t.Errorf("%s: saturated filter says absent", l.name)
@@ -441,15 +438,15 @@ func TestConcurrentAddSync(t *testing.T) {
 func TestClearAndEmpty(t *testing.T) {
 	for _, l := range layouts {
 		f := mustNew(t, l, 1000, 0.01)
-		if f.TestString("x") || f.FillRatio() != 0 || f.EstimatedFPR() != 0 {
+		if f.TestString("x") || f.Stats().FillRatio != 0 || f.Stats().EstimatedFPR != 0 {
 			t.Errorf("%s: new filter is not empty", l.name)
 		}
 		f.AddString("x")
-		if !f.TestString("x") || f.BitsSet() == 0 {
+		if !f.TestString("x") || f.Stats().BitsSet == 0 {
 			t.Errorf("%s: key not added", l.name)
 		}
 		f.Reset()
-		if f.TestString("x") || f.BitsSet() != 0 {
+		if f.TestString("x") || f.Stats().BitsSet != 0 {
 			t.Errorf("%s: Clear left bits", l.name)
 		}
 	}
@@ -526,7 +523,7 @@ func TestLocateMatchesBlocked(t *testing.T) {
 	for _, o := range offs {
 		g.words[8*b+uint64(o/64)] |= 1 << (o % 64)
 	}
-	if !g.TestString("x") || g.BitsSet() == 0 {
+	if !g.TestString("x") || g.Stats().BitsSet == 0 {
 		t.Error("bits set from LocateBlock do not make the key present")
 	}
 }

@@ -50,8 +50,7 @@ func FuzzFilterDecode(f *testing.F) {
 			return
 		}
 		g.TestString("probe")
-		g.ApproxCount()
-		g.EstimatedFPR()
+		_ = g.Stats()
 		again, err := g.MarshalBinary()
 		if err != nil {
 			t.Fatal(err)
@@ -72,8 +71,7 @@ func FuzzBlockedDecode(f *testing.F) {
 			return
 		}
 		g.TestString("probe")
-		g.ApproxCount()
-		g.EstimatedFPR()
+		_ = g.Stats()
 		again, err := g.MarshalBinary()
 		if err != nil {
 			t.Fatal(err)

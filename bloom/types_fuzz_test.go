@@ -45,8 +45,7 @@ func decodeOnce(t *testing.T, g codec, data []byte) bool {
 	}
 	g.TestString("probe")
 	g.Test([]byte("probe"))
-	g.ApproxCount()
-	g.EstimatedFPR()
+	_ = g.Stats()
 	again, err := g.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)

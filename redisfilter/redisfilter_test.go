@@ -157,8 +157,8 @@ func testMillionKeys(t *testing.T, b backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.BitsSet != local.BitsSet() {
-		t.Errorf("BITCOUNT says %d bits set, bloom.Blocked %d", info.BitsSet, local.BitsSet())
+	if info.BitsSet != local.Stats().BitsSet {
+		t.Errorf("BITCOUNT says %d bits set, bloom.Blocked %d", info.BitsSet, local.Stats().BitsSet)
 	}
 	if c := info.ApproxCount(); math.Abs(float64(c)-n)/n > 0.02 {
 		t.Errorf("ApproxCount = %d, want within 2%% of %d", c, n)
