@@ -300,19 +300,3 @@ func (c *Counting) ReadFrom(r io.Reader) (int64, error) {
 	c.words, c.params, c.items = words, p, h.Count
 	return n, nil
 }
-
-// MarshalBinary returns the filter in the bloomkit file format.
-func (c *Counting) MarshalBinary() ([]byte, error) {
-	return marshal(uint64(len(c.words))*8, c.WriteTo)
-}
-
-// UnmarshalBinary replaces c with the counting filter encoded in data, which
-// must hold exactly one filter. Errors are as for ReadFrom.
-func (c *Counting) UnmarshalBinary(data []byte) error {
-	var d Counting
-	if err := unmarshalAll(data, d.ReadFrom); err != nil {
-		return err
-	}
-	*c = d
-	return nil
-}

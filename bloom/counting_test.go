@@ -250,12 +250,12 @@ func TestCountingRoundTrip(t *testing.T) {
 		c.AddString(key("rt", i%700))
 	}
 	c.DeleteString(key("rt", 1))
-	b, err := c.MarshalBinary()
+	b, err := c.marshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var d Counting
-	if err := d.UnmarshalBinary(b); err != nil {
+	if err := d.unmarshalBinary(b); err != nil {
 		t.Fatal(err)
 	}
 	if !d.Equal(c) || d.Params() != c.Params() || d.Len() != c.Len() {
@@ -276,7 +276,7 @@ func TestCountingRoundTrip(t *testing.T) {
 	// A counter set beyond m is corruption.
 	bad := append([]byte(nil), b...)
 	bad[len(bad)-5] |= 0xf0
-	if err := d.UnmarshalBinary(resign(bad)); !errors.Is(err, ErrCorrupt) {
+	if err := d.unmarshalBinary(resign(bad)); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("counter beyond m: %v", err)
 	}
 }

@@ -28,8 +28,9 @@
 //
 // Every key is hashed once with XXH3-128 and its k positions are derived from
 // the hash. The hash, the derivation and the seed are part of the file format
-// (docs/format.md), which WriteTo, ReadFrom, MarshalBinary and UnmarshalBinary
-// use: a versioned header, the bits and a CRC-32C, so a filter saved today
+// (docs/format.md), which WriteTo writes and ReadFrom and Read read as
+// streams (a filter may be gigabytes; bytes.Buffer and bytes.Reader hold
+// one in memory): a versioned header, the bits and a CRC-32C, so a filter saved today
 // reads and answers identically in every later version, and damaged input is
 // reported with a distinct error rather than half-used.
 //

@@ -24,8 +24,8 @@ type filter interface {
 	Reset()
 	Stats() Stats
 	Params() Params
-	MarshalBinary() ([]byte, error)
-	UnmarshalBinary([]byte) error
+	marshalBinary() ([]byte, error)
+	unmarshalBinary([]byte) error
 }
 
 // addMany and testMany call AddMany and TestMany on f's layout.
@@ -70,7 +70,7 @@ var layouts = []layout{
 		rate: func(p Params, n uint64) float64 { return FalsePositiveRate(p.M, n, p.K) },
 		decode: func(b []byte) (filter, error) {
 			f := new(Filter)
-			return f, f.UnmarshalBinary(b)
+			return f, f.unmarshalBinary(b)
 		},
 		union: func(a, b filter) error { return a.(*Filter).Union(b.(*Filter)) },
 		clone: func(a filter) filter { return a.(*Filter).Clone() },
@@ -82,7 +82,7 @@ var layouts = []layout{
 		rate: func(p Params, n uint64) float64 { return BlockedFalsePositiveRate(p.M, n, p.K) },
 		decode: func(b []byte) (filter, error) {
 			f := new(Blocked)
-			return f, f.UnmarshalBinary(b)
+			return f, f.unmarshalBinary(b)
 		},
 		union: func(a, b filter) error { return a.(*Blocked).Union(b.(*Blocked)) },
 		clone: func(a filter) filter { return a.(*Blocked).Clone() },
@@ -148,7 +148,7 @@ func TestNoFalseNegatives(t *testing.T) {
 				}
 			}
 			check(f, "in memory")
-			b, err := f.MarshalBinary()
+			b, err := f.marshalBinary()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -488,8 +488,8 @@ func TestBlockedAlignment(t *testing.T) {
 		f, _ := NewBlocked(n, 0.01)
 		g := f.Clone()
 		var h Blocked
-		b, _ := f.MarshalBinary()
-		if err := h.UnmarshalBinary(b); err != nil {
+		b, _ := f.marshalBinary()
+		if err := h.unmarshalBinary(b); err != nil {
 			t.Fatal(err)
 		}
 		for _, x := range []*Blocked{f, g, &h} {

@@ -664,19 +664,3 @@ func (s *Scalable) ReadFrom(r io.Reader) (int64, error) {
 	*s = t
 	return cr.N, nil
 }
-
-// MarshalBinary returns the filter in the bloomkit file format.
-func (s *Scalable) MarshalBinary() ([]byte, error) {
-	return marshal(s.header().PayloadLen, s.WriteTo)
-}
-
-// UnmarshalBinary replaces s with the scalable filter encoded in data,
-// which must hold exactly one filter. Errors are as for ReadFrom.
-func (s *Scalable) UnmarshalBinary(data []byte) error {
-	var t Scalable
-	if err := unmarshalAll(data, t.ReadFrom); err != nil {
-		return err
-	}
-	*s = t
-	return nil
-}

@@ -245,12 +245,12 @@ func TestScalableRoundTrip(t *testing.T) {
 	for _, k := range ks {
 		s.AddString(k)
 	}
-	b, err := s.MarshalBinary()
+	b, err := s.marshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var u Scalable
-	if err := u.UnmarshalBinary(b); err != nil {
+	if err := u.unmarshalBinary(b); err != nil {
 		t.Fatal(err)
 	}
 	if !u.Equal(s) || u.Config() != s.Config() || !slices.Equal(u.Stats().Parts, s.Stats().Parts) {

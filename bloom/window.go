@@ -470,21 +470,3 @@ func (w *Window) ReadFrom(r io.Reader) (int64, error) {
 	*w = *t
 	return cr.N, nil
 }
-
-// MarshalBinary returns the window in the bloomkit file format.
-func (w *Window) MarshalBinary() ([]byte, error) {
-	return marshal(w.payloadLen(), w.WriteTo)
-}
-
-// UnmarshalBinary replaces w with the window encoded in data, which must
-// hold exactly one filter. The window keeps its clock. Errors are as for
-// ReadFrom.
-func (w *Window) UnmarshalBinary(data []byte) error {
-	var t Window
-	t.clock = w.clock
-	if err := unmarshalAll(data, t.ReadFrom); err != nil {
-		return err
-	}
-	*w = t
-	return nil
-}

@@ -259,7 +259,7 @@ func TestWindowReloadKeepsExpiring(t *testing.T) {
 		}
 	}
 	// Read gives a Window too.
-	b, _ := w.MarshalBinary()
+	b, _ := w.marshalBinary()
 	g, err := Read(bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)

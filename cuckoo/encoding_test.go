@@ -94,7 +94,7 @@ func TestGoldenFiles(t *testing.T) {
 	for _, c := range goldenCases {
 		t.Run(c.file, func(t *testing.T) {
 			f := c.build(t)
-			got, err := f.MarshalBinary()
+			got, err := f.marshalBinary()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,7 +112,7 @@ func TestGoldenFiles(t *testing.T) {
 				t.Errorf("encoding changed: %s no longer matches what this version writes (%d vs %d bytes)", path, len(got), len(want))
 			}
 			var g Filter
-			if err := g.UnmarshalBinary(want); err != nil {
+			if err := g.unmarshalBinary(want); err != nil {
 				t.Fatalf("reading %s: %v", path, err)
 			}
 			wantAns, err := os.ReadFile(ansPath)
@@ -155,7 +155,7 @@ func TestRoundTrip(t *testing.T) {
 				break
 			}
 		}
-		b, err := f.MarshalBinary()
+		b, err := f.marshalBinary()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -239,7 +239,7 @@ func sample(t testing.TB) []byte {
 	if f.Tables() != 2 {
 		t.Fatalf("sample has %d tables, want 2", f.Tables())
 	}
-	b, err := f.MarshalBinary()
+	b, err := f.marshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestDecodeErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		var f Filter
-		err := f.UnmarshalBinary(c.data)
+		err := f.unmarshalBinary(c.data)
 		if !errors.Is(err, c.want) {
 			t.Errorf("%s: err = %v, want %v", c.name, err, c.want)
 		}
@@ -333,7 +333,7 @@ func TestDecodeErrors(t *testing.T) {
 		}
 	}
 	var f Filter
-	if err := f.UnmarshalBinary(orig); err != nil {
+	if err := f.unmarshalBinary(orig); err != nil {
 		t.Fatalf("the unmodified sample: %v", err)
 	}
 }
@@ -342,7 +342,7 @@ func TestDecodeEveryTruncation(t *testing.T) {
 	b := sample(t)
 	for n := range len(b) {
 		var f Filter
-		if err := f.UnmarshalBinary(b[:n]); !errors.Is(err, ErrTruncated) {
+		if err := f.unmarshalBinary(b[:n]); !errors.Is(err, ErrTruncated) {
 			t.Fatalf("%d of %d bytes: err = %v", n, len(b), err)
 		}
 		// The same through a reader that hides its length and returns one
@@ -398,7 +398,7 @@ func TestNoPanicOnAnyByteFlip(t *testing.T) {
 			b := append([]byte(nil), orig...)
 			b[i] ^= 1 << bit
 			var f Filter
-			if err := f.UnmarshalBinary(resign(b)); err != nil {
+			if err := f.unmarshalBinary(resign(b)); err != nil {
 				checkDecodeError(t, err)
 				continue
 			}

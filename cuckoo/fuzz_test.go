@@ -33,15 +33,15 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte("bloomkit"))
 	wide, _ := NewWithConfig(Config{Buckets: 5, BucketSize: 9, FingerprintBits: 11})
 	_ = wide.AddString("seed")
-	b, _ := wide.MarshalBinary()
+	b, _ := wide.marshalBinary()
 	f.Add(b)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var g Filter
-		if err := g.UnmarshalBinary(data); err != nil {
+		if err := g.unmarshalBinary(data); err != nil {
 			checkDecodeError(t, err)
 			return
 		}
-		again, err := g.MarshalBinary()
+		again, err := g.marshalBinary()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -71,6 +72,13 @@ func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// marshal returns f in the bloomkit file format.
+func marshal(f io.WriterTo) ([]byte, error) {
+	var b bytes.Buffer
+	_, err := f.WriteTo(&b)
+	return b.Bytes(), err
 }
 
 func keys(prefix string, n int) [][]byte {
@@ -225,7 +233,7 @@ func testLayoutMatchesBlocked(t *testing.T, b backend) {
 				t.Fatalf("%s: TestAndAddMany: key %q says %v, bloom.Blocked %v", tc.name, k, got[i], !got[i])
 			}
 		}
-		data, err := local.MarshalBinary()
+		data, err := marshal(local)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -633,7 +641,7 @@ func testImport(t *testing.T, b backend) {
 	}
 	in := keys("offline", 30_000)
 	bloom.AddMany(offline, in)
-	data, err := offline.MarshalBinary()
+	data, err := marshal(offline)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -724,11 +732,11 @@ func testImportDamaged(t *testing.T, b backend) {
 	before := f.Params()
 	offline, _ := bloom.NewBlocked(20_000, 0.01)
 	bloom.AddMany(offline, keys("x", 20_000))
-	data, _ := offline.MarshalBinary()
+	data, _ := marshal(offline)
 	flipped := bytes.Clone(data)
 	flipped[80+len(flipped)/2] ^= 0x10
 	classic, _ := bloom.New(100, 0.01)
-	classicData, _ := classic.MarshalBinary()
+	classicData, _ := marshal(classic)
 	for _, tc := range []struct {
 		name string
 		data []byte
