@@ -480,7 +480,7 @@ func (f *Filter) kick(t *table, i, fp uint64) bool {
 // grow chains a new table Expansion times the size of the last.
 func (f *Filter) grow() error {
 	if f.cfg.NoGrow {
-		return fmt.Errorf("%w: %d items in %d slots and growth is disabled", ErrFull, f.count, f.Slots())
+		return fmt.Errorf("%w: %d items in %d slots and growth is disabled", ErrFull, f.count, f.slots())
 	}
 	if len(f.tables) >= MaxTables {
 		return fmt.Errorf("%w: %d items in %d tables, the limit", ErrFull, f.count, len(f.tables))
@@ -507,42 +507,46 @@ func (f *Filter) bits() uint64 {
 // successful deletions.
 func (f *Filter) Len() uint64 { return f.count }
 
-// Slots returns the number of fingerprint slots in all tables.
-func (f *Filter) Slots() uint64 {
+// Stats is a cuckoo filter's size and fill, as Filter.Stats reports it.
+type Stats struct {
+	// Slots is the number of fingerprint slots in all tables.
+	Slots uint64
+	// LoadFactor is the fraction of the slots that are filled: Len/Slots.
+	LoadFactor float64
+	// Tables is the number of tables in the chain: 1 until the filter
+	// first grows.
+	Tables int
+	// SizeBytes is the memory the fingerprint tables occupy.
+	SizeBytes uint64
+	// EstimatedFPR is the false-positive rate the filter has now: a key
+	// that was never added tests present if any table matches it,
+	// 1 − ∏ (1 − ExpectedRate(load of the table)).
+	EstimatedFPR float64
+}
+
+// Stats returns the filter's size and fill (see Stats). It reads only the
+// tables' counts, not their slots.
+func (f *Filter) Stats() Stats {
+	st := Stats{Slots: f.slots(), Tables: len(f.tables)}
+	miss := 1.0
+	for k := range f.tables {
+		t := &f.tables[k]
+		st.SizeBytes += uint64(len(t.words)) * 8
+		load := float64(t.count) / float64(t.buckets*f.shape.b)
+		miss *= 1 - ExpectedRate(f.cfg.BucketSize, f.cfg.FingerprintBits, load)
+	}
+	st.LoadFactor = float64(f.count) / float64(st.Slots)
+	st.EstimatedFPR = 1 - miss
+	return st
+}
+
+// slots returns the number of fingerprint slots in all tables.
+func (f *Filter) slots() uint64 {
 	var n uint64
 	for k := range f.tables {
 		n += f.tables[k].buckets
 	}
 	return n * f.shape.b
-}
-
-// LoadFactor returns the fraction of all slots that are filled.
-func (f *Filter) LoadFactor() float64 { return float64(f.count) / float64(f.Slots()) }
-
-// Tables returns the number of tables in the chain: 1 until the filter
-// first grows.
-func (f *Filter) Tables() int { return len(f.tables) }
-
-// SizeBytes returns the memory the fingerprint tables occupy.
-func (f *Filter) SizeBytes() uint64 {
-	var n uint64
-	for k := range f.tables {
-		n += uint64(len(f.tables[k].words)) * 8
-	}
-	return n
-}
-
-// EstimatedFPR returns the false-positive rate the filter has now: a key
-// that was never added tests present if any table matches it,
-// 1 − ∏ (1 − ExpectedRate(load of the table)).
-func (f *Filter) EstimatedFPR() float64 {
-	miss := 1.0
-	for k := range f.tables {
-		t := &f.tables[k]
-		load := float64(t.count) / float64(t.buckets*f.shape.b)
-		miss *= 1 - ExpectedRate(f.cfg.BucketSize, f.cfg.FingerprintBits, load)
-	}
-	return 1 - miss
 }
 
 // Reset empties the filter and drops the tables it grew, keeping the

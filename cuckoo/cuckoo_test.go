@@ -40,7 +40,7 @@ func TestDefaults(t *testing.T) {
 	if want := uint64(math.Ceil(1e6 / (4 * 0.94))); c.Buckets != want {
 		t.Errorf("buckets = %d, want %d", c.Buckets, want)
 	}
-	if got := float64(f.SizeBytes()*8) / 1e6; got < 8.4 || got > 8.6 {
+	if got := float64(f.Stats().SizeBytes*8) / 1e6; got < 8.4 || got > 8.6 {
 		t.Errorf("%.2f bits a planned key", got)
 	}
 	if r := c.Rate; math.Abs(r-(1-math.Pow(1-1.0/255, 8))) > 1e-12 {
@@ -147,13 +147,13 @@ func TestLoadBeforeFirstFailure(t *testing.T) {
 			if !errors.Is(err, ErrFull) {
 				t.Fatalf("err = %v, want ErrFull", err)
 			}
-			load := f.LoadFactor()
+			load := f.Stats().LoadFactor
 			t.Logf("load %.4f at the first failure", load)
 			if load < tc.minLoad {
 				t.Errorf("load %.4f at the first failure, want > %v", load, tc.minLoad)
 			}
-			if f.Len() != uint64(len(added)) || f.Tables() != 1 {
-				t.Fatalf("len %d after %d adds, %d tables", f.Len(), len(added), f.Tables())
+			if f.Len() != uint64(len(added)) || f.Stats().Tables != 1 {
+				t.Fatalf("len %d after %d adds, %d tables", f.Len(), len(added), f.Stats().Tables)
 			}
 			// Failed insertions lose nothing (TestFailedInsertionUndone
 			// checks that they change no bit).
@@ -288,7 +288,7 @@ func TestMultisetProperty(t *testing.T) {
 				for k, n := range ref {
 					if n > 0 && (!f.TestString(k) || f.CountString(k) < uint64(n)) {
 						t.Fatalf("trial %d step %d (%+v, %d tables): %q added %d times: test %v count %d",
-							trial, step, c, f.Tables(), k, n, f.TestString(k), f.CountString(k))
+							trial, step, c, f.Stats().Tables, k, n, f.TestString(k), f.CountString(k))
 					}
 				}
 				if f.Len() != uint64(total) {
@@ -302,7 +302,7 @@ func TestMultisetProperty(t *testing.T) {
 				t.Fatalf("trial %d: final delete of %q failed", trial, k)
 			}
 		}
-		if f.Len() != 0 || f.LoadFactor() != 0 {
+		if f.Len() != 0 || f.Stats().LoadFactor != 0 {
 			t.Fatalf("trial %d: %d items left", trial, f.Len())
 		}
 		for k := range f.tables {
@@ -333,8 +333,8 @@ func TestFalsePositiveRate(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if f.Tables() != 1 {
-			t.Fatalf("%+v: grew to %d tables below its capacity", c, f.Tables())
+		if f.Stats().Tables != 1 {
+			t.Fatalf("%+v: grew to %d tables below its capacity", c, f.Stats().Tables)
 		}
 		fp := 0
 		for i := range absent {
@@ -343,10 +343,10 @@ func TestFalsePositiveRate(t *testing.T) {
 			}
 		}
 		got := float64(fp) / float64(absent)
-		want := ExpectedRate(f.Config().BucketSize, f.Config().FingerprintBits, f.LoadFactor())
+		want := ExpectedRate(f.Config().BucketSize, f.Config().FingerprintBits, f.Stats().LoadFactor)
 		sigma := math.Sqrt(want * (1 - want) / float64(absent))
 		t.Logf("b=%d f=%d load %.3f: measured %.5f, expected %.5f, bound 2b/2^f %.5f",
-			f.Config().BucketSize, f.Config().FingerprintBits, f.LoadFactor(), got, want,
+			f.Config().BucketSize, f.Config().FingerprintBits, f.Stats().LoadFactor, got, want,
 			2*float64(f.Config().BucketSize)/math.Ldexp(1, int(f.Config().FingerprintBits)))
 		if math.Abs(got-want) > 6*sigma+0.03*want {
 			t.Errorf("%+v: measured rate %.5f, expected %.5f", c, got, want)
@@ -354,7 +354,7 @@ func TestFalsePositiveRate(t *testing.T) {
 		if got > f.Config().Rate {
 			t.Errorf("%+v: measured rate %.5f above the planned %.5f", c, got, f.Config().Rate)
 		}
-		if e := f.EstimatedFPR(); math.Abs(e-want) > 1e-12 {
+		if e := f.Stats().EstimatedFPR; math.Abs(e-want) > 1e-12 {
 			t.Errorf("EstimatedFPR %v, want %v", e, want)
 		}
 	}
@@ -370,8 +370,8 @@ func TestGrowth(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if f.Tables() < 5 {
-		t.Fatalf("only %d tables after 100x the capacity", f.Tables())
+	if f.Stats().Tables < 5 {
+		t.Fatalf("only %d tables after 100x the capacity", f.Stats().Tables)
 	}
 	for k := 1; k < len(f.tables); k++ {
 		if f.tables[k].buckets != 2*f.tables[k-1].buckets {
@@ -390,9 +390,9 @@ func TestGrowth(t *testing.T) {
 			fp++
 		}
 	}
-	got, want := float64(fp)/absent, f.EstimatedFPR()
+	got, want := float64(fp)/absent, f.Stats().EstimatedFPR
 	t.Logf("%d tables, load %.3f, %.2f bits a key, rate %.4f (estimated %.4f)",
-		f.Tables(), f.LoadFactor(), float64(f.SizeBytes()*8)/float64(f.Len()), got, want)
+		f.Stats().Tables, f.Stats().LoadFactor, float64(f.Stats().SizeBytes*8)/float64(f.Len()), got, want)
 	if math.Abs(got-want) > 6*math.Sqrt(want/absent)+0.05*want {
 		t.Errorf("measured rate %.4f, estimated %.4f", got, want)
 	}
@@ -416,8 +416,8 @@ func TestNoGrowReportsFull(t *testing.T) {
 	for ; err == nil; n++ {
 		err = f.AddString(strconv.Itoa(n))
 	}
-	if !errors.Is(err, ErrFull) || f.Tables() != 1 || f.Len() != uint64(n-1) {
-		t.Fatalf("err %v, %d tables, len %d after %d adds", err, f.Tables(), f.Len(), n)
+	if !errors.Is(err, ErrFull) || f.Stats().Tables != 1 || f.Len() != uint64(n-1) {
+		t.Fatalf("err %v, %d tables, len %d after %d adds", err, f.Stats().Tables, f.Len(), n)
 	}
 	if _, err := f.AddUniqueString("surely new " + strconv.Itoa(n)); !errors.Is(err, ErrFull) && err != nil {
 		t.Fatal(err)
@@ -430,8 +430,8 @@ func TestTableLimit(t *testing.T) {
 	for i := 0; err == nil && i < 10_000; i++ {
 		err = f.AddString(strconv.Itoa(i))
 	}
-	if !errors.Is(err, ErrFull) || f.Tables() != MaxTables {
-		t.Fatalf("err %v with %d tables, want ErrFull at %d", err, f.Tables(), MaxTables)
+	if !errors.Is(err, ErrFull) || f.Stats().Tables != MaxTables {
+		t.Fatalf("err %v with %d tables, want ErrFull at %d", err, f.Stats().Tables, MaxTables)
 	}
 }
 

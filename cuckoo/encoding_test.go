@@ -124,7 +124,7 @@ func TestGoldenFiles(t *testing.T) {
 			}
 			fp := len(wantAns[1010:]) - strings.Count(string(wantAns[1010:]), "0") - strings.Count(string(wantAns[1010:]), "\n")
 			t.Logf("%s: %d bytes, %d tables, %d items; %d false positives among 20000 absent keys",
-				c.file, len(want), g.Tables(), g.Len(), fp)
+				c.file, len(want), g.Stats().Tables, g.Len(), fp)
 		})
 	}
 }
@@ -236,8 +236,8 @@ func sample(t testing.TB) []byte {
 			t.Fatal(err)
 		}
 	}
-	if f.Tables() != 2 {
-		t.Fatalf("sample has %d tables, want 2", f.Tables())
+	if f.Stats().Tables != 2 {
+		t.Fatalf("sample has %d tables, want 2", f.Stats().Tables)
 	}
 	b, err := f.marshalBinary()
 	if err != nil {

@@ -44,7 +44,7 @@ func ExampleNewWithConfig() {
 			break
 		}
 	}
-	fmt.Printf("%d slots, %.1f%% rate when full\n", f.Slots(), 100*cuckoo.ExpectedRate(4, 12, 1))
+	fmt.Printf("%d slots, %.1f%% rate when full\n", f.Stats().Slots, 100*cuckoo.ExpectedRate(4, 12, 1))
 	// Output:
 	// true true
 	// 16 slots, 0.2% rate when full

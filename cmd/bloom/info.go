@@ -156,8 +156,8 @@ func describe(path string, stdin io.Reader) (*infoResult, error) {
 	}
 	res.FillRatio, res.EstimatedFPR = fl.ratio, fl.rate
 	if c, ok := l.f.(*cuckoo.Filter); ok {
-		v := c.LoadFactor()
-		res.LoadFactor, res.FingerprintBits, res.Tables = &v, c.Config().FingerprintBits, c.Tables()
+		st := c.Stats()
+		res.LoadFactor, res.FingerprintBits, res.Tables = &st.LoadFactor, c.Config().FingerprintBits, st.Tables
 	}
 	return res, nil
 }
@@ -177,6 +177,11 @@ func fillOf(f any) fillInfo {
 		return fillInfo{&st.ApproxCount, &st.FillRatio, &st.EstimatedFPR}
 	}
 	var r fillInfo
+	if c, ok := f.(*cuckoo.Filter); ok {
+		st := c.Stats()
+		r.rate = &st.EstimatedFPR
+		return r
+	}
 	if c, ok := f.(interface{ ApproxCount() uint64 }); ok {
 		v := c.ApproxCount()
 		r.count = &v

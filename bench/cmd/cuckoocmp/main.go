@@ -73,8 +73,8 @@ type bk struct{ f *cuckoo.Filter }
 func (b bk) add(k []byte) bool  { return b.f.Add(k) == nil }
 func (b bk) test(k []byte) bool { return b.f.Test(k) }
 func (b bk) del(k []byte) bool  { return b.f.Delete(k) }
-func (b bk) bytes() uint64      { return b.f.SizeBytes() }
-func (b bk) load() float64      { return b.f.LoadFactor() }
+func (b bk) bytes() uint64      { return b.f.Stats().SizeBytes }
+func (b bk) load() float64      { return b.f.Stats().LoadFactor }
 
 type seif struct {
 	f    *seiflotfy.Filter
