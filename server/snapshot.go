@@ -20,8 +20,9 @@ import (
 // A snapshot is the keyspace at one point in time: "BKSNAP01", u64
 // generation, u64 key count; per key: u32 key length, key, u8 kind, i64
 // expiry (unix ms, 0 none), u32 header length, the filter's SCANDUMP header
-// (kind 3, a string: its value), then its arrays in dump order (a string has
-// none); finally the CRC-32C of everything before it.
+// (kind 3, a string: its value; kind 4, a native filter: its bloomkit file
+// header and item counts, native.go), then its arrays in dump order (a
+// string has none); finally the CRC-32C of everything before it.
 //
 // Go cannot fork, so the point-in-time image is kept by copy-on-write
 // instead of by the kernel. Starting a snapshot (beginSnapshot, with the
@@ -121,6 +122,11 @@ func (snap *snapshot) freeze(e *entry) *image {
 		e.cf.Guard = im
 	case KindString:
 		im.header = e.str // immutable: a write replaces the entry
+	case KindNative:
+		im.header = e.nf.snapshotHeader()
+		im.arrays, _ = e.nf.ordered()
+		im.arrays = append([][]byte(nil), im.arrays...)
+		e.nf.guard = im
 	}
 	e.img = im
 	return im
@@ -136,6 +142,8 @@ func (snap *snapshot) done(e *entry) {
 		e.bf.Guard = nil
 	case KindCuckoo:
 		e.cf.Guard = nil
+	case KindNative:
+		e.nf.guard = nil
 	}
 	for _, a := range im.released {
 		redisbloom.FreeArray(a)
@@ -400,6 +408,11 @@ func (s *Server) readSnapshot(f readFile, path string) (uint64, int, error) {
 			}
 		case KindString:
 			e.str = hdr
+		case KindNative:
+			e.nf, err = loadSnapshotHeader(hdr, fits)
+			if err == nil {
+				arrays, _ = e.nf.ordered()
+			}
 		default:
 			err = ErrCorrupt
 		}
