@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 
 	"github.com/bloomkit/bloomkit/internal/batch"
 )
@@ -48,7 +49,7 @@ const (
 // lost.
 var ErrFull = errors.New("cuckoo: filter is full")
 
-// ErrInvalidConfig is returned (wrapped) by NewWithConfig for a Config
+// ErrInvalidConfig is returned (wrapped) by NewWith for a Config
 // outside the limits.
 var ErrInvalidConfig = errors.New("cuckoo: invalid configuration")
 
@@ -169,12 +170,12 @@ type Filter struct {
 // size (4), fingerprint length (8 bits, a rate of about 3%), eviction limit
 // and expansion.
 func New(capacity uint64) (*Filter, error) {
-	return NewWithConfig(Config{Capacity: capacity})
+	return NewWith(Config{Capacity: capacity})
 }
 
-// NewWithConfig returns an empty filter as c describes. It fails, with an
+// NewWith returns an empty filter as c describes. It fails, with an
 // error wrapping ErrInvalidConfig, when a field is outside its limits.
-func NewWithConfig(c Config) (*Filter, error) {
+func NewWith(c Config) (*Filter, error) {
 	c, err := c.withDefaults()
 	if err != nil {
 		return nil, err
@@ -570,6 +571,22 @@ func (f *Filter) Clone() *Filter {
 		g.tables[k] = t
 	}
 	return &g
+}
+
+// Equal reports whether f and g have the same configuration and the same
+// fingerprints in the same slots, so that they answer every Test and Count
+// alike.
+func (f *Filter) Equal(g *Filter) bool {
+	if f.cfg != g.cfg || f.count != g.count || len(f.tables) != len(g.tables) {
+		return false
+	}
+	for k := range f.tables {
+		a, b := &f.tables[k], &g.tables[k]
+		if a.buckets != b.buckets || a.count != b.count || !slices.Equal(a.words, b.words) {
+			return false
+		}
+	}
+	return true
 }
 
 // Key is a key as the batch functions take it: bytes or a string, hashed

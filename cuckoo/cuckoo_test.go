@@ -20,7 +20,7 @@ func keys(prefix string, from, n int) []string {
 
 func mustNew(t testing.TB, c Config) *Filter {
 	t.Helper()
-	f, err := NewWithConfig(c)
+	f, err := NewWith(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestConfigLimits(t *testing.T) {
 		{Capacity: math.MaxUint64},
 	}
 	for _, c := range bad {
-		if _, err := NewWithConfig(c); !errors.Is(err, ErrInvalidConfig) {
+		if _, err := NewWith(c); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("%+v: err = %v", c, err)
 		}
 	}
@@ -109,9 +109,23 @@ func TestBasicOperations(t *testing.T) {
 		t.Fatal("deleting a lost b")
 	}
 	g := f.Clone()
+	if !g.Equal(f) || !f.Equal(g) {
+		t.Fatal("a clone is not Equal to its filter")
+	}
 	f.Reset()
 	if f.TestString("b") || f.Len() != 0 || !g.TestString("b") || g.Len() != 1 {
 		t.Fatal("Reset or Clone")
+	}
+	if f.Equal(g) {
+		t.Fatal("Equal after Reset of one of the two")
+	}
+	f.AddString("b")
+	if !f.Equal(g) {
+		t.Fatal("not Equal after the same single key was added to both")
+	}
+	f.AddString("c")
+	if f.Equal(g) || g.Equal(f) {
+		t.Fatal("Equal though one holds a key more")
 	}
 }
 
@@ -194,7 +208,7 @@ func TestFailedInsertionUndone(t *testing.T) {
 				if !errors.Is(err, ErrFull) {
 					t.Fatal(err)
 				}
-				if !equalTables(f, before) {
+				if !f.Equal(before) {
 					t.Fatalf("seed %d: the failed insertion of key %d changed the filter", seed, i)
 				}
 				if fails++; fails == 20 {
@@ -213,18 +227,6 @@ func TestFailedInsertionUndone(t *testing.T) {
 			t.Fatalf("seed %d: len %d after %d successful adds", seed, f.Len(), len(added))
 		}
 	}
-}
-
-func equalTables(f, g *Filter) bool {
-	if len(f.tables) != len(g.tables) || f.count != g.count {
-		return false
-	}
-	for k := range f.tables {
-		if f.tables[k].count != g.tables[k].count || !slicesEqual(f.tables[k].words, g.tables[k].words) {
-			return false
-		}
-	}
-	return true
 }
 
 func slicesEqual(a, b []uint64) bool {

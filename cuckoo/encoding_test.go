@@ -163,7 +163,7 @@ func TestRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if g.Config() != f.Config() || !equalTables(f, g) {
+		if !f.Equal(g) {
 			t.Fatalf("%+v: decoded filter differs: %+v", c, g.Config())
 		}
 		probes := append(in, keys("other", 0, 5000)...)
@@ -212,7 +212,7 @@ func TestStreams(t *testing.T) {
 		t.Fatalf("second: %d %v", n, err)
 	}
 	rest, _ := io.ReadAll(r)
-	if string(rest) != "tail" || !equalTables(a, &ga) || !equalTables(b, &gb) {
+	if string(rest) != "tail" || !a.Equal(&ga) || !b.Equal(&gb) {
 		t.Fatalf("read past a trailer, or decoded differently (rest %q)", rest)
 	}
 	// A failed write reports the writer's error.
@@ -227,7 +227,7 @@ func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full")
 
 // sample returns the encoding of a small filter of two tables.
 func sample(t testing.TB) []byte {
-	f, err := NewWithConfig(Config{Buckets: 3, BucketSize: 2, FingerprintBits: 8, Seed: 9})
+	f, err := NewWith(Config{Buckets: 3, BucketSize: 2, FingerprintBits: 8, Seed: 9})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,10 +30,10 @@ func Example() {
 	// added again: false
 }
 
-func ExampleNewWithConfig() {
+func ExampleNewWith() {
 	// 12-bit fingerprints: about 0.2% false positives at 12.8 bits a key;
 	// NoGrow: report a full filter instead of growing.
-	f, err := cuckoo.NewWithConfig(cuckoo.Config{Buckets: 4, FingerprintBits: 12, NoGrow: true})
+	f, err := cuckoo.NewWith(cuckoo.Config{Buckets: 4, FingerprintBits: 12, NoGrow: true})
 	if err != nil {
 		panic(err)
 	}

@@ -31,7 +31,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(resign(append([]byte(nil), s...)))
 	f.Add(forgedHuge()[:hdr+64])
 	f.Add([]byte("bloomkit"))
-	wide, _ := NewWithConfig(Config{Buckets: 5, BucketSize: 9, FingerprintBits: 11})
+	wide, _ := NewWith(Config{Buckets: 5, BucketSize: 9, FingerprintBits: 11})
 	_ = wide.AddString("seed")
 	b, _ := wide.marshalBinary()
 	f.Add(b)
@@ -83,7 +83,7 @@ func FuzzOperations(f *testing.F) {
 			MaxKicks:        uint32(1 + ops[1]>>3&15),
 			Expansion:       uint32(1 + ops[1]>>7),
 		}
-		g, err := NewWithConfig(c)
+		g, err := NewWith(c)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -206,7 +206,7 @@ func makeScalable(n uint64, p float64, seed uint64) (*newFilter, error) {
 }
 
 func makeCuckoo(n uint64, p float64, seed uint64) (*newFilter, error) {
-	f, err := cuckoo.NewWithConfig(cuckoo.Config{Capacity: n, Rate: p, Seed: seed})
+	f, err := cuckoo.NewWith(cuckoo.Config{Capacity: n, Rate: p, Seed: seed})
 	if err != nil {
 		return nil, err
 	}

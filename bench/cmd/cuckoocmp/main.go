@@ -54,7 +54,7 @@ var libs = []lib{
 		return bk{f}
 	}},
 	{"bloomkit cuckoo, pow2", "b=4, f=8, nextPow2(n)/4 buckets: the others' table size", func(n uint64) filter {
-		f, err := cuckoo.NewWithConfig(cuckoo.Config{Buckets: nextPow2(n) / 4})
+		f, err := cuckoo.NewWith(cuckoo.Config{Buckets: nextPow2(n) / 4})
 		if err != nil {
 			panic(err)
 		}
