@@ -50,6 +50,21 @@ func ExampleNewBlocked() {
 	// Output: [true false]
 }
 
+func ExampleTestMany() {
+	// One call per batch, for either layout and []byte or string keys: the
+	// batch's cache misses overlap. dst[:0] of a reused slice allocates
+	// nothing.
+	f, err := bloom.New(1_000_000, 0.01)
+	if err != nil {
+		panic(err)
+	}
+	bloom.AddMany(f, [][]byte{[]byte("GET /a"), []byte("GET /b")})
+	dst := make([]bool, 0, 1024)
+	dst = bloom.TestMany(f, []string{"GET /a", "GET /c", "GET /b"}, dst[:0])
+	fmt.Println(dst)
+	// Output: [true false true]
+}
+
 func ExampleNewFromParams() {
 	// A random secret seed makes the bits a key sets unpredictable, against
 	// crafted keys; it is saved with the filter.
