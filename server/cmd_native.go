@@ -268,26 +268,34 @@ func (s *Server) advanceTo(key []byte, n *nativeFilter, g int64) {
 func (s *Server) nativeInsert(key []byte, n *nativeFilter, items [][]byte, multi bool, r *Reply) {
 	s.toClock(key, n)
 	now := s.db.now()
-	var p probe
-	var offsets [bloom.MaxK]uint16
-	p.offsets = offsets[:0]
+	p := s.probe()
 	if multi {
 		r.Array(len(items))
 	}
 	for _, it := range items {
-		r.Bool(n.add(it, now, &p))
+		r.Bool(n.add(it, now, p))
 	}
 	s.db.dirty++
+}
+
+// probe is the server's scratch space for a key's bit positions, used with
+// the keyspace locked (a local one would escape to the heap: one allocation
+// per command).
+func (s *Server) probe() *probe {
+	p := &s.db.probe
+	if p.offsets == nil {
+		p.offsets = make([]uint16, 0, bloom.MaxK)
+		p.bits = make([]uint64, 0, bloom.MaxK)
+	}
+	return p
 }
 
 // nativeExists is BF.EXISTS and BF.MEXISTS on a native key.
 func (s *Server) nativeExists(n *nativeFilter, items [][]byte, r *Reply) {
 	now := s.db.now()
-	var p probe
-	var offsets [bloom.MaxK]uint16
-	p.offsets = offsets[:0]
+	p := s.probe()
 	for _, it := range items {
-		r.Bool(n.test(it, now, &p))
+		r.Bool(n.test(it, now, p))
 	}
 }
 
@@ -332,7 +340,7 @@ func cmdBFAdvance(s *Server, c *Session, args [][]byte, r *Reply) {
 }
 
 // nativeInfo is BF.INFO on a native key: RedisBloom's five fields (a
-// native key does not grow: one filter per generation, no expansion), then
+// native key does not grow: one filter per generation, expansion 0), then
 // the native ones.
 func (s *Server) nativeInfo(n *nativeFilter, args [][]byte, r *Reply) {
 	now := s.db.now()
@@ -345,12 +353,15 @@ func (s *Server) nativeInfo(n *nativeFilter, args [][]byte, r *Reply) {
 		{"size", "Size", func() { r.Uint(n.memUsage()) }},
 		{"filters", "Number of filters", func() { r.Int(int64(len(n.arrays))) }},
 		{"items", "Number of items inserted", func() { r.Uint(n.card(now)) }},
-		{"expansion", "Expansion rate", func() { r.Null() }},
+		// 0, not RedisBloom's null for a non-scaling filter: go-redis's
+		// BFInfo fails on a null, and these filters never grow.
+		{"expansion", "Expansion rate", func() { r.Int(0) }},
 		{"layout", "Layout", func() { r.BulkString(n.layout()) }},
 		{"error", "Error rate", func() { r.BulkString(strconv.FormatFloat(n.params.P, 'g', -1, 64)) }},
 		{"hashes", "Hash functions", func() { r.Int(int64(n.params.K)) }},
 		{"bits", "Bits per filter", func() { r.Uint(n.params.M) }},
-		{"seed", "Seed", func() { r.Uint(n.params.Seed) }},
+		// A bulk string: seeds use all 64 bits, RESP integers are signed.
+		{"seed", "Seed", func() { r.BulkString(strconv.FormatUint(n.params.Seed, 10)) }},
 	}
 	if n.typ == format.TypeWindow {
 		fields = append(fields,
