@@ -39,7 +39,7 @@ func TestCountingMatchesClassic(t *testing.T) {
 	same := func(kept []string, what string) {
 		t.Helper()
 		f, _ := NewFromParams(p)
-		addMany(f, kept)
+		batchAdd(f, kept)
 		probes := append(keys("probe", 0, 100_000), all...)
 		for _, k := range probes {
 			if c.TestString(k) != f.TestString(k) {

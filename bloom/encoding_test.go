@@ -64,7 +64,7 @@ func goldenProbes() []string {
 
 func answers(f filter, probes []string) string {
 	var b strings.Builder
-	for i, ok := range testMany(f, probes, nil) {
+	for i, ok := range batchTest(f, probes, nil) {
 		if ok {
 			b.WriteByte('1')
 		} else {
@@ -377,7 +377,7 @@ func TestLargeRoundTrip(t *testing.T) {
 	// Larger than the streaming chunk and than one eager step is not needed:
 	// several chunks through a length-hiding reader and through a file.
 	f, _ := NewBlocked(200_000, 0.001)
-	addMany(f, keys("large", 0, 200_000))
+	batchAdd(f, keys("large", 0, 200_000))
 	path := filepath.Join(t.TempDir(), "f.bloom")
 	out, err := os.Create(path)
 	if err != nil {

@@ -219,11 +219,7 @@ func (f *Filter) testHashed(h [][2]uint64, dst []bool) []bool {
 	return dst
 }
 
-// Key is a key as the batch functions take it: bytes or a string, hashed
-// where it lies, never copied.
-type Key interface{ []byte | string }
-
-// A batchLayout is what AddMany and TestMany need of a layout.
+// A batchLayout is what the batch methods of Filter and Blocked need of it.
 type batchLayout interface {
 	seed() uint64
 	prefetch(h [][2]uint64)
@@ -231,41 +227,15 @@ type batchLayout interface {
 	testHashed(h [][2]uint64, dst []bool) []bool
 }
 
-// AddMany inserts every key into f, a *Filter or a *Blocked. It hashes the
-// keys a batch at a time, asking the CPU to load each batch's words while
-// it hashes the next, so that the cache misses of many keys overlap each
-// other and the hashing; for a filter larger than the CPU's caches it is
-// much faster than calling Add in a loop. The keys are []byte or string
-// slices, neither copied.
-//
-// It is a function rather than a method because Go methods cannot take a
-// type parameter: one AddMany serves both layouts and both key types.
-func AddMany[F *Filter | *Blocked, K Key](f F, keys []K) {
-	l := layoutOf(f)
-	batch.Each(keys, l.seed(), l.prefetch, l.addHashed)
+// addMany and testMany are the batch methods of every layout, over
+// batch.Each (one call of the layout a batch of 64 keys).
+func addMany[K batch.Key](f batchLayout, keys []K) {
+	batch.Each(keys, f.seed(), f.prefetch, f.addHashed)
 }
 
-// TestMany appends to dst, for each key in order, whether it may have been
-// added to f, a *Filter or a *Blocked, and returns the extended slice. Like
-// AddMany it overlaps the cache misses of a batch of keys with the hashing
-// of the next: at 100 million keys it costs a quarter (Blocked) to a third
-// (Filter) of a loop of Test calls. Pass dst[:0] of a reused slice to avoid
-// allocating.
-func TestMany[F *Filter | *Blocked, K Key](f F, keys []K, dst []bool) []bool {
-	l := layoutOf(f)
-	batch.Each(keys, l.seed(), l.prefetch, func(h [][2]uint64) { dst = l.testHashed(h, dst) })
+func testMany[K batch.Key](f batchLayout, keys []K, dst []bool) []bool {
+	batch.Each(keys, f.seed(), f.prefetch, func(h [][2]uint64) { dst = f.testHashed(h, dst) })
 	return dst
-}
-
-// layoutOf converts f, whose type AddMany and TestMany restrict to the two
-// layouts, to the interface both implement.
-func layoutOf[F *Filter | *Blocked](f F) batchLayout {
-	switch f := any(f).(type) {
-	case *Filter:
-		return f
-	default:
-		return any(f).(*Blocked)
-	}
 }
 
 // sink keeps the prefetching loads from being optimised away.

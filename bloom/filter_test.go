@@ -28,26 +28,26 @@ type filter interface {
 	unmarshalBinary([]byte) error
 }
 
-// addMany and testMany call AddMany and TestMany on f's layout.
-func addMany[K Key](f filter, keys []K) {
+// batchAdd and batchTest call AddMany and TestMany on f's layout.
+func batchAdd[K Key](f filter, keys []K) {
 	switch f := f.(type) {
 	case *Filter:
 		AddMany(f, keys)
 	case *Blocked:
 		AddMany(f, keys)
 	default:
-		panic(fmt.Sprintf("addMany of a %T", f))
+		panic(fmt.Sprintf("batchAdd of a %T", f))
 	}
 }
 
-func testMany[K Key](f filter, keys []K, dst []bool) []bool {
+func batchTest[K Key](f filter, keys []K, dst []bool) []bool {
 	switch f := f.(type) {
 	case *Filter:
 		return TestMany(f, keys, dst)
 	case *Blocked:
 		return TestMany(f, keys, dst)
 	}
-	panic(fmt.Sprintf("testMany of a %T", f))
+	panic(fmt.Sprintf("batchTest of a %T", f))
 }
 
 type layout struct {
@@ -140,7 +140,7 @@ func TestNoFalseNegatives(t *testing.T) {
 						t.Fatalf("%s: %q was added but tests absent", how, k)
 					}
 				}
-				res := testMany(f, present, nil)
+				res := batchTest(f, present, nil)
 				for i, ok := range res {
 					if !ok {
 						t.Fatalf("%s: TestManyStrings says %q is absent", how, present[i])
@@ -170,7 +170,7 @@ func TestFalsePositiveRate(t *testing.T) {
 		for _, p := range []float64{0.1, 0.01, 0.001, 0.0001} {
 			t.Run(fmt.Sprintf("%s/p=%g", l.name, p), func(t *testing.T) {
 				f := mustNew(t, l, n, p)
-				addMany(f, present)
+				batchAdd(f, present)
 				got := countFalse(f, absent)
 				model := l.rate(f.Params(), n)
 				// The model must be what was asked for: not above the target
@@ -217,7 +217,7 @@ func TestApproxCount(t *testing.T) {
 			}
 			// Adding the same keys again changes nothing.
 			before := f.Stats().BitsSet
-			addMany(f, keys("count", 0, 1000))
+			batchAdd(f, keys("count", 0, 1000))
 			if f.Stats().BitsSet != before {
 				t.Error("re-adding keys set new bits")
 			}
@@ -245,10 +245,10 @@ func TestUnion(t *testing.T) {
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
 			fa, fb, both := mustNew(t, l, 100_000, 0.01), mustNew(t, l, 100_000, 0.01), mustNew(t, l, 100_000, 0.01)
-			addMany(fa, a)
-			addMany(fb, b)
-			addMany(both, a)
-			addMany(both, b)
+			batchAdd(fa, a)
+			batchAdd(fb, b)
+			batchAdd(both, a)
+			batchAdd(both, b)
 			u := l.clone(fa)
 			if err := l.union(u, fb); err != nil {
 				t.Fatal(err)
@@ -291,10 +291,10 @@ func TestIntersect(t *testing.T) {
 	common, onlyA, onlyB := keys("common", 0, 20_000), keys("a", 0, 20_000), keys("b", 0, 20_000)
 	fa, _ := New(100_000, 0.01)
 	fb, _ := New(100_000, 0.01)
-	addMany(fa, common)
-	addMany(fa, onlyA)
-	addMany(fb, common)
-	addMany(fb, onlyB)
+	batchAdd(fa, common)
+	batchAdd(fa, onlyA)
+	batchAdd(fb, common)
+	batchAdd(fb, onlyB)
 	if err := fa.Intersect(fb); err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +366,7 @@ func testBatchMatchesSingle(t *testing.T, l layout, n uint64) {
 			a.Add([]byte(k))
 			bs[i] = []byte(k)
 		}
-		addMany(b, bs)
+		batchAdd(b, bs)
 		if !l.equal(a, b) {
 			t.Errorf("%s: AddMany set other bits than Add", l.name)
 		}
@@ -375,10 +375,10 @@ func testBatchMatchesSingle(t *testing.T, l layout, n uint64) {
 		for i := range probe {
 			pb[i] = []byte(probe[i])
 		}
-		got, gotB := testMany(a, probe, nil), testMany(a, pb, make([]bool, 0, 10))
+		got, gotB := batchTest(a, probe, nil), batchTest(a, pb, make([]bool, 0, 10))
 		for i, k := range probe {
 			if want := a.TestString(k); got[i] != want || gotB[i] != want {
-				t.Fatalf("%s: testMany(%q) = %v/%v, Test = %v", l.name, k, got[i], gotB[i], want)
+				t.Fatalf("%s: batchTest(%q) = %v/%v, Test = %v", l.name, k, got[i], gotB[i], want)
 			}
 		}
 		if len(got) != len(probe) || len(gotB) != len(probe) {
@@ -427,7 +427,7 @@ func TestConcurrentAddSync(t *testing.T) {
 		// The same keys added by one goroutine give the same bits.
 		g := mustNew(t, l, goroutines*per, 0.01)
 		for gi := range goroutines {
-			addMany(g, keys("g"+strconv.Itoa(gi), 0, per))
+			batchAdd(g, keys("g"+strconv.Itoa(gi), 0, per))
 		}
 		if !l.equal(f, g) {
 			t.Errorf("%s: concurrent adds set other bits than sequential ones", l.name)

@@ -218,10 +218,10 @@ func TestProbesAreUniform(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				addMany(f, keys("uniform", 0, n))
+				batchAdd(f, keys("uniform", 0, n))
 				exact := f.Stats().EstimatedFPR
 				got := 0
-				for _, ok := range testMany(f, absent, nil) {
+				for _, ok := range batchTest(f, absent, nil) {
 					if ok {
 						got++
 					}

@@ -305,7 +305,7 @@ func TestScalableChainTest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		addMany(f, keys("hand", int(k)*100, int(k)*100+100))
+		batchAdd(f, keys("hand", int(k)*100, int(k)*100+100))
 		hand.links = append(hand.links, newLink(f, 100, 100))
 	}
 	hand.index()
