@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math/bits"
 	"sync/atomic"
-
-	"github.com/bloomkit/bloomkit/internal/batch"
 )
 
 // Filter is a classic Bloom filter: an array of m bits, of which each key
@@ -172,74 +170,7 @@ func (f *Filter) testAndAddSync(x, y uint64) bool {
 	return present
 }
 
-// prefetchMinWords is the filter size from which AddMany and TestMany
-// prefetch: a filter that fits in the CPU's L2 cache gains nothing from it
-// and pays for the extra instructions (measured at 1 million keys).
-const prefetchMinWords = 2 << 20 / 8
-
-// prefetch starts loading every word the keys hashed to h probe. Where the
-// CPU has no prefetch instruction, it loads them (and keeps the loads from
-// being optimised away), so that the batch's misses are in flight together.
-func (f *Filter) prefetch(h [][2]uint64) {
-	if len(f.words) < prefetchMinWords {
-		return
-	}
-	m, k, w := f.params.M, f.params.K, f.words
-	var acc uint64
-	for _, h := range h {
-		x, y := h[0], h[1]
-		for i := uint32(0); i < k; i++ {
-			pos, _ := bits.Mul64(x, m)
-			if batch.HasPrefetch {
-				batch.Prefetch(&w[pos>>6])
-			} else {
-				acc ^= w[pos>>6]
-			}
-			x += y
-			y += uint64(i)
-		}
-	}
-	if !batch.HasPrefetch {
-		sink.Store(acc)
-	}
-}
-
 func (f *Filter) seed() uint64 { return f.params.Seed }
-
-func (f *Filter) addHashed(h [][2]uint64) {
-	for _, h := range h {
-		f.add(h[0], h[1])
-	}
-}
-
-func (f *Filter) testHashed(h [][2]uint64, dst []bool) []bool {
-	for _, h := range h {
-		dst = append(dst, f.testAll(h[0], h[1]))
-	}
-	return dst
-}
-
-// A batchLayout is what the batch methods of Filter and Blocked need of it.
-type batchLayout interface {
-	seed() uint64
-	prefetch(h [][2]uint64)
-	addHashed(h [][2]uint64)
-	testHashed(h [][2]uint64, dst []bool) []bool
-}
-
-// addMany and testMany are the batch methods of every layout, over
-// batch.Each (one call of the layout a batch of 64 keys).
-func addMany[K batch.Key](f batchLayout, keys []K) {
-	batch.Each(keys, f.seed(), f.prefetch, f.addHashed)
-}
-
-func testMany[K batch.Key](f batchLayout, keys []K, dst []bool) []bool {
-	batch.Each(keys, f.seed(), f.prefetch, func(h [][2]uint64) { dst = f.testHashed(h, dst) })
-	return dst
-}
-
-// sink keeps the prefetching loads from being optimised away.
-var sink atomic.Uint64
 
 // ErrIncompatible is returned (wrapped, with what differs) when two filters
 // cannot be combined because their type, size, probe count or seed differ.

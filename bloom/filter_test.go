@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -345,44 +346,91 @@ func TestTestAndAdd(t *testing.T) {
 }
 
 func TestBatchMatchesSingle(t *testing.T) {
-	// Small filters take the plain batch path, large ones (above
-	// prefetchMinWords) the prefetching one.
+	// The batch methods are pipelines that probe a key filterAhead or
+	// blockedAhead keys after hashing it: batches shorter than, equal to
+	// and just above that distance, and much longer ones, must all set and
+	// test exactly the bits the single-key methods do. p = 1e-6 gives the
+	// classic layout k > filterRingK, whose ring keeps hashes, not positions.
+	lens := []int{0, 1, filterAhead - 1, filterAhead, filterAhead + 1, blockedAhead - 1, blockedAhead,
+		blockedAhead + 1, blockedRing + 1, 10_001}
 	for _, l := range layouts {
-		for _, n := range []uint64{10_000, 2_000_000} {
-			testBatchMatchesSingle(t, l, n)
+		for _, c := range []struct {
+			n uint64
+			p float64
+		}{{10_000, 0.001}, {2_000_000, 0.001}, {20_000, 1e-6}} {
+			for _, m := range lens {
+				testBatchMatchesSingle(t, l, c.n, c.p, m)
+			}
+		}
+	}
+	f, _ := New(20_000, 1e-6)
+	if f.Params().K <= filterRingK {
+		t.Fatalf("k = %d does not reach the hash-keeping path (k > %d)", f.Params().K, filterRingK)
+	}
+}
+
+func TestBatchNoAlloc(t *testing.T) {
+	// The pipelines keep their ring on the stack: no allocation per call,
+	// let alone per key, once dst has room.
+	ks := keys("alloc", 0, 1000)
+	bs := make([][]byte, len(ks))
+	for i, k := range ks {
+		bs[i] = []byte(k)
+	}
+	dst := make([]bool, 0, len(ks))
+	for _, l := range layouts {
+		for _, p := range []float64{0.01, 1e-6} {
+			f := mustNew(t, l, 100_000, p)
+			for name, fn := range map[string]func(){
+				"AddManyStrings":  func() { batchAdd(f, ks) },
+				"AddMany":         func() { batchAdd(f, bs) },
+				"TestManyStrings": func() { dst = batchTest(f, ks, dst[:0]) },
+				"TestMany":        func() { dst = batchTest(f, bs, dst[:0]) },
+			} {
+				if a := testing.AllocsPerRun(20, fn); a != 0 {
+					t.Errorf("%s p=%g: %s allocates %.1f times a call", l.name, p, name, a)
+				}
+			}
 		}
 	}
 }
 
-func testBatchMatchesSingle(t *testing.T, l layout, n uint64) {
-	{
-		a, b := mustNew(t, l, n, 0.001), mustNew(t, l, n, 0.001)
-		if n > 100_000 && a.Params().M/64 < prefetchMinWords {
-			t.Fatalf("%s: %d keys do not reach the prefetch size", l.name, n)
-		}
-		ks := keys("batch", 0, 10_001) // not a multiple of the batch size
-		bs := make([][]byte, len(ks))
-		for i, k := range ks {
-			a.Add([]byte(k))
-			bs[i] = []byte(k)
-		}
-		batchAdd(b, bs)
-		if !l.equal(a, b) {
-			t.Errorf("%s: AddMany set other bits than Add", l.name)
-		}
-		probe := keys("probe", 0, 5000)
-		pb := make([][]byte, len(probe))
-		for i := range probe {
-			pb[i] = []byte(probe[i])
-		}
-		got, gotB := batchTest(a, probe, nil), batchTest(a, pb, make([]bool, 0, 10))
-		for i, k := range probe {
-			if want := a.TestString(k); got[i] != want || gotB[i] != want {
-				t.Fatalf("%s: batchTest(%q) = %v/%v, Test = %v", l.name, k, got[i], gotB[i], want)
-			}
-		}
-		if len(got) != len(probe) || len(gotB) != len(probe) {
-			t.Errorf("%s: TestMany returned %d and %d results for %d keys", l.name, len(got), len(gotB), len(probe))
+func testBatchMatchesSingle(t *testing.T, l layout, n uint64, p float64, m int) {
+	a, b := mustNew(t, l, n, p), mustNew(t, l, n, p)
+	name := fmt.Sprintf("%s n=%d p=%g, %d keys", l.name, n, p, m)
+	ks := keys("batch", 0, m)
+	bs := make([][]byte, len(ks))
+	for i, k := range ks {
+		a.Add([]byte(k))
+		bs[i] = []byte(k)
+	}
+	batchAdd(b, bs)
+	if !l.equal(a, b) {
+		t.Errorf("%s: AddMany set other bits than Add", name)
+	}
+	c := mustNew(t, l, n, p)
+	batchAdd(c, ks)
+	if !l.equal(a, c) {
+		t.Errorf("%s: AddManyStrings set other bits than Add", name)
+	}
+	// Half the probes were added, half not (some of those false positives).
+	probe := append(keys("batch", m/2, m/2+m/2), keys("probe", 0, m-m/2)...)
+	pb := make([][]byte, len(probe))
+	for i := range probe {
+		pb[i] = []byte(probe[i])
+	}
+	prefix := []bool{true, false, true}
+	got := batchTest(a, probe, nil)
+	gotB := batchTest(a, pb, append(make([]bool, 0, 10), prefix...))
+	if len(got) != len(probe) || len(gotB) != len(prefix)+len(probe) {
+		t.Fatalf("%s: TestMany returned %d and %d results for %d keys", name, len(got), len(gotB), len(probe))
+	}
+	if !slices.Equal(gotB[:len(prefix)], prefix) {
+		t.Errorf("%s: TestMany changed dst's elements before its length: %v", name, gotB[:len(prefix)])
+	}
+	for i, k := range probe {
+		if want := a.TestString(k); got[i] != want || gotB[len(prefix)+i] != want {
+			t.Fatalf("%s: TestMany(%q) = %v/%v, Test = %v", name, k, got[i], gotB[len(prefix)+i], want)
 		}
 	}
 }

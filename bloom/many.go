@@ -16,7 +16,7 @@ type Key interface{ []byte | string }
 // where methods took four per layout (AddMany, AddManyStrings, TestMany,
 // TestManyStrings).
 func AddMany[F *Filter | *Blocked, K Key](f F, keys []K) {
-	addMany(any(f).(batchLayout), keys)
+	addMany(f, keys)
 }
 
 // TestMany appends to dst, for each key in order, whether it may have been
@@ -25,5 +25,5 @@ func AddMany[F *Filter | *Blocked, K Key](f F, keys []K) {
 // million keys it costs a quarter (Blocked) to a third (Filter) of a loop of
 // Test calls. Pass dst[:0] of a reused slice to avoid allocating.
 func TestMany[F *Filter | *Blocked, K Key](f F, keys []K, dst []bool) []bool {
-	return testMany(any(f).(batchLayout), keys, dst)
+	return testMany(f, keys, dst)
 }
