@@ -154,7 +154,7 @@ func parseFlags() (*config, error) {
 	flag.IntVar(&cfg.reps, "reps", 5, "repetitions per cell; the median is reported")
 	flag.IntVar(&cfg.hits, "hits", 4_000_000, "hit keys per n: a sample of min(n, hits) added keys; for n < hits the inserts and hit lookups are repeated to cover at least hits keys a timing")
 	flag.IntVar(&cfg.absent, "absent", 2_000_000, "absent keys looked up per repetition (miss time and FPR)")
-	flag.IntVar(&batchSize, "batch", 1024, "keys per TestManyStrings call")
+	flag.IntVar(&batchSize, "batch", 1024, "keys per bloom.TestMany call")
 	flag.IntVar(&cfg.chunk, "chunk", 1<<20, "insert keys are generated and timed in chunks of this many")
 	flag.Uint64Var(&cfg.streamAbove, "stream-above", 20_000_000, "for n above this, insert keys are regenerated chunk by chunk on every pass instead of kept")
 	flag.Uint64Var(&cfg.goalN, "goal-n", 10_000_000, "n at which goals (a) and (b) are evaluated (falls back to the largest -n)")

@@ -203,7 +203,7 @@ func render(cfg *config, env *environment, rows []*row, stats []keyStats) string
 	w("For the static xor/fuse filters the column is the build: hashing all n keys with `xxh3.HashString` plus `Populate`/`PopulateBinaryFuse8`, per key.\n")
 	w("- **hit ns/op**: `TestString` (blobloom `Has(xxh3.HashString(key))`, xor `Contains(xxh3.HashString(key))`) on added keys sampled without replacement and shuffled (random order, so a big filter is visited as randomly as a real workload would), stored contiguously in that order, min(n, %d) of them, looked up *passes* times in one timed loop. All of them must test present; this is checked.\n", cfg.hits)
 	w("- **miss ns/op** and **FPR measured**: the same on the absent keys, in random order; FPR = absent keys that test present / absent keys.\n")
-	w("- **batch ns/key**: bloomkit `TestManyStrings` on the hit keys, %d keys a call, reusing the result slice; blank for libraries without a batch API.\n", batchSize)
+	w("- **batch ns/key**: bloomkit `bloom.TestMany` on the hit keys, %d keys a call, reusing the result slice; blank for libraries without a batch API.\n", batchSize)
 	w("- **bits/key**: actual memory: growth of `runtime.MemStats.HeapAlloc` (after `runtime.GC`) from before the filter is created to after it is filled, x 8 / n. It matched each library's own size (bit or fingerprint array) within 1%% unless a note was printed to stderr.\n")
 	w("- **k**: probes per key (bloomkit `Params().K`, bits-and-blooms `K()`, blobloom `Optimize`); xor and fuse filters read 3 fingerprints. Their rate is fixed by the 8-bit fingerprint (about 0.39%%), whatever p is; they are listed once per n as the space reference for a static set.\n")
 
@@ -417,7 +417,7 @@ func goalsText(cfg *config, rows []*row, stats []keyStats) string {
 		}
 		measured = true
 		v := median(r.batch.wall)
-		w("- (c) %s TestManyStrings at n=%s%s, p=%s, %d keys a call: %.1f ns/key [cpu %.1f], goal <= %.0f ns/key: %s. Against the random-access limit (%.1f ns a load here, %d loads a key): %s a key\n",
+		w("- (c) %s TestMany at n=%s%s, p=%s, %d keys a call: %.1f ns/key [cpu %.1f], goal <= %.0f ns/key: %s. Against the random-access limit (%.1f ns a load here, %d loads a key): %s a key\n",
 			r.lib.name, human(cfg.big), cnote, rateStr(cfg.bigP), batchSize, v, median(r.batch.cpu), g.goal, verdict(v <= g.goal),
 			floor(cfg.big), probeLoads(r), loads(v, cfg.big))
 		if l := lim(cfg.big); l != nil {

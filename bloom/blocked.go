@@ -166,24 +166,6 @@ func (f *Blocked) testAndAddSync(lo, hi uint64) bool {
 	return present
 }
 
-// AddMany inserts every key. It hashes each key some keys before it sets
-// the key's bits, asking the CPU to load the key's block meanwhile, so that
-// the cache misses of many keys overlap each other and the hashing.
-func (f *Blocked) AddMany(keys [][]byte) { addMany(f, keys) }
-
-// AddManyStrings is AddMany for string keys.
-func (f *Blocked) AddManyStrings(keys []string) { addMany(f, keys) }
-
-// TestMany appends to dst, for each key in order, whether it may have been
-// added, and returns the extended slice. Like AddMany it overlaps the
-// cache misses of many keys with the hashing of the keys after them: at 100
-// million keys it costs about a quarter of a loop of Test calls. Pass
-// dst[:0] of a reused slice to avoid allocating.
-func (f *Blocked) TestMany(keys [][]byte, dst []bool) []bool { return testMany(f, keys, dst) }
-
-// TestManyStrings is TestMany for string keys.
-func (f *Blocked) TestManyStrings(keys []string, dst []bool) []bool { return testMany(f, keys, dst) }
-
 func (f *Blocked) seed() uint64 { return f.params.Seed }
 
 // Union adds every key of g to f. It fails, changing nothing, unless g has
@@ -225,20 +207,24 @@ func (f *Blocked) Equal(g *Blocked) bool {
 	return compatible(f.params, g.params) == nil && equalWords(f.words, g.words)
 }
 
-// BitsSet returns the number of bits that are 1.
-func (f *Blocked) BitsSet() uint64 { return popcount(f.words) }
-
-// FillRatio returns the fraction of bits that are 1.
-func (f *Blocked) FillRatio() float64 {
-	return float64(f.BitsSet()) / float64(f.params.M)
+// Stats returns the filter's size and fill (see Stats).
+func (f *Blocked) Stats() Stats {
+	set, fpr := f.fill()
+	return Stats{
+		Bits:         f.params.M,
+		BitsSet:      set,
+		FillRatio:    float64(set) / float64(f.params.M),
+		ApproxCount:  f.approxCount(set),
+		EstimatedFPR: fpr,
+		Capacity:     f.params.N,
+	}
 }
 
-// ApproxCount estimates how many distinct keys were added from the number of
-// bits set. With keys spread over blocks as a Poisson process of mean
+// approxCount estimates how many distinct keys were added from the number x
+// of bits set. With keys spread over blocks as a Poisson process of mean
 // λ = n/blocks, the expected fill is 1 - exp(-λ(1 - (1-1/512)^k)); this is
-// solved for n. A filter whose bits are all set returns math.MaxUint64.
-func (f *Blocked) ApproxCount() uint64 {
-	x := f.BitsSet()
+// solved for n.
+func (f *Blocked) approxCount(x uint64) uint64 {
 	if x >= f.params.M {
 		return math.MaxUint64
 	}
@@ -248,10 +234,10 @@ func (f *Blocked) ApproxCount() uint64 {
 	return uint64(math.Round(lambda * float64(f.blocks)))
 }
 
-// EstimatedFPR returns the false-positive rate the filter has now: the mean
-// over blocks of (bits set in the block / 512)^k, the probability that a new
-// key's k probes all hit set bits.
-func (f *Blocked) EstimatedFPR() float64 {
+// fill returns the number of bits set and the false-positive rate the
+// filter has now: the mean over blocks of (bits set in the block / 512)^k,
+// the probability that a new key's k probes all hit set bits.
+func (f *Blocked) fill() (set uint64, fpr float64) {
 	k := float64(f.params.K)
 	// Blocks with the same popcount contribute alike: count them first.
 	var hist [BlockBits + 1]uint64
@@ -264,10 +250,11 @@ func (f *Blocked) EstimatedFPR() float64 {
 	sum := 0.0
 	for n, c := range hist {
 		if c != 0 {
+			set += uint64(n) * c
 			sum += float64(c) * math.Pow(float64(n)/BlockBits, k)
 		}
 	}
-	return sum / float64(f.blocks)
+	return set, sum / float64(f.blocks)
 }
 
 // LocateBlock returns where the bits of the key hashed to h (see Hash) lie

@@ -3,7 +3,6 @@ package bloom
 import (
 	"errors"
 	"fmt"
-	"math"
 	"math/bits"
 	"sync/atomic"
 )
@@ -171,25 +170,6 @@ func (f *Filter) testAndAddSync(x, y uint64) bool {
 	return present
 }
 
-// AddMany inserts every key. It hashes each key some keys before it sets
-// the key's bits, asking the CPU to load the key's words meanwhile, so that
-// the cache misses of many keys overlap each other and the hashing; for
-// large filters it is much faster than calling Add in a loop.
-func (f *Filter) AddMany(keys [][]byte) { addMany(f, keys) }
-
-// AddManyStrings is AddMany for string keys.
-func (f *Filter) AddManyStrings(keys []string) { addMany(f, keys) }
-
-// TestMany appends to dst, for each key in order, whether it may have been
-// added, and returns the extended slice. Like AddMany it overlaps the
-// cache misses of many keys with the hashing of the keys after them, which
-// makes it about three times faster per key than Test at 100 million keys;
-// pass dst[:0] of a reused slice to avoid allocating.
-func (f *Filter) TestMany(keys [][]byte, dst []bool) []bool { return testMany(f, keys, dst) }
-
-// TestManyStrings is TestMany for string keys.
-func (f *Filter) TestManyStrings(keys []string, dst []bool) []bool { return testMany(f, keys, dst) }
-
 func (f *Filter) seed() uint64 { return f.params.Seed }
 
 // ErrIncompatible is returned (wrapped, with what differs) when two filters
@@ -249,36 +229,8 @@ func (f *Filter) Equal(g *Filter) bool {
 	return compatible(f.params, g.params) == nil && equalWords(f.words, g.words)
 }
 
-// BitsSet returns the number of bits that are 1.
-func (f *Filter) BitsSet() uint64 { return popcount(f.words) }
-
-// FillRatio returns the fraction of bits that are 1.
-func (f *Filter) FillRatio() float64 {
-	return float64(f.BitsSet()) / float64(f.params.M)
-}
-
-// ApproxCount estimates how many distinct keys were added from the number of
-// bits set (Swamidass and Baldi): after n keys, X = m(1 - (1-1/m)^(kn)) bits
-// are expected to be set, solved here for n. For a filter at or below its
-// planned capacity the estimate is within about 1% of the truth. A filter
-// whose bits are all set returns math.MaxUint64.
-func (f *Filter) ApproxCount() uint64 {
-	return approxClassic(f.BitsSet(), f.params.M, f.params.K)
-}
-
-func approxClassic(x, m uint64, k uint32) uint64 {
-	if x >= m {
-		return math.MaxUint64
-	}
-	n := math.Log1p(-float64(x)/float64(m)) / (float64(k) * math.Log1p(-1/float64(m)))
-	return uint64(math.Round(n))
-}
-
-// EstimatedFPR returns the false-positive rate the filter has now: the
-// probability that k random positions all hit a set bit, FillRatio()^k.
-func (f *Filter) EstimatedFPR() float64 {
-	return math.Pow(f.FillRatio(), float64(f.params.K))
-}
+// Stats returns the filter's size and fill (see Stats).
+func (f *Filter) Stats() Stats { return classicStats(popcount(f.words), f.params) }
 
 func popcount(w []uint64) uint64 {
 	var n int

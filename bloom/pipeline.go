@@ -9,7 +9,7 @@ import (
 	"github.com/zeebo/xxh3"
 )
 
-// The batch methods (AddMany, TestMany and their string forms) of both
+// The batch functions (AddMany and TestMany, for both key types) of both
 // layouts are software pipelines, one key at a time: key i is hashed and
 // the cache lines it will probe are prefetched, then key i − ahead, whose
 // lines were prefetched ahead keys earlier and have arrived meanwhile, is

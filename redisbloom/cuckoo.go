@@ -531,3 +531,29 @@ func (c *Cuckoo) LoadChunk(pos int64, data []byte) error {
 	}
 	return ErrCFChunk
 }
+
+// Prefetch reads the candidate buckets of item that Exists (write false:
+// both buckets in every sub-filter, up to eight of them) or Insert (write
+// true: both buckets in the newest sub-filter, where it looks for a free
+// slot first) reads, and returns a byte of them combined, so the reads
+// cannot be optimized away; see Bloom.Prefetch for why. It changes
+// nothing and its result means nothing.
+func (c *Cuckoo) Prefetch(item []byte, write bool) byte {
+	if len(c.Filters) == 0 || c.BucketSize == 0 {
+		return 0
+	}
+	subs := c.Filters
+	if write {
+		subs = subs[len(subs)-1:]
+	} else if len(subs) > 8 {
+		subs = subs[:8]
+	}
+	p := cuckooLookup(item)
+	var v byte
+	for _, sub := range subs {
+		if c.nb(sub) > 0 {
+			v ^= c.bucket(sub, p.h1)[0] ^ c.bucket(sub, p.h2)[0]
+		}
+	}
+	return v
+}

@@ -199,11 +199,13 @@ func cmdCFInsert(s *Server, c *Session, args [][]byte, r *Reply) {
 
 // CF.EXISTS / CF.MEXISTS / CF.COUNT
 func cmdCFCheck(s *Server, c *Session, args [][]byte, r *Reply) {
-	name := lowerName(args[0])
-	multi := len(name) > 3 && name[3] == 'm'
-	count := name[len(name)-1] == 't'
+	// No lowerName on the way to a lookup: it allocates for an upper-case
+	// name (most clients send CF.EXISTS).
+	name := args[0]
+	multi := len(name) > 3 && lowerByte(name[3]) == 'm'
+	count := lowerByte(name[len(name)-1]) == 't'
 	if (multi && len(args) < 3) || (!multi && len(args) != 3) {
-		r.Error(wrongArity(name))
+		r.Error(wrongArity(lowerName(name)))
 		return
 	}
 	cf, st := s.cuckooKey(args[1])

@@ -360,7 +360,8 @@ func (s *Server) nativeInfo(n *nativeFilter, args [][]byte, r *Reply) {
 		{"error", "Error rate", func() { r.BulkString(strconv.FormatFloat(n.params.P, 'g', -1, 64)) }},
 		{"hashes", "Hash functions", func() { r.Int(int64(n.params.K)) }},
 		{"bits", "Bits per filter", func() { r.Uint(n.params.M) }},
-		{"seed", "Seed", func() { r.Uint(n.params.Seed) }},
+		// A bulk string: seeds use all 64 bits, RESP integers are signed.
+		{"seed", "Seed", func() { r.BulkString(strconv.FormatUint(n.params.Seed, 10)) }},
 	}
 	if n.typ == format.TypeWindow {
 		fields = append(fields,

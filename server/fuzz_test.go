@@ -87,10 +87,37 @@ func (c *chunkReader) Read(p []byte) (int, error) {
 // parseAll parses a request stream and describes what came out: each
 // command's arguments, then how it ended.
 func parseAll(rd io.Reader, lim readLimits) []string {
+	return parseAllPeeking(rd, lim, false)
+}
+
+// parseAllPeeking is parseAll; with peeking, after each fill it also
+// peeks at the buffered requests the way prefetch does, and records what
+// it saw, which next must then return in the same order.
+func parseAllPeeking(rd io.Reader, lim readLimits, peeking bool) []string {
 	p := newRequestReader(rd, lim)
-	var out []string
+	var out, peeked []string
+	quote := func(args [][]byte) string {
+		var b bytes.Buffer
+		for _, a := range args {
+			b.WriteString(strconv.Quote(string(a)))
+			b.WriteByte(' ')
+		}
+		return b.String()
+	}
 	for {
+		if peeking && len(peeked) == 0 {
+			p.peek(prefetchMax, func(args [][]byte) bool {
+				peeked = append(peeked, quote(args))
+				return true
+			})
+		}
 		args, err := p.next()
+		if err == nil && args != nil && len(args) > 0 && len(peeked) > 0 {
+			if q := quote(args); q != peeked[0] {
+				return append(out, "PEEKED "+peeked[0]+" BUT READ "+q)
+			}
+			peeked = peeked[1:]
+		}
 		if err != nil {
 			return append(out, "error: "+err.Error())
 		}
@@ -138,6 +165,11 @@ func FuzzRequestReader(f *testing.F) {
 		pieces := parseAll(&chunkReader{data: bytes.Clone(data), n: int(chunk%16) + 1}, lim)
 		if strings.Join(whole, "\n") != strings.Join(pieces, "\n") {
 			t.Fatalf("parsed differently when read in pieces:\nwhole:  %q\npieces: %q", whole, pieces)
+		}
+		// Looking ahead (prefetch) changes nothing about what is read.
+		peeked := parseAllPeeking(&chunkReader{data: bytes.Clone(data), n: int(chunk%16) + 1}, lim, true)
+		if strings.Join(whole, "\n") != strings.Join(peeked, "\n") {
+			t.Fatalf("parsed differently when peeked at:\nwhole:  %q\npeeked: %q", whole, peeked)
 		}
 		for _, s := range whole {
 			if strings.ToUpper(s) == s && strings.Contains(s, "TOO") || strings.Contains(s, "OVER THE QUERY") {

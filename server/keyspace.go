@@ -237,6 +237,7 @@ func (e *entry) free() {
 // remove takes key out of the keyspace without releasing its filter
 // (RENAME moves it).
 func (db *DB) remove(key string, e *entry) {
+	db.leaving(key, e)
 	delete(db.keys, key)
 	db.order.Delete(scanKey{scanHash(key), key})
 	db.pass.uncount(e)
@@ -403,7 +404,8 @@ func (db *DB) flush() {
 			}
 		}()
 	} else {
-		for _, e := range old {
+		for k, e := range old {
+			db.leaving(k, e)
 			db.preserve(e)
 			if e.img != nil {
 				e.img.dropped = true

@@ -195,4 +195,31 @@ func TestCommandPathAllocs(t *testing.T) {
 			t.Errorf("%s: allocations per command: BF.ADD %.3f, BF.EXISTS %.3f (want none)", key, adds, reads)
 		}
 	}
+	// The other commands of the speed table, as clients send them (upper
+	// case), on a cuckoo filter too.
+	s.Do(c, [][]byte{[]byte("CF.RESERVE"), []byte("cf"), []byte("1000000")}, &r)
+	for _, cmd := range [][][]byte{
+		{[]byte("BF.MADD"), []byte("k"), []byte("m1"), []byte("m2"), []byte("m3")},
+		{[]byte("BF.MEXISTS"), []byte("k"), []byte("m1"), []byte("m2")},
+		{[]byte("CF.ADD"), []byte("cf"), []byte("c1")},
+		{[]byte("CF.EXISTS"), []byte("cf"), []byte("c1")},
+		{[]byte("CF.MEXISTS"), []byte("cf"), []byte("c1"), []byte("c2")},
+	} {
+		if n := testing.AllocsPerRun(1000, func() { s.Do(c, cmd, &r) }); n > 0 {
+			t.Errorf("allocations per %s: %.3f (want none)", cmd[0], n)
+		}
+	}
+}
+
+// BenchmarkKeyspace500kBeginSnapshot is the time a snapshot's start holds
+// the keyspace lock (O(1): an epoch and the key count).
+func BenchmarkKeyspace500kBeginSnapshot(b *testing.B) {
+	s := bigServer(b)
+	for b.Loop() {
+		s.db.mu.Lock()
+		snap := s.db.beginSnapshot(1)
+		s.db.endSnapshot(snap)
+		s.db.mu.Unlock()
+	}
+
 }

@@ -42,6 +42,7 @@ type eventLoop struct {
 	rerun  []*loopConn // clients with requests left in their buffer
 	events []syscall.EpollEvent
 	now    int64 // monoNow at the end of the last round
+	pf     []prefetchItem
 }
 
 // loopConn is one client of an event loop.
@@ -279,6 +280,9 @@ func (l *eventLoop) read(c *loopConn) {
 		return
 	}
 	c.lastRead = l.now
+	if c.sess.authed && c.sess.multi == nil {
+		l.pf = l.s.prefetch(c.rd, l.pf) // a pipeline's filter memory, all at once (prefetch.go)
+	}
 	l.runRequests(c)
 }
 

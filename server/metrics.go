@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -16,37 +15,19 @@ import (
 // scan order, the order of SCAN 0, are exported).
 const maxFilterSeries = 1000
 
+// metrics is the Prometheus registry. Per-command counters and latencies
+// are counted by serverStats (tallies) and turned into metrics when
+// scraped (commandCollector).
 type metrics struct {
 	reg          *prometheus.Registry
-	commands     *prometheus.CounterVec
-	errors       *prometheus.CounterVec
-	latency      *prometheus.HistogramVec
 	authFailures prometheus.Counter
 	saves        prometheus.Counter
 	saveFailures prometheus.Counter
-	// per-command children, indexed by command.idx; the last is "unknown".
-	perCmd []cmdMetrics
-}
-
-type cmdMetrics struct {
-	count, errs prometheus.Counter
-	lat         prometheus.Observer
 }
 
 func newMetrics() *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
-		commands: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "bloomkit_commands_total", Help: "Commands processed, by command.",
-		}, []string{"cmd"}),
-		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "bloomkit_command_errors_total", Help: "Commands answered with an error reply, by command.",
-		}, []string{"cmd"}),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "bloomkit_command_duration_seconds",
-			Help:    "Time to execute a command (excluding network I/O), by command.",
-			Buckets: []float64{1e-6, 5e-6, 1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 1e-2, 0.1, 1},
-		}, []string{"cmd"}),
 		authFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "bloomkit_auth_failures_total", Help: "Failed AUTH / HELLO AUTH attempts.",
 		}),
@@ -57,36 +38,50 @@ func newMetrics() *metrics {
 			Name: "bloomkit_snapshot_failures_total", Help: "Snapshots that failed.",
 		}),
 	}
-	for _, c := range append(append([]*command{}, commandList...), &command{name: "unknown"}) {
-		m.perCmd = append(m.perCmd, cmdMetrics{
-			count: m.commands.WithLabelValues(c.name),
-			errs:  m.errors.WithLabelValues(c.name),
-			lat:   m.latency.WithLabelValues(c.name),
-		})
-	}
 	return m
 }
 
-func (m *metrics) observe(cmd *command, d time.Duration, failed bool) {
-	if m == nil {
-		return
-	}
-	i := len(m.perCmd) - 1
-	if cmd != nil {
-		i = cmd.idx
-	}
-	pc := &m.perCmd[i]
-	pc.count.Inc()
-	if failed {
-		pc.errs.Inc()
-	}
-	pc.lat.Observe(d.Seconds())
+func (m *metrics) register(s *Server) {
+	m.reg.MustRegister(m.authFailures, m.saves, m.saveFailures,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		&stateCollector{s: s}, &commandCollector{s: s})
 }
 
-func (m *metrics) register(s *Server) {
-	m.reg.MustRegister(m.commands, m.errors, m.latency, m.authFailures, m.saves, m.saveFailures,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&stateCollector{s: s})
+var (
+	descCommands = prometheus.NewDesc("bloomkit_commands_total", "Commands processed, by command.", []string{"cmd"}, nil)
+	descErrors   = prometheus.NewDesc("bloomkit_command_errors_total", "Commands answered with an error reply, by command.", []string{"cmd"}, nil)
+	descLatency  = prometheus.NewDesc("bloomkit_command_duration_seconds", "Time to execute a command (excluding network I/O), by command.", []string{"cmd"}, nil)
+)
+
+// commandCollector exports the per-command tallies: every command, with
+// zeros for those never called, and "unknown" for unknown commands.
+type commandCollector struct{ s *Server }
+
+// Describe implements prometheus.Collector.
+func (c *commandCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descCommands
+	ch <- descErrors
+	ch <- descLatency
+}
+
+// Collect implements prometheus.Collector.
+func (c *commandCollector) Collect(ch chan<- prometheus.Metric) {
+	t := c.s.tallies()
+	for i := range t {
+		name := "unknown"
+		if i < len(commandList) {
+			name = commandList[i].name
+		}
+		ch <- prometheus.MustNewConstMetric(descCommands, prometheus.CounterValue, float64(t[i].calls), name)
+		ch <- prometheus.MustNewConstMetric(descErrors, prometheus.CounterValue, float64(t[i].errs), name)
+		buckets := make(map[float64]uint64, len(latencyBounds))
+		var cum uint64
+		for j, b := range latencyBounds {
+			cum += uint64(t[i].buckets[j])
+			buckets[b.Seconds()] = cum
+		}
+		ch <- prometheus.MustNewConstHistogram(descLatency, uint64(t[i].calls), t[i].sum.Seconds(), buckets, name)
+	}
 }
 
 func (m *metrics) handler(s *Server) http.Handler {

@@ -531,12 +531,10 @@ func (s *Server) writeSnapshotFile(snap *snapshot) error {
 		s.dir.Remove(tmp)
 		return fmt.Errorf("%s %s: %w", what, s.dir.Path(tmp), err)
 	}
+	// writeSnapshot already writes in blocks of about holdBytes: no
+	// buffer in between (it would be another MiB of heap per snapshot).
 	cw := &countWriter{w: f}
-	bw := bufio.NewWriterSize(cw, 1<<20)
-	if err := s.writeSnapshot(bw, snap); err != nil {
-		return fail("write", err)
-	}
-	if err := bw.Flush(); err != nil {
+	if err := s.writeSnapshot(cw, snap); err != nil {
 		return fail("write", err)
 	}
 	if err := f.Sync(); err != nil {
@@ -658,7 +656,7 @@ func (s *Server) persistenceInfo() []string {
 		cur = now - p.started.Load()
 		cow = snap.copied.Load()
 		keysDone = snap.processed.Load()
-		keysTotal = int64(len(snap.keys))
+		keysTotal = int64(snap.count)
 	}
 	status := s.lastSaveStatus()
 	lines := []string{

@@ -333,3 +333,31 @@ func (p *requestReader) fill() error {
 	}
 	return err
 }
+
+// severalRequests reports whether the buffer holds more than one request:
+// a quick test, before peek, that there is a pipeline to look ahead in.
+// It looks for the start of a second multibulk request within the first
+// few KiB only, so a large request arriving in many reads is not scanned
+// again on each of them.
+func (p *requestReader) severalRequests() bool {
+	if p.w-p.r < 32 || p.buf[p.r] != '*' {
+		return false
+	}
+	return bytes.Index(p.buf[p.r+1:min(p.w, p.r+4096)], []byte("\r\n*")) >= 0
+}
+
+// peek calls f with each complete multibulk request in the buffer, at most
+// max of them, until f returns false, without consuming anything: the
+// requests are parsed again by next. (Inline requests are not peeked:
+// parsing one rewrites its line in place.) The arguments passed to f are
+// valid only during the call.
+func (p *requestReader) peek(max int, f func(args [][]byte) bool) {
+	r, need := p.r, p.need
+	defer func() { p.r, p.need = r, need }()
+	for i := 0; i < max && p.r < p.w && p.buf[p.r] == '*'; i++ {
+		args, err := p.multibulk()
+		if err != nil || args == nil || !f(args) {
+			return
+		}
+	}
+}

@@ -94,7 +94,7 @@ func TestRedisCLINative(t *testing.T) {
 		{0, "BF.MERGE urls2 urls", "OK"},
 		{0, "BF.MEXISTS urls2 a b c", "1) (integer) 1\n2) (integer) 1\n3) (integer) 0"},
 		{0, "BF.INFO urls layout", "1) \"blocked\""},
-		{0, "BF.INFO urls seed", "1) (integer) 7"},
+		{0, "BF.INFO urls seed", "1) \"7\""},
 		{0, "BF.RESERVE x 0.01 100 LAYOUT blocked EXPANSION 2", "(error) ERR LAYOUT and WINDOW filters do not grow: EXPANSION is not allowed"},
 		{0, "CF.ADD urls a", "(error) WRONGTYPE Operation against a key holding the wrong kind of value"},
 	}

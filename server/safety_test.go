@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"io"
+	"math"
 	"math/big"
 	"net"
 	"net/http"
@@ -19,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -268,4 +271,47 @@ func TestMetricsAndHealth(t *testing.T) {
 			t.Errorf("metrics lack %q", want)
 		}
 	}
+}
+
+// The per-command histogram /metrics exports puts each duration in the
+// first bucket that holds it, cumulatively, with the sum in seconds.
+func TestCommandLatencyHistogram(t *testing.T) {
+	s := startServer(t, Config{NoPersistence: true})
+	cmd, _ := lookupCommand([]byte("bf.add"))
+	r := &Reply{}
+	s.db.mu.Lock()
+	for _, d := range []time.Duration{500 * time.Nanosecond, time.Microsecond, 3 * time.Microsecond, 2 * time.Second} {
+		s.stats.executedLocked(cmd, d, r)
+	}
+	s.db.mu.Unlock()
+	r.failed = true
+	s.stats.rejected(cmd, 7*time.Millisecond, r)
+	got := s.tallies()[cmd.idx]
+	want := cmdTally{calls: 5, errs: 1, sum: 2*time.Second + 7*time.Millisecond + 4500*time.Nanosecond}
+	want.buckets[0], want.buckets[1], want.buckets[8] = 2, 1, 1 // ≤1µs, ≤5µs, ≤10ms; 2 s above every bound
+	if got != want {
+		t.Fatalf("tally %+v, want %+v", got, want)
+	}
+	ch := make(chan prometheus.Metric, 4*len(commandList)+8)
+	(&commandCollector{s: s}).Collect(ch)
+	close(ch)
+	for m := range ch {
+		var pb dto.Metric
+		if err := m.Write(&pb); err != nil {
+			t.Fatal(err)
+		}
+		if h := pb.GetHistogram(); h != nil && pb.GetLabel()[0].GetValue() == "bf.add" {
+			cum := []uint64{2, 3, 3, 3, 3, 3, 3, 3, 4, 4, 4}
+			for i, b := range h.GetBucket() {
+				if b.GetCumulativeCount() != cum[i] || b.GetUpperBound() != latencyBounds[i].Seconds() {
+					t.Errorf("bucket %d: le=%g count %d, want le=%g count %d", i, b.GetUpperBound(), b.GetCumulativeCount(), latencyBounds[i].Seconds(), cum[i])
+				}
+			}
+			if h.GetSampleCount() != 5 || math.Abs(h.GetSampleSum()-want.sum.Seconds()) > 1e-9 {
+				t.Errorf("count %d sum %g", h.GetSampleCount(), h.GetSampleSum())
+			}
+			return
+		}
+	}
+	t.Fatal("no histogram for bf.add")
 }

@@ -16,6 +16,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -186,7 +187,14 @@ type Session struct {
 	// the clock): the end of the previous command of the same pipeline,
 	// or the moment its bytes were read.
 	clock int64
-	reply Reply
+	// lastIdle is the monoNow of the last lastCmd update (second
+	// resolution is enough). lastName and lastLookup are the previous
+	// command's name as sent and what it resolved to: a pipeline usually
+	// repeats one command.
+	lastIdle   int64
+	lastName   []byte
+	lastLookup *command
+	reply      Reply
 	// multi holds the commands queued after MULTI (its first element is a
 	// marker, so an empty transaction is non-nil); multiErr aborts EXEC.
 	multi    []queued
@@ -369,7 +377,15 @@ func (s *Server) Serve() error {
 			}
 		}()
 	}
+	// Under lifeMu and only if not closed: Close may run concurrently, and
+	// its finish waits for bgWG, which must not grow from zero meanwhile.
+	s.lifeMu.Lock()
+	if s.closed.Load() {
+		s.lifeMu.Unlock()
+		return nil
+	}
 	s.bgWG.Add(1)
+	s.lifeMu.Unlock()
 	go s.background()
 	go func() {
 		select {
@@ -601,10 +617,16 @@ func (s *Server) do(c *Session, args [][]byte, r *Reply) {
 		start = monoNow()
 	}
 	c.clock = 0
-	if ms := monoTime(start).UnixMilli(); ms-c.lastCmd.Load() >= 1000 {
-		c.lastCmd.Store(ms) // CLIENT LIST idle has second resolution
+	if start-c.lastIdle >= int64(100*time.Millisecond) {
+		c.lastIdle = start
+		c.lastCmd.Store(monoTime(start).UnixMilli()) // CLIENT LIST idle has second resolution
 	}
-	cmd, ok := lookupCommand(args[0])
+	cmd, ok := c.lastLookup, true
+	if cmd == nil || !bytes.Equal(args[0], c.lastName) {
+		if cmd, ok = lookupCommand(args[0]); ok && len(args[0]) <= 32 {
+			c.lastName, c.lastLookup = append(c.lastName[:0], args[0]...), cmd
+		}
+	}
 	if !ok {
 		if c.multi != nil {
 			c.multiErr = true
@@ -670,14 +692,12 @@ func (s *Server) do(c *Session, args [][]byte, r *Reply) {
 
 // reject counts a command refused before it ran (cmd nil: unknown).
 func (s *Server) reject(cmd *command, start int64, r *Reply) {
-	s.metrics.observe(cmd, time.Duration(monoNow()-start), true)
-	s.stats.rejected(cmd, r)
+	s.stats.rejected(cmd, time.Duration(monoNow()-start), r)
 }
 
-// executed counts a command that ran and took d in the metrics and the
-// slow log (INFO commandstats counted it already).
+// executed adds a command that ran and took d to the slow log (INFO
+// commandstats and /metrics counted it already).
 func (s *Server) executed(c *Session, cmd *command, args [][]byte, start int64, d time.Duration, r *Reply) {
-	s.metrics.observe(cmd, d, r.failed)
 	if t := s.set.slowerThan.Load(); t >= 0 && d.Microseconds() >= t && !cmd.noSlowlog {
 		s.slowlog.add(c, args, monoTime(start), d, int(s.set.slowMaxLen.Load()))
 	}
@@ -823,7 +843,7 @@ func (s *Server) exec(c *Session, r *Reply) {
 		sub.Reset(c.resp3)
 		t := time.Now()
 		s.run(c, e.cmd, e.args, &sub)
-		s.stats.executedLocked(e.cmd, time.Since(t), &sub)
+		s.stats.executedInTxn(e.cmd, time.Since(t), &sub)
 		r.buf = append(r.buf, sub.buf...)
 	}
 }

@@ -472,6 +472,31 @@ func (t *target) stop() {
 	}
 }
 
+// settle waits until the server has no snapshot or log rewrite running:
+// both servers rewrite their log in the background once it passes 64 MB
+// (Redis in a forked child, whose copy-on-write pages are not in the
+// server's RSS; bloom serve in-process), and RSS is compared at rest.
+func (t *target) settle(ctx context.Context) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		info, err := t.rdb.Info(ctx, "persistence").Result()
+		if err != nil {
+			return fmt.Errorf("%s: INFO persistence: %w", t.name, err)
+		}
+		busy := false
+		for _, f := range []string{"rdb_bgsave_in_progress:1", "aof_rewrite_in_progress:1", "aof_rewrite_scheduled:1"} {
+			busy = busy || strings.Contains(info, f)
+		}
+		if !busy {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: a background save is still running after 2 minutes", t.name)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func (t *target) rss() int64 {
 	v, _ := rss(t.proc.Process.Pid)
 	return v
@@ -609,11 +634,17 @@ func memory(ctx context.Context, cfg config, kind string, start func() (*target,
 	if err := fill(0); err != nil {
 		return m, err
 	}
+	if err := t.settle(ctx); err != nil {
+		return m, err
+	}
 	m.one = t.rss()
 	for i := 1; i <= 4; i++ {
 		if err := fill(i); err != nil {
 			return m, err
 		}
+	}
+	if err := t.settle(ctx); err != nil {
+		return m, err
 	}
 	m.five = t.rss()
 	for i := 0; i <= 4; i++ {
@@ -748,7 +779,8 @@ func (r *report) markdown() string {
 	if len(r.mems) > 0 {
 		b.WriteString("\n## Memory per filter\n\n")
 		b.WriteString("A fresh server of each kind; five filters reserved for 10M items, each filled with 300,000 random adds (-P 64) so every page is resident. " +
-			"RSS per filter is the growth from the first filter to the fifth divided by four (the first also pays for connection buffers and warm-up); " +
+			"RSS per filter is the growth from the first filter to the fifth divided by four (the first also pays for connection buffers and warm-up), read when no background save runs " +
+			"(the fills pass 64 MB of log, so both servers rewrite it once or twice: Redis in a forked child whose copy-on-write pages are not in the server's RSS, bloom serve in-process, freeing its copies when done); " +
 			"size is the mean of what the four filters' own INFO reports. Goal: RSS per filter within 10% of its size.\n\n")
 		b.WriteString("| server | filter | size MiB | RSS per filter MiB | over size | fresh RSS MiB | after first MiB | after five MiB |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
 		grown := false

@@ -1,0 +1,9 @@
+//go:build !unix
+
+package server
+
+func mapAnon(n int) ([]byte, bool) { return nil, false }
+
+func discardAnon(b []byte) {}
+
+func unmapAnon(b []byte) {}
