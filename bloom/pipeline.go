@@ -85,7 +85,6 @@ type blockedEntry struct {
 func blockedMany[K batch.Key](f *Blocked, keys []K, out []bool) {
 	var ring [blockedRing]blockedEntry
 	seed := f.params.Seed
-	salts := blockSalts[:f.params.K]
 	for i := range keys {
 		var h xxh3.Uint128
 		if seed == 0 {
@@ -100,17 +99,9 @@ func blockedMany[K batch.Key](f *Blocked, keys []K, out []bool) {
 		if j := i - blockedAhead; j >= 0 {
 			e := &ring[j%blockedRing]
 			if out == nil {
-				for _, s := range salts {
-					pos := (e.lo * s) >> 55
-					e.blk[pos>>6] |= 1 << (pos & 63)
-				}
+				f.addIn(e.blk, e.lo)
 			} else {
-				acc := uint64(1)
-				for _, s := range salts {
-					pos := (e.lo * s) >> 55
-					acc &= e.blk[pos>>6] >> (pos & 63)
-				}
-				out[j] = acc != 0
+				out[j] = f.testIn(e.blk, e.lo)
 			}
 		}
 	}
