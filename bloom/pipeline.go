@@ -101,7 +101,7 @@ func blockedMany[K batch.Key](f *Blocked, keys []K, out []bool) {
 			if out == nil {
 				f.addIn(e.blk, e.lo)
 			} else {
-				out[j] = f.testIn(e.blk, e.lo)
+				out[j] = f.testInUnrolled(e.blk, e.lo)
 			}
 		}
 	}
@@ -110,7 +110,7 @@ func blockedMany[K batch.Key](f *Blocked, keys []K, out []bool) {
 		if out == nil {
 			f.addIn(e.blk, e.lo)
 		} else {
-			out[j] = f.testIn(e.blk, e.lo)
+			out[j] = f.testInUnrolled(e.blk, e.lo)
 		}
 	}
 }

@@ -6,7 +6,7 @@ import (
 )
 
 // TestBlockedTestInMatchesLoop checks the written-out probe of the blocked
-// layout (testIn, straight-line code for k <= 16) against the plain loop
+// layout (testInUnrolled, straight-line code for k <= 16, and testIn) against the plain loop
 // over the salts that defines the format, for every k, on blocks from empty
 // to full, so that a wrong salt index or a missing case shows.
 func TestBlockedTestInMatchesLoop(t *testing.T) {
@@ -45,8 +45,8 @@ func TestBlockedTestInMatchesLoop(t *testing.T) {
 				}
 			}
 			want := reference(&blk, lo, k)
-			if got := f.testIn(&blk, lo); got != want {
-				t.Fatalf("k=%d lo=%#x block %x: testIn = %v, the loop says %v", k, lo, blk, got, want)
+			if got, got2 := f.testInUnrolled(&blk, lo), f.testIn(&blk, lo); got != want || got2 != want {
+				t.Fatalf("k=%d lo=%#x block %x: testInUnrolled = %v, testIn = %v, the format's loop says %v", k, lo, blk, got, got2, want)
 			}
 			if want {
 				present++
