@@ -81,3 +81,11 @@ type Guard interface {
 // 1 MiB or more live outside the Go heap and are only returned to the system
 // this way; smaller ones are left to the garbage collector.
 func FreeArray(b []byte) { freeBytes(b) }
+
+// AllocArray allocates n zero bytes the way the filters here allocate their
+// arrays: from 1 MiB on outside the Go heap (zero pages the kernel fills
+// lazily, so a large array costs nothing until touched), to be released
+// with FreeArray. It lets a Guard's owner keep other filters' arrays under
+// the same rules; it fails with ErrTooLarge where Go or the system cannot
+// allocate n bytes.
+func AllocArray(n uint64) ([]byte, error) { return safeMake(n) }

@@ -110,6 +110,10 @@ func (s *Server) createBloom(key []byte, e float64, capacity uint64, expansion u
 
 // BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]
 func cmdBFReserve(s *Server, c *Session, args [][]byte, r *Reply) {
+	if len(args) > 4 && nativeOption(args) {
+		s.reserveNative(c, args, r)
+		return
+	}
 	if len(args) < 4 || len(args) > 7 {
 		r.Error(wrongArity("bf.reserve"))
 		return
@@ -157,7 +161,7 @@ func cmdBFReserve(s *Server, c *Session, args [][]byte, r *Reply) {
 			return
 		}
 	}
-	if _, st := s.bloomKey(args[1]); st != stEmpty {
+	if _, st := s.bloomEntry(args[1]); st != stEmpty {
 		r.Error(statusErr(st))
 		return
 	}
@@ -182,7 +186,15 @@ func defaultBFOpts() bfInsertOpts {
 }
 
 func (s *Server) bfInsertCommon(key []byte, items [][]byte, o bfInsertOpts, r *Reply) {
-	b, st := s.bloomKey(key)
+	e, st := s.bloomEntry(key)
+	if st == stOK && e.kind == KindNative {
+		s.nativeInsert(key, e.nf, items, o.multi, r)
+		return
+	}
+	var b *redisbloom.Bloom
+	if st == stOK {
+		b = e.bf
+	}
 	if st == stEmpty && o.autocreate {
 		var msg string
 		if b, msg = s.createBloom(key, o.errorRate, uint64(o.capacity), uint32(o.expansion), o.nonScaling); msg != "" {
@@ -335,9 +347,17 @@ func cmdBFExists(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error(wrongArity(lowerName(args[0])))
 		return
 	}
-	b, st := s.bloomKey(args[1])
+	e, st := s.bloomEntry(args[1])
 	if multi {
 		r.Array(len(args) - 2)
+	}
+	if st == stOK && e.kind == KindNative {
+		s.nativeExists(e.nf, args[2:], r)
+		return
+	}
+	var b *redisbloom.Bloom
+	if st == stOK {
+		b = e.bf
 	}
 	for _, it := range args[2:] {
 		r.Bool(st == stOK && b.Exists(it))
@@ -350,14 +370,16 @@ func cmdBFCard(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error(wrongArity("bf.card"))
 		return
 	}
-	b, st := s.bloomKey(args[1])
-	switch st {
-	case stEmpty:
+	e, st := s.bloomEntry(args[1])
+	switch {
+	case st == stEmpty:
 		r.Int(0)
-	case stMismatch:
+	case st == stMismatch:
 		r.Error(errWrongType)
+	case e.kind == KindNative:
+		r.Uint(e.nf.card(s.db.now()))
 	default:
-		r.Uint(b.Size)
+		r.Uint(e.bf.Size)
 	}
 }
 
@@ -367,11 +389,16 @@ func cmdBFInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error(wrongArity("bf.info"))
 		return
 	}
-	b, st := s.bloomKey(args[1])
+	e, st := s.bloomEntry(args[1])
 	if st != stOK {
 		r.Error(statusErr(st))
 		return
 	}
+	if e.kind == KindNative {
+		s.nativeInfo(e.nf, args, r)
+		return
+	}
+	b := e.bf
 	expansion := func() {
 		if b.NonScaling() {
 			r.Null()
@@ -418,7 +445,7 @@ func cmdBFScanDump(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error(wrongArity("bf.scandump"))
 		return
 	}
-	b, st := s.bloomKey(args[1])
+	e, st := s.bloomEntry(args[1])
 	if st != stOK {
 		r.Error(statusErr(st))
 		return
@@ -428,6 +455,11 @@ func cmdBFScanDump(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error("Second argument must be numeric")
 		return
 	}
+	if e.kind == KindNative {
+		s.nativeScanDump(e.nf, it, r)
+		return
+	}
+	b := e.bf
 	r.Array(2)
 	if it == 0 {
 		r.Int(1)
@@ -450,7 +482,15 @@ func cmdBFLoadChunk(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error("ERR Second argument must be numeric")
 		return
 	}
-	b, st := s.bloomKey(args[1])
+	e, st := s.bloomEntry(args[1])
+	if st == stEmpty && it == 1 && isNativeHeader(args[3]) {
+		s.nativeLoadHeader(args[1], args[3], r)
+		return
+	}
+	if st == stOK && e.kind == KindNative {
+		s.nativeLoadChunk(e.nf, it, args[3], r)
+		return
+	}
 	if st == stEmpty && it == 1 {
 		nb, err := redisbloom.LoadBloomHeader(args[3], s.db.allow)
 		if err != nil {
@@ -465,6 +505,7 @@ func cmdBFLoadChunk(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error(statusErr(st))
 		return
 	}
+	b := e.bf
 	if err := b.LoadChunk(it, args[3]); err != nil {
 		r.Error(err.Error())
 		return
@@ -493,19 +534,33 @@ func cmdBFMerge(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error(wrongArity("bf.merge"))
 		return
 	}
-	srcs := make([]*redisbloom.Bloom, 0, len(args)-2)
+	entries := make([]*entry, 0, len(args)-2)
+	native := false
 	for _, k := range args[2:] {
-		b, st := s.bloomKey(k)
+		e, st := s.bloomEntry(k)
 		if st != stOK {
 			r.Error(statusErr(st))
 			return
 		}
-		srcs = append(srcs, b)
+		entries = append(entries, e)
+		native = native || e.kind == KindNative
 	}
-	dest, st := s.bloomKey(args[1])
+	de, st := s.bloomEntry(args[1])
 	if st == stMismatch {
 		r.Error(errWrongType)
 		return
+	}
+	if native || (de != nil && de.kind == KindNative) {
+		s.nativeMerge(args, de, entries, r)
+		return
+	}
+	srcs := make([]*redisbloom.Bloom, len(entries))
+	for i, e := range entries {
+		srcs[i] = e.bf
+	}
+	var dest *redisbloom.Bloom
+	if de != nil {
+		dest = de.bf
 	}
 	layout := srcs[0]
 	if dest != nil {

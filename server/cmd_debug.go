@@ -47,11 +47,16 @@ func bloomDebugLink(b *redisbloom.Bloom, l *redisbloom.Link) string {
 
 // BF.DEBUG key: "size:<items>", then one line per link.
 func cmdBFDebug(s *Server, c *Session, args [][]byte, r *Reply) {
-	b, st := s.bloomKey(args[1])
+	e, st := s.bloomEntry(args[1])
 	if st != stOK {
 		r.Error(statusErr(st))
 		return
 	}
+	if e.kind == KindNative {
+		s.nativeDebug(e.nf, r)
+		return
+	}
+	b := e.bf
 	r.Array(1 + len(b.Links))
 	r.BulkString("size:" + strconv.FormatUint(b.Size, 10))
 	for i := range b.Links {

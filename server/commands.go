@@ -46,6 +46,7 @@ func init() {
 		{name: "bf.card", arity: 2, flags: []string{"readonly"}, first: 1, last: 1, step: 1, checkOwn: true, fn: cmdBFCard},
 		{name: "bf.scandump", arity: 3, flags: []string{"readonly"}, first: 1, last: 1, step: 1, checkOwn: true, fn: cmdBFScanDump},
 		{name: "bf.merge", arity: -3, flags: []string{"write", "denyoom"}, first: 1, last: -1, step: 1, write: true, checkOwn: true, fn: cmdBFMerge},
+		{name: "bf.advance", arity: 3, flags: []string{"write"}, first: 1, last: 1, step: 1, write: true, checkOwn: true, fn: cmdBFAdvance},
 		{name: "bf.loadchunk", arity: 4, flags: []string{"write", "denyoom"}, first: 1, last: 1, step: 1, write: true, checkOwn: true, fn: cmdBFLoadChunk},
 		// RedisBloom cuckoo commands.
 		{name: "cf.reserve", arity: -3, flags: []string{"write", "denyoom"}, first: 1, last: 1, step: 1, write: true, checkOwn: true, fn: cmdCFReserve},

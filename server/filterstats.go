@@ -77,7 +77,7 @@ func (s *Server) filterRow(key string) (filterRow, bool) {
 	db := &s.db.mu
 	db.Lock()
 	e := s.db.keys[key]
-	if e == nil || (e.kind != KindBloom && e.kind != KindCuckoo) {
+	if e == nil || (e.kind != KindBloom && e.kind != KindCuckoo && e.kind != KindNative) {
 		db.Unlock()
 		return filterRow{}, false
 	}
@@ -93,6 +93,12 @@ func (s *Server) filterRow(key string) (filterRow, bool) {
 		for i := range e.bf.Links {
 			sizes = append(sizes, len(e.bf.Links[i].Data))
 			hashes = append(hashes, e.bf.Links[i].Hashes)
+		}
+	case KindNative:
+		row.typ, row.items, row.bytes = e.nf.layout(), float64(e.nf.card(s.db.now())), float64(e.nf.memUsage())
+		for range e.nf.arrays {
+			sizes = append(sizes, int(e.nf.arrayBytes()))
+			hashes = append(hashes, e.nf.params.K)
 		}
 	case KindCuckoo:
 		row.typ, row.items, row.bytes = "cuckoo", float64(e.cf.NumItems), float64(e.cf.MemUsage())
@@ -114,7 +120,7 @@ func (s *Server) filterRow(key string) (filterRow, bool) {
 				db.Unlock()
 				return filterRow{}, false
 			}
-			if e.kind == KindBloom {
+			if e.kind != KindCuckoo {
 				part += popcount(cur[off:end])
 			} else {
 				part += nonzero(cur[off:end])
@@ -124,7 +130,7 @@ func (s *Server) filterRow(key string) (filterRow, bool) {
 		if n == 0 {
 			continue
 		}
-		if e.kind == KindBloom {
+		if e.kind != KindCuckoo {
 			set += part
 			total += uint64(n) * 8
 			miss *= 1 - math.Pow(float64(part)/float64(n*8), float64(hashes[i]))
@@ -151,6 +157,10 @@ func (s *Server) filterPart(key string, e *entry, i, n int) ([]byte, bool) {
 	case KindBloom:
 		if i < len(e.bf.Links) && len(e.bf.Links[i].Data) == n {
 			return e.bf.Links[i].Data, true
+		}
+	case KindNative:
+		if i < len(e.nf.arrays) && len(e.nf.arrays[i]) == n {
+			return e.nf.arrays[i], true
 		}
 	case KindCuckoo:
 		if i < len(e.cf.Filters) && len(e.cf.Filters[i]) == n {

@@ -19,6 +19,9 @@ const (
 	// KindString is a plain Redis string (SET/GET), kept so that clients
 	// mixing strings and filters get WRONGTYPE where RedisBloom gives it.
 	KindString Kind = 3
+	// KindNative is one of bloomkit's own filters (classic, blocked or
+	// window; native.go), created with BF.RESERVE's LAYOUT or WINDOW.
+	KindNative Kind = 4
 )
 
 // String is the name TYPE reports for the kind.
@@ -30,6 +33,8 @@ func (k Kind) String() string {
 		return "MBbloomCF"
 	case KindString:
 		return "string"
+	case KindNative:
+		return "BKbloom--"
 	}
 	return "none"
 }
@@ -39,6 +44,7 @@ type entry struct {
 	kind Kind
 	bf   *redisbloom.Bloom
 	cf   *redisbloom.Cuckoo
+	nf   *nativeFilter
 	// str is a string's value. It is never changed in place (a write
 	// replaces the entry), so a snapshot's image can share it.
 	str      []byte
@@ -66,6 +72,8 @@ func (e *entry) dataBytes() uint64 {
 		return e.cf.MemUsage()
 	case KindString:
 		return uint64(len(e.str))
+	case KindNative:
+		return e.nf.memUsage()
 	}
 	return 0
 }
@@ -102,6 +110,8 @@ type DB struct {
 	// snap is the snapshot being written, if any; epoch numbers snapshots.
 	snap  *snapshot
 	epoch uint64
+	// probe is scratch space for native filters' lookups (cmd_native.go).
+	probe probe
 }
 
 func newDB(limit uint64, now func() time.Time) *DB {
@@ -219,12 +229,15 @@ func (e *entry) free() {
 		e.bf.Free()
 	case KindCuckoo:
 		e.cf.Free()
+	case KindNative:
+		e.nf.free()
 	}
 }
 
 // remove takes key out of the keyspace without releasing its filter
 // (RENAME moves it).
 func (db *DB) remove(key string, e *entry) {
+	db.leaving(key, e)
 	delete(db.keys, key)
 	db.order.Delete(scanKey{scanHash(key), key})
 	db.pass.uncount(e)
@@ -263,6 +276,8 @@ func dataArrays(e *entry) uint64 {
 		return e.cf.DataBytes()
 	case KindString:
 		return uint64(len(e.str)) // counted by the SET that stored it
+	case KindNative:
+		return e.nf.dataBytes()
 	}
 	return 0
 }
@@ -389,7 +404,8 @@ func (db *DB) flush() {
 			}
 		}()
 	} else {
-		for _, e := range old {
+		for k, e := range old {
+			db.leaving(k, e)
 			db.preserve(e)
 			if e.img != nil {
 				e.img.dropped = true

@@ -177,19 +177,23 @@ func TestCommandPathAllocs(t *testing.T) {
 	c := &Session{authed: true}
 	var r Reply
 	s.Do(c, [][]byte{[]byte("BF.RESERVE"), []byte("k"), []byte("0.01"), []byte("1000000"), []byte("NONSCALING")}, &r)
-	items := make([][][]byte, 2000)
-	for i := range items {
-		items[i] = [][]byte{[]byte("BF.ADD"), []byte("k"), []byte(fmt.Sprint("item-", i))}
-	}
-	exists := [][]byte{[]byte("BF.EXISTS"), []byte("k"), []byte("item-1")}
-	i := 0
-	adds := testing.AllocsPerRun(1000, func() {
-		s.Do(c, items[i%len(items)], &r)
-		i++
-	})
-	reads := testing.AllocsPerRun(1000, func() { s.Do(c, exists, &r) })
-	if adds > 0.05 || reads > 0 {
-		t.Errorf("allocations per command: BF.ADD %.3f, BF.EXISTS %.3f (want none)", adds, reads)
+	s.Do(c, [][]byte{[]byte("BF.RESERVE"), []byte("native"), []byte("0.01"), []byte("1000000"), []byte("LAYOUT"), []byte("blocked")}, &r)
+	s.Do(c, [][]byte{[]byte("BF.RESERVE"), []byte("window"), []byte("0.01"), []byte("1000000"), []byte("WINDOW"), []byte("24h")}, &r)
+	for _, key := range []string{"k", "native", "window"} {
+		items := make([][][]byte, 2000)
+		for i := range items {
+			items[i] = [][]byte{[]byte("BF.ADD"), []byte(key), []byte(fmt.Sprint("item-", i))}
+		}
+		exists := [][]byte{[]byte("BF.EXISTS"), []byte(key), []byte("item-1")}
+		i := 0
+		adds := testing.AllocsPerRun(1000, func() {
+			s.Do(c, items[i%len(items)], &r)
+			i++
+		})
+		reads := testing.AllocsPerRun(1000, func() { s.Do(c, exists, &r) })
+		if adds > 0.05 || reads > 0 {
+			t.Errorf("%s: allocations per command: BF.ADD %.3f, BF.EXISTS %.3f (want none)", key, adds, reads)
+		}
 	}
 	// The other commands of the speed table, as clients send them (upper
 	// case), on a cuckoo filter too.
@@ -204,5 +208,17 @@ func TestCommandPathAllocs(t *testing.T) {
 		if n := testing.AllocsPerRun(1000, func() { s.Do(c, cmd, &r) }); n > 0 {
 			t.Errorf("allocations per %s: %.3f (want none)", cmd[0], n)
 		}
+	}
+}
+
+// BenchmarkKeyspace500kBeginSnapshot is the time a snapshot's start holds
+// the keyspace lock: it lists the live entries.
+func BenchmarkKeyspace500kBeginSnapshot(b *testing.B) {
+	s := bigServer(b)
+	for b.Loop() {
+		s.db.mu.Lock()
+		snap := s.db.beginSnapshot(1)
+		s.db.endSnapshot(snap)
+		s.db.mu.Unlock()
 	}
 }

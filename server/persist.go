@@ -656,7 +656,7 @@ func (s *Server) persistenceInfo() []string {
 		cur = now - p.started.Load()
 		cow = snap.copied.Load()
 		keysDone = snap.processed.Load()
-		keysTotal = int64(len(snap.keys))
+		keysTotal = int64(snap.count)
 	}
 	status := s.lastSaveStatus()
 	lines := []string{

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 // redis-cli (Debian's redis-tools) against the server: the README's
@@ -51,5 +52,56 @@ func TestRedisCLI(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "1\n1" {
 		t.Errorf("piped session: %v %q", err, out)
+	}
+}
+
+// redis-cli with bloomkit's own filters: README's "seen in the last 24
+// hours" example, answered as it says, the window forgetting on the
+// server's clock, and the native options' errors as redis-cli shows them.
+func TestRedisCLINative(t *testing.T) {
+	cli := requireTool(t, "redis-cli")
+	t0 := time.Unix(1_800_000_000, 0)
+	clock := newFakeClock(t0)
+	s := startServer(t, Config{NoPersistence: true, Now: clock.Now})
+	host, port, _ := net.SplitHostPort(s.Addr())
+	run := func(args ...string) string {
+		t.Helper()
+		full := append([]string{"-h", host, "-p", port, "--no-raw"}, args...)
+		out, err := exec.Command(cli, full...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("redis-cli %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimRight(string(out), "\n")
+	}
+	steps := []struct {
+		advance time.Duration
+		args    string
+		want    string
+	}{
+		{0, "BF.RESERVE seen 0.01 1000000 WINDOW 24h", "OK"},
+		{0, "BF.ADD seen user42:item7", "(integer) 1"},
+		{0, "BF.EXISTS seen user42:item7", "(integer) 1"},
+		{24 * time.Hour, "BF.EXISTS seen user42:item7", "(integer) 1"},
+		{6 * time.Hour, "BF.EXISTS seen user42:item7", "(integer) 0"},
+		{0, "BF.ADD seen user42:item7", "(integer) 1"},
+		{0, "BF.INFO seen window", "1) (integer) 86400000"},
+		{0, "BF.INFO seen generations", "1) (integer) 4"},
+		{0, "BF.CARD seen", "(integer) 1"},
+		{0, "TYPE seen", "BKbloom--"},
+		{0, "BF.RESERVE urls 0.001 10000 LAYOUT blocked SEED 7", "OK"},
+		{0, "BF.MADD urls a b", "1) (integer) 1\n2) (integer) 1"},
+		{0, "BF.RESERVE urls2 0.001 10000 LAYOUT blocked SEED 7", "OK"},
+		{0, "BF.MERGE urls2 urls", "OK"},
+		{0, "BF.MEXISTS urls2 a b c", "1) (integer) 1\n2) (integer) 1\n3) (integer) 0"},
+		{0, "BF.INFO urls layout", "1) \"blocked\""},
+		{0, "BF.INFO urls seed", "1) \"7\""},
+		{0, "BF.RESERVE x 0.01 100 LAYOUT blocked EXPANSION 2", "(error) ERR LAYOUT and WINDOW filters do not grow: EXPANSION is not allowed"},
+		{0, "CF.ADD urls a", "(error) WRONGTYPE Operation against a key holding the wrong kind of value"},
+	}
+	for _, st := range steps {
+		clock.Add(st.advance)
+		if got := run(strings.Fields(st.args)...); got != st.want {
+			t.Errorf("redis-cli %s (after +%v)\n got %q\nwant %q", st.args, st.advance, got, st.want)
+		}
 	}
 }

@@ -20,14 +20,21 @@ import (
 // A snapshot is the keyspace at one point in time: "BKSNAP01", u64
 // generation, u64 key count; per key: u32 key length, key, u8 kind, i64
 // expiry (unix ms, 0 none), u32 header length, the filter's SCANDUMP header
-// (kind 3, a string: its value), then its arrays in dump order (a string has
-// none); finally the CRC-32C of everything before it.
+// (kind 3, a string: its value; kind 4, a native filter: its bloomkit file
+// header and item counts, native.go), then its arrays in dump order (a
+// string has none); finally the CRC-32C of everything before it.
 //
 // Go cannot fork, so the point-in-time image is kept by copy-on-write
 // instead of by the kernel. Starting a snapshot (beginSnapshot, with the
-// keyspace locked) only lists the live entries. The writer then walks them
-// and copies each filter's arrays out in 64 KiB chunks, taking the keyspace
-// lock for one chunk at a time, so clients wait at most for one chunk copy.
+// keyspace locked) is O(1): it takes a new epoch number and the key count.
+// Every entry that existed then has an older epoch; an entry created later
+// gets the new one, and the writer skips it. The writer walks the keyspace
+// in scan order (the B-tree the SCAN cursor uses), a few keys per hold of
+// the lock, and copies each filter's arrays out in 64 KiB chunks, so
+// clients wait at most for one chunk copy. An entry that leaves the
+// keyspace before the writer reaches it (DEL, RENAME, expiry, FLUSHALL,
+// replacement) is frozen and queued with the name it had (remove), so it
+// is written once, under that name, whatever happens to it afterwards.
 // Meanwhile a command about to change an entry the writer has not finished
 // first freezes it (preserve): the entry's header and expiry are captured
 // and an image becomes the filter's redisbloom.Guard, which copies a chunk
@@ -50,7 +57,19 @@ const (
 type snapshot struct {
 	gen   uint64
 	epoch uint64
-	keys  []snapKey // the live entries at the point in time
+	count int // keys in the keyspace at the point in time
+	// cursor is where the writer's walk of the scan order goes on from;
+	// walked tells that it has passed the last key.
+	cursor  scanKey
+	started bool
+	walked  bool
+	// pending are entries of the point in time that left the keyspace
+	// before the writer reached them, with the names they had; frozen are
+	// the entries a change froze ahead of the writer, and current the one
+	// it is writing: endSnapshot lets their images go.
+	pending []snapKey
+	frozen  []*entry
+	current *entry
 	// copied counts bytes copied because a write came first (copy-on-write);
 	// processed counts keys written out.
 	copied    atomic.Int64
@@ -79,22 +98,69 @@ type image struct {
 	started            bool     // the writer wrote the key and header
 	released           [][]byte // arrays the filter gave up meanwhile
 	dropped            bool     // the entry left the keyspace: free it when done
+	// claimed: the writer has the entry — it took it from the walk, or
+	// remove queued it — so the walk skips it under any other name.
+	claimed bool
 }
 
-// beginSnapshot starts a snapshot at this point in time (db.mu held).
+// beginSnapshot starts a snapshot at this point in time (db.mu held), in
+// O(1): every key now in the keyspace is part of it (one whose expiry has
+// passed too; loading drops it).
 func (db *DB) beginSnapshot(gen uint64) *snapshot {
 	db.epoch++
-	snap := &snapshot{gen: gen, epoch: db.epoch, keys: make([]snapKey, 0, len(db.keys))}
-	now := db.nowMs()
-	for k, e := range db.keys {
-		if e.expireAt != 0 && e.expireAt <= now {
-			e.epoch = snap.epoch // not part of it
-			continue
-		}
-		snap.keys = append(snap.keys, snapKey{k, e})
-	}
+	snap := &snapshot{gen: gen, epoch: db.epoch, count: len(db.keys)}
 	db.snap = snap
 	return snap
+}
+
+// leaving is told (db.mu held) that key's entry e leaves the keyspace: if
+// the running snapshot still needs it and has not taken it, it is frozen
+// and queued under this name.
+func (db *DB) leaving(key string, e *entry) {
+	snap := db.snap
+	if snap == nil || e.epoch >= snap.epoch || (e.img != nil && e.img.claimed) {
+		return
+	}
+	db.preserve(e)
+	e.img.claimed = true
+	snap.pending = append(snap.pending, snapKey{key, e})
+}
+
+// next returns the next entry the writer should write (db.mu held), or
+// false when there is none left: queued ones first, then the walk.
+func (snap *snapshot) next(db *DB) (snapKey, bool) {
+	if len(snap.pending) > 0 {
+		k := snap.pending[0]
+		snap.pending = snap.pending[1:]
+		snap.current = k.e
+		return k, true
+	}
+	var found snapKey
+	ok := false
+	visit := func(sk scanKey) bool {
+		if snap.started && sk == snap.cursor {
+			return true // the key the walk stopped at last time
+		}
+		snap.cursor, snap.started = sk, true
+		e := db.keys[sk.k]
+		if e == nil || e.epoch >= snap.epoch || (e.img != nil && e.img.claimed) {
+			return true
+		}
+		if e.img == nil {
+			snap.freeze(e)
+		}
+		e.img.claimed = true
+		found, ok = snapKey{sk.k, e}, true
+		snap.current = e
+		return false
+	}
+	if !snap.walked {
+		db.order.AscendGreaterOrEqual(snap.cursor, visit)
+		if !ok {
+			snap.walked = true
+		}
+	}
+	return found, ok
 }
 
 // preserve freezes e's image if a running snapshot still needs it; call it
@@ -102,6 +168,7 @@ func (db *DB) beginSnapshot(gen uint64) *snapshot {
 func (db *DB) preserve(e *entry) {
 	if db.snap != nil && e.img == nil && e.epoch < db.snap.epoch {
 		db.snap.freeze(e)
+		db.snap.frozen = append(db.snap.frozen, e)
 	}
 }
 
@@ -121,6 +188,11 @@ func (snap *snapshot) freeze(e *entry) *image {
 		e.cf.Guard = im
 	case KindString:
 		im.header = e.str // immutable: a write replaces the entry
+	case KindNative:
+		im.header = e.nf.snapshotHeader()
+		im.arrays, _ = e.nf.ordered()
+		im.arrays = append([][]byte(nil), im.arrays...)
+		e.nf.guard = im
 	}
 	e.img = im
 	return im
@@ -136,6 +208,8 @@ func (snap *snapshot) done(e *entry) {
 		e.bf.Guard = nil
 	case KindCuckoo:
 		e.cf.Guard = nil
+	case KindNative:
+		e.nf.guard = nil
 	}
 	for _, c := range im.copies {
 		c.free()
@@ -150,15 +224,20 @@ func (snap *snapshot) done(e *entry) {
 }
 
 // end finishes the snapshot, successful or not (db.mu held): every entry
-// still holding an image lets it go.
+// still holding an image lets it go. Entries the writer never reached keep
+// their older epoch, which only a snapshot with this epoch looked at.
 func (db *DB) endSnapshot(snap *snapshot) {
-	for _, k := range snap.keys {
-		if k.e.img != nil && k.e.img.snap == snap {
-			snap.done(k.e)
-		} else if k.e.epoch < snap.epoch {
-			k.e.epoch = snap.epoch
+	for _, e := range append(snap.frozen, snap.current) {
+		if e != nil && e.img != nil && e.img.snap == snap {
+			snap.done(e)
 		}
 	}
+	for _, k := range snap.pending { // frozen too, but listed here
+		if k.e.img != nil && k.e.img.snap == snap {
+			snap.done(k.e)
+		}
+	}
+	snap.frozen, snap.pending, snap.current = nil, nil, nil
 	if db.snap == snap {
 		db.snap = nil
 	}
@@ -231,18 +310,20 @@ func (s *Server) writeSnapshot(w io.Writer, snap *snapshot) error {
 	stage := make([]byte, 0, holdBytes+cowChunk)
 	stage = append(stage, snapMagic...)
 	stage = binary.LittleEndian.AppendUint64(stage, snap.gen)
-	stage = binary.LittleEndian.AppendUint64(stage, uint64(len(snap.keys)))
+	stage = binary.LittleEndian.AppendUint64(stage, uint64(snap.count))
 	db := s.db
-	ki := 0
-	for ki < len(snap.keys) {
+	written := 0
+	var k snapKey // the entry being written, across holds of the lock
+	for more := true; more; {
 		keys := 0
 		db.mu.Lock()
-		for ki < len(snap.keys) && len(stage) < holdBytes && keys < holdKeys {
-			k := snap.keys[ki]
-			im := k.e.img
-			if im == nil {
-				im = snap.freeze(k.e)
+		for len(stage) < holdBytes && keys < holdKeys {
+			if k.e == nil {
+				if k, more = snap.next(db); !more {
+					break
+				}
 			}
+			im := k.e.img
 			if !im.started {
 				im.started = true
 				stage = binary.LittleEndian.AppendUint32(stage, uint32(len(k.key)))
@@ -278,7 +359,8 @@ func (s *Server) writeSnapshot(w io.Writer, snap *snapshot) error {
 			}
 			snap.done(k.e)
 			snap.processed.Add(1)
-			ki++
+			k, snap.current = snapKey{}, nil
+			written++
 			keys++
 		}
 		db.mu.Unlock()
@@ -290,6 +372,11 @@ func (s *Server) writeSnapshot(w io.Writer, snap *snapshot) error {
 		// the next preemption (up to 10 ms away): the writer is the only
 		// long-running goroutine and clients are waiting for a P.
 		runtime.Gosched()
+	}
+	if written != snap.count {
+		// Every key of the point in time is written exactly once (see
+		// leaving and next); anything else is a bug, not a snapshot.
+		return fmt.Errorf("snapshot: wrote %d keys of the %d at its point in time", written, snap.count)
 	}
 	if len(stage) > 0 {
 		if _, err := cw.Write(stage); err != nil {
@@ -404,6 +491,11 @@ func (s *Server) readSnapshot(f readFile, path string) (uint64, int, error) {
 			}
 		case KindString:
 			e.str = hdr
+		case KindNative:
+			e.nf, err = loadSnapshotHeader(hdr, fits)
+			if err == nil {
+				arrays, _ = e.nf.ordered()
+			}
 		default:
 			err = ErrCorrupt
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"runtime"
 	"strconv"
 	"strings"
@@ -115,7 +116,7 @@ func TestSnapshotIsPointInTime(t *testing.T) {
 
 	s2 := startServer(t, Config{NoPersistence: true})
 	data := out.Bytes()
-	if _, n, err := s2.readSnapshot(&memReader{Reader: bytes.NewReader(data), size: int64(len(data))}, "mem"); err != nil || n != len(keys) {
+	if _, n, err := loadSnapshot(s2, data); err != nil || n != len(keys) {
 		t.Fatalf("reading the snapshot: %d keys, %v", n, err)
 	}
 	got := dumpAll(t, s2, &Session{authed: true}, keys...)
@@ -181,4 +182,118 @@ func TestSnapshotCopiesOutsideHeap(t *testing.T) {
 	if e := s.db.keys["big"]; e.img != nil || e.bf.Guard != nil {
 		t.Error("the filter still holds the snapshot's image")
 	}
+}
+
+// A snapshot of many small keys starts in O(1) and walks the keyspace
+// while clients rename keys ahead of and behind the writer (and back),
+// delete and re-create them, replace, expire and flush them: it holds
+// exactly the keys of its point in time, each under the name it had then,
+// with the value it had then.
+func TestSnapshotManyKeysIsPointInTime(t *testing.T) {
+	for _, flush := range []bool{false, true} {
+		t.Run(fmt.Sprintf("flushall=%v", flush), func(t *testing.T) {
+			s := startServer(t, Config{NoPersistence: true})
+			c := &Session{authed: true}
+			const n = 3000
+			var keys []string
+			for i := 0; i < n; i++ {
+				k := fmt.Sprint("k", i)
+				keys = append(keys, k)
+				switch i % 3 {
+				case 0:
+					doArgs(s, c, "BF.ADD", k, fmt.Sprint("v", i))
+				case 1:
+					doArgs(s, c, "SET", k, fmt.Sprint("v", i))
+				default:
+					doArgs(s, c, "BF.RESERVE", k, "0.01", "100", "LAYOUT", "blocked", "SEED", "1")
+					doArgs(s, c, "BF.ADD", k, fmt.Sprint("v", i))
+				}
+			}
+			want := map[string]string{}
+			for _, k := range keys {
+				want[k] = keyState(t, s, c, k)
+			}
+			s.db.mu.Lock()
+			snap := s.db.beginSnapshot(3)
+			s.db.mu.Unlock()
+			pr, pw := io.Pipe()
+			go func() {
+				err := s.writeSnapshot(pw, snap)
+				s.db.mu.Lock()
+				s.db.endSnapshot(snap)
+				s.db.mu.Unlock()
+				pw.CloseWithError(err)
+			}()
+			var out bytes.Buffer
+			if _, err := io.CopyN(&out, pr, 40<<10); err != nil { // the writer is under way
+				t.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(1, 2))
+			for i := 0; i < 4000; i++ {
+				k := keys[rng.IntN(n)]
+				switch rng.IntN(7) {
+				case 0:
+					doArgs(s, c, "RENAME", k, k+"-moved")
+				case 1:
+					doArgs(s, c, "RENAME", k+"-moved", k) // back
+				case 2:
+					doArgs(s, c, "DEL", k)
+				case 3:
+					doArgs(s, c, "SET", k, "new")
+				case 4:
+					doArgs(s, c, "BF.ADD", k, fmt.Sprint("x", i))
+				case 5:
+					doArgs(s, c, "PEXPIREAT", k, "1") // expired: gone at once
+				case 6:
+					doArgs(s, c, "RENAME", k, keys[rng.IntN(n)]) // over another
+				}
+				if i == 2000 && flush {
+					doArgs(s, c, "FLUSHALL")
+				}
+			}
+			if _, err := io.Copy(&out, pr); err != nil {
+				t.Fatal(err)
+			}
+			s2 := startServer(t, Config{NoPersistence: true})
+			data := out.Bytes()
+			_, got, err := loadSnapshot(s2, data)
+			if err != nil || got != n {
+				t.Fatalf("reading the snapshot: %d keys, %v", got, err)
+			}
+			c2 := &Session{authed: true}
+			bad := 0
+			for _, k := range keys {
+				if st := keyState(t, s2, c2, k); st != want[k] {
+					bad++
+					if bad < 5 {
+						t.Errorf("key %s: %q, at the point in time %q", k, st, want[k])
+					}
+				}
+			}
+			if bad > 0 {
+				t.Errorf("%d of %d keys differ", bad, n)
+			}
+		})
+	}
+}
+
+// keyState is a key's type and contents, for comparing keyspaces.
+func keyState(t *testing.T, s *Server, c *Session, k string) string {
+	t.Helper()
+	typ := doArgs(s, c, "TYPE", k)
+	switch {
+	case strings.HasPrefix(typ, "+string"):
+		return typ + doArgs(s, c, "GET", k)
+	case strings.HasPrefix(typ, "+none"):
+		return typ
+	}
+	return typ + dumpAll(t, s, c, k)[k]
+}
+
+// loadSnapshot reads a snapshot's bytes into a running server's keyspace,
+// with the keyspace locked (the server's background expiry walks it).
+func loadSnapshot(s *Server, data []byte) (uint64, int, error) {
+	s.db.mu.Lock()
+	defer s.db.mu.Unlock()
+	return s.readSnapshot(&memReader{Reader: bytes.NewReader(data), size: int64(len(data))}, "mem")
 }

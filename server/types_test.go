@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"strconv"
@@ -420,7 +419,7 @@ func TestSnapshotStringsArePointInTime(t *testing.T) {
 	}
 	s2 := startServer(t, Config{NoPersistence: true})
 	data := out.String()
-	if _, n, err := s2.readSnapshot(&memReader{Reader: bytes.NewReader([]byte(data)), size: int64(len(data))}, "mem"); err != nil || n != 301 {
+	if _, n, err := loadSnapshot(s2, []byte(data)); err != nil || n != 301 {
 		t.Fatalf("reading the snapshot: %d keys, %v", n, err)
 	}
 	c2 := &Session{authed: true}

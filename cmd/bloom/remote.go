@@ -77,6 +77,10 @@ type family struct {
 var (
 	familyBF = family{"BF", "MBbloom--", redisbloom.DumpBloom}
 	familyCF = family{"CF", "MBbloomCF", redisbloom.DumpCuckoo}
+	// familyNative is a bloomkit filter kept by bloom serve (BF.RESERVE …
+	// LAYOUT or WINDOW): BF commands, and its SCANDUMP stream is a bloomkit
+	// file without the trailer.
+	familyNative = family{"BF", "BKbloom--", 0}
 )
 
 func familyOfType(t string) (family, bool) {
@@ -85,6 +89,8 @@ func familyOfType(t string) (family, bool) {
 		return familyBF, true
 	case familyCF.typeName:
 		return familyCF, true
+	case familyNative.typeName:
+		return familyNative, true
 	}
 	return family{}, false
 }

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bloomkit/bloomkit/bloom"
+)
+
+// TestPushPullBloomkit: bloomkit files (bloom build's classic and blocked,
+// the library's window) pushed into bloom serve become native keys that
+// answer as bloom test answers for the file, and pull back byte for byte;
+// a key made on the server pulls as a file bloom.Read reads; wrong
+// formats and damaged files are refused and leave no key.
+func TestPushPullBloomkit(t *testing.T) {
+	addr, c := startServe(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	var words strings.Builder
+	for i := 0; i < 20000; i++ {
+		fmt.Fprintf(&words, "word-%d\n", i)
+	}
+	os.WriteFile(filepath.Join(dir, "words.txt"), []byte(words.String()), 0o644)
+	for _, typ := range []string{"classic", "blocked"} {
+		bloomIn(t, dir, "", "build", "--type", typ, "-n", "20000", "-p", "0.01", "-o", typ+".bloom", "words.txt").want(t, 0, "build "+typ)
+	}
+	w, err := bloom.NewWindowWith(bloom.WindowConfig{Window: time.Hour, Items: 100000, Rate: 0.001, Seed: 77})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 1000; i++ {
+		w.Add([]byte(fmt.Sprint("word-", i)))
+	}
+	data, _ := w.MarshalBinary() // 3 generations of 1.2 MB: chunks within arrays
+	os.WriteFile(filepath.Join(dir, "window.bloom"), data, 0o644)
+
+	for _, typ := range []string{"classic", "blocked", "window"} {
+		bloomIn(t, dir, "", "push", "--addr", addr, typ+".bloom", typ).want(t, 0, "push "+typ)
+		if got := c.Type(ctx, typ).Val(); got != "BKbloom--" {
+			t.Errorf("%s: TYPE %s", typ, got)
+		}
+		probe := []string{"word-0", "word-999", "word-19999", "nope-1", "nope-2", "nope-3"}
+		want := bloomIn(t, dir, "", append([]string{"test", typ + ".bloom"}, probe...)...).want(t, 0, "test").stdout
+		args := make([]any, len(probe))
+		for i, p := range probe {
+			args[i] = p
+		}
+		res := c.BFMExists(ctx, typ, args...).Val()
+		var got strings.Builder
+		for i, p := range probe {
+			ans := "absent"
+			if res[i] {
+				ans = "present"
+			}
+			fmt.Fprintf(&got, "%s\t%s\n", p, ans)
+		}
+		if got.String() != want {
+			t.Errorf("%s: server answers\n%s\nbloom test answers\n%s", typ, got.String(), want)
+		}
+		bloomIn(t, dir, "", "pull", "--addr", addr, typ, "-o", typ+".pulled").want(t, 0, "pull "+typ)
+		a, _ := os.ReadFile(filepath.Join(dir, typ+".bloom"))
+		b, _ := os.ReadFile(filepath.Join(dir, typ+".pulled"))
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s: pulled file (%d bytes) differs from the pushed one (%d bytes)", typ, len(b), len(a))
+		}
+	}
+
+	// A key made on the server: pulled, bloom.Read reads it.
+	c.Do(ctx, "BF.RESERVE", "made", "0.01", "1000", "LAYOUT", "blocked")
+	c.BFMAdd(ctx, "made", "x", "y")
+	bloomIn(t, dir, "", "pull", "--addr", addr, "made", "-o", "made.bloom").want(t, 0, "pull made")
+	f, err := os.Open(filepath.Join(dir, "made.bloom"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tf, err := bloom.Read(f)
+	if err != nil || !tf.Test([]byte("x")) {
+		t.Errorf("bloom.Read of a pulled key: %v", err)
+	}
+
+	// Refusals.
+	c.BFAdd(ctx, "rb", "x")
+	if r := bloomIn(t, dir, "", "pull", "--addr", addr, "--format", "bloomkit", "rb", "-o", "rb.bloom"); r.code != 2 || !strings.Contains(r.stderr, "--format scandump") {
+		t.Errorf("pull --format bloomkit of a RedisBloom key: %d %q", r.code, r.stderr)
+	}
+	if r := bloomIn(t, dir, "", "push", "--addr", addr, "--format", "scandump", "blocked.bloom", "k2"); r.code != 2 {
+		t.Errorf("push --format scandump of a bloomkit file: %d %q", r.code, r.stderr)
+	}
+	bloomIn(t, dir, "", "build", "--type", "counting", "-n", "100", "-o", "counting.bloom", "words.txt")
+	if r := bloomIn(t, dir, "", "push", "--addr", addr, "counting.bloom", "k3"); r.code != 2 || !strings.Contains(r.stderr, "cannot be a server key") {
+		t.Errorf("push of a counting filter: %d %q", r.code, r.stderr)
+	}
+	bad := append([]byte(nil), data...)
+	bad[len(bad)/2] ^= 1
+	os.WriteFile(filepath.Join(dir, "bad.bloom"), bad, 0o644)
+	r := bloomIn(t, dir, "", "push", "--addr", addr, "bad.bloom", "k4")
+	if r.code != 2 || !strings.Contains(r.stderr, "CRC") {
+		t.Errorf("push of a damaged file: %d %q", r.code, r.stderr)
+	}
+	if n := c.Exists(ctx, "k2", "k3", "k4", "k4.bloom-load").Val(); n != 0 {
+		t.Errorf("refused pushes left %d keys", n)
+	}
+}
