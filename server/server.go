@@ -377,8 +377,6 @@ func (s *Server) Serve() error {
 			}
 		}()
 	}
-	s.bgWG.Add(1)
-	go s.background()
 	go func() {
 		select {
 		case <-s.shutdownReq:
@@ -393,6 +391,10 @@ func (s *Server) Serve() error {
 		s.lifeMu.Unlock()
 		return nil
 	}
+	// Under lifeMu after the closed check, like every Add to connWG: a
+	// Close racing with Serve must not Wait while this Adds.
+	s.bgWG.Add(1)
+	go s.background()
 	if err := s.startLoops(); err != nil {
 		s.log.Warn("event loops unavailable; serving each client with a goroutine", "err", err)
 	}
