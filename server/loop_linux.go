@@ -217,6 +217,7 @@ func (l *eventLoop) stop() {
 func (l *eventLoop) run() {
 	defer l.shutdown()
 	lastCheck := monoNow()
+	lastYield := lastCheck
 	for {
 		timeout := 100
 		if len(l.rerun) > 0 {
@@ -256,9 +257,18 @@ func (l *eventLoop) run() {
 			}
 		}
 		l.flushAll()
-		if now := l.now; now-lastCheck >= int64(100*time.Millisecond) {
-			lastCheck = now
-			l.checkTimeouts(now)
+		if now := l.now; now-lastYield >= int64(5*time.Millisecond) {
+			// A goroutine that never reschedules is preempted by the
+			// runtime's monitor after 10 ms (and moved to another
+			// thread when that happens in a syscall), which then keeps
+			// waking up every 20 µs for a while; yielding now and then
+			// (it gets the CPU straight back) avoids both.
+			lastYield = now
+			runtime.Gosched()
+			if now-lastCheck >= int64(100*time.Millisecond) {
+				lastCheck = now
+				l.checkTimeouts(now)
+			}
 		}
 	}
 }
