@@ -47,7 +47,7 @@ var libs = []*lib{
 	{id: "fuse8", name: "FastFilter BinaryFuse8", static: true, make: newFuse8},
 }
 
-// batchSize is how many keys one TestManyStrings call gets.
+// batchSize is how many keys one bloom.TestMany call gets.
 var batchSize = 1024
 
 func countTrue(dst []bool) int {
@@ -92,7 +92,7 @@ func (b *bkFilter) countBatch(keys []string, dst []bool) (int, []bool) {
 	f, c := b.f, 0
 	for len(keys) > 0 {
 		m := min(len(keys), batchSize)
-		dst = f.TestManyStrings(keys[:m], dst[:0])
+		dst = bloom.TestMany(f, keys[:m], dst[:0])
 		c += countTrue(dst)
 		keys = keys[m:]
 	}
@@ -134,7 +134,7 @@ func (b *bkBlocked) countBatch(keys []string, dst []bool) (int, []bool) {
 	f, c := b.f, 0
 	for len(keys) > 0 {
 		m := min(len(keys), batchSize)
-		dst = f.TestManyStrings(keys[:m], dst[:0])
+		dst = bloom.TestMany(f, keys[:m], dst[:0])
 		c += countTrue(dst)
 		keys = keys[m:]
 	}

@@ -82,9 +82,8 @@ type keyStats struct {
 	streamed   bool
 	genInsert  float64 // ns/key of generating the insert keys
 	insertKeys uint64
-	floorBytes uint64  // size of the random-load reference array
-	floorNs    float64 // ns per random load from it
-	passes     int     // inserts and hit-lookup loops per repetition
+	lim        limits // the machine's random-access references at n
+	passes     int    // inserts and hit-lookup loops per repetition
 }
 
 var start = time.Now()
@@ -155,7 +154,7 @@ func parseFlags() (*config, error) {
 	flag.IntVar(&cfg.reps, "reps", 5, "repetitions per cell; the median is reported")
 	flag.IntVar(&cfg.hits, "hits", 4_000_000, "hit keys per n: a sample of min(n, hits) added keys; for n < hits the inserts and hit lookups are repeated to cover at least hits keys a timing")
 	flag.IntVar(&cfg.absent, "absent", 2_000_000, "absent keys looked up per repetition (miss time and FPR)")
-	flag.IntVar(&batchSize, "batch", 1024, "keys per TestManyStrings call")
+	flag.IntVar(&batchSize, "batch", 1024, "keys per bloom.TestMany call")
 	flag.IntVar(&cfg.chunk, "chunk", 1<<20, "insert keys are generated and timed in chunks of this many")
 	flag.Uint64Var(&cfg.streamAbove, "stream-above", 20_000_000, "for n above this, insert keys are regenerated chunk by chunk on every pass instead of kept")
 	flag.Uint64Var(&cfg.goalN, "goal-n", 10_000_000, "n at which goals (a) and (b) are evaluated (falls back to the largest -n)")
@@ -294,11 +293,13 @@ func runSize(cfg *config, n uint64, rates []float64, big bool) ([]*row, keyStats
 	}
 	st.genInsert = src.genNsPerKey()
 	st.insertKeys = src.genKeys
-	src, hitSet, absSet = nil, keySet{}, keySet{}
+	hits := hitSet.keys
+	src, absSet = nil, keySet{}
 	runtime.GC()
-	st.floorBytes = filterBytes(n, rates[0])
-	st.floorNs = memFloor(st.floorBytes, 5_000_000, cfg.reps)
-	logf("n=%s: %.1f ns per random load over %.1f MiB", human(n), st.floorNs, float64(st.floorBytes)/(1<<20))
+	logf("n=%s: measuring the random-access references", human(n))
+	st.lim = measureLimits(n, rates, hits, cfg.reps)
+	logf("n=%s: over %.1f MiB: %.1f ns per random load, %.1f per prefetched line, %.1f per dependent load; XXH3-128 %.1f, XXH3-64 %.1f ns/key; one-line lookups %v / %v",
+		human(n), float64(st.lim.bytes)/(1<<20), st.lim.demandNs, st.lim.pf.wall, st.lim.lat.wall, st.lim.hash128.wall, st.lim.hash64.wall, st.lim.oneLine128, st.lim.oneLine64)
 	return rows, st
 }
 

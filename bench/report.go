@@ -203,7 +203,7 @@ func render(cfg *config, env *environment, rows []*row, stats []keyStats) string
 	w("For the static xor/fuse filters the column is the build: hashing all n keys with `xxh3.HashString` plus `Populate`/`PopulateBinaryFuse8`, per key.\n")
 	w("- **hit ns/op**: `TestString` (blobloom `Has(xxh3.HashString(key))`, xor `Contains(xxh3.HashString(key))`) on added keys sampled without replacement and shuffled (random order, so a big filter is visited as randomly as a real workload would), stored contiguously in that order, min(n, %d) of them, looked up *passes* times in one timed loop. All of them must test present; this is checked.\n", cfg.hits)
 	w("- **miss ns/op** and **FPR measured**: the same on the absent keys, in random order; FPR = absent keys that test present / absent keys.\n")
-	w("- **batch ns/key**: bloomkit `TestManyStrings` on the hit keys, %d keys a call, reusing the result slice; blank for libraries without a batch API.\n", batchSize)
+	w("- **batch ns/key**: bloomkit `bloom.TestMany` on the hit keys, %d keys a call, reusing the result slice; blank for libraries without a batch API.\n", batchSize)
 	w("- **bits/key**: actual memory: growth of `runtime.MemStats.HeapAlloc` (after `runtime.GC`) from before the filter is created to after it is filled, x 8 / n. It matched each library's own size (bit or fingerprint array) within 1%% unless a note was printed to stderr.\n")
 	w("- **k**: probes per key (bloomkit `Params().K`, bits-and-blooms `K()`, blobloom `Optimize`); xor and fuse filters read 3 fingerprints. Their rate is fixed by the 8-bit fingerprint (about 0.39%%), whatever p is; they are listed once per n as the space reference for a static set.\n")
 
@@ -211,18 +211,37 @@ func render(cfg *config, env *environment, rows []*row, stats []keyStats) string
 	writeTable(&b, rows, true)
 	w("\n")
 	w("Key sets:\n\n")
-	w("| n | hit keys | passes | absent keys | mean key length | key generation ns/key | insert keys | random load ns |\n")
-	w("|--:|--:|--:|--:|--:|--:|:--|--:|\n")
+	w("| n | hit keys | passes | absent keys | mean key length | key generation ns/key | insert keys |\n")
+	w("|--:|--:|--:|--:|--:|--:|:--|\n")
 	for _, s := range stats {
 		mode := "generated once, kept"
 		if s.streamed {
 			mode = fmt.Sprintf("regenerated each pass in chunks, %.1f ns/key over %d keys", s.genInsert, s.insertKeys)
 		}
-		w("| %s | %d | %d | %d | %.1f B | %.1f | %s | %.1f (%.0f MiB) |\n", human(s.n), s.hits, s.passes, s.absent, s.meanLen, s.genNs, mode,
-			s.floorNs, float64(s.floorBytes)/(1<<20))
+		w("| %s | %d | %d | %d | %.1f B | %.1f | %s |\n", human(s.n), s.hits, s.passes, s.absent, s.meanLen, s.genNs, mode)
 	}
-	w("\n*Random load*: the median time of one random 8-byte load from an array the size of bloomkit's classic filter at that n (first p), in a plain Go loop that does nothing else (demand loads, independent of each other, ordinary heap pages). ")
-	w("It shows how memory cost grows with the size on this machine, the same for every library. It is a reference, not a lower bound: code that prefetches can keep more cache misses in flight than this loop.\n\n")
+	w("\n### The machine's random-access limits, measured in this run\n\n")
+	w("Plain Go loops that do nothing but the memory access (and, for the last columns, the hash), measured after each n's filters, medians of %d repetitions, wall clock (thread CPU time in brackets). ", cfg.reps)
+	w("*Random load*: independent random 8-byte loads from an ordinary (4 KiB-page) array the size of bloomkit's classic filter at that n and the first p, the CPU overlapping as many as it can. ")
+	w("*Prefetched line*: the same array size on huge pages (as bloomkit backs its large filters), each load's line prefetched 128 loads ahead: how fast this machine serves independent random cache lines to one core, the throughput limit of a batch lookup. ")
+	w("*Dependent load*: following a random cycle through that array, one miss at a time: the latency of one random access. ")
+	w("*XXH3-128* / *XXH3-64*: hashing one hit key with bloomkit's hash / blobloom's (`xxh3.HashString`), nothing else. ")
+	w("*One-line lookup*: hash a hit key and load one word of the line it picks from an array the size of bloomkit's Blocked filter at each p (huge pages), one key after another as a loop of single-key calls does: the least a filter that touches one cache line per key can cost with that hash here.\n\n")
+	w("| n | array | random load ns | prefetched line ns | dependent load ns | XXH3-128 ns/key | XXH3-64 ns/key | one-line lookup, XXH3-128 | one-line lookup, XXH3-64 |\n")
+	w("|--:|--:|--:|--:|--:|--:|--:|:--|:--|\n")
+	for _, s := range stats {
+		l := s.lim
+		var o128, o64 []string
+		for i, p := range cfg.rates {
+			if i < len(l.oneLine128) {
+				o128 = append(o128, fmt.Sprintf("p=%s: %s", rateStr(p), refStr(l.oneLine128[i])))
+				o64 = append(o64, fmt.Sprintf("p=%s: %s", rateStr(p), refStr(l.oneLine64[i])))
+			}
+		}
+		w("| %s | %.0f MiB | %.1f | %s | %s | %s | %s | %s | %s |\n", human(s.n), float64(l.bytes)/(1<<20), l.demandNs,
+			refStr(l.pf), refStr(l.lat), refStr(l.hash128), refStr(l.hash64), strings.Join(o128, "; "), strings.Join(o64, "; "))
+	}
+	w("\n")
 	var errs []string
 	for _, r := range rows {
 		errs = append(errs, r.errs...)
@@ -292,11 +311,17 @@ func goalsText(cfg *config, rows []*row, stats []keyStats) string {
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	// floor is the random-load reference measured in this run at n: how
 	// close a time is to the machine's random-access limit.
-	floor := func(n uint64) float64 {
-		for _, s := range stats {
-			if s.n == n {
-				return s.floorNs
+	lim := func(n uint64) *limits {
+		for i := range stats {
+			if stats[i].n == n {
+				return &stats[i].lim
 			}
+		}
+		return nil
+	}
+	floor := func(n uint64) float64 {
+		if l := lim(n); l != nil {
+			return l.demandNs
 		}
 		return 0
 	}
@@ -319,7 +344,7 @@ func goalsText(cfg *config, rows []*row, stats []keyStats) string {
 	// (a) Blocked vs blobloom.
 	var lines []string
 	all, any := true, false
-	for _, p := range cfg.rates {
+	for pi, p := range cfg.rates {
 		a, o := find(rows, "blocked", gn, p), find(rows, "blobloom", gn, p)
 		if a == nil || o == nil {
 			continue
@@ -333,6 +358,16 @@ func goalsText(cfg *config, rows []*row, stats []keyStats) string {
 			miss, median(a.miss.wall), median(o.miss.wall), ratio(a.miss, o.miss, true),
 			a.bitsPerKey(), o.bitsPerKey(), fprStr(a), fprStr(o), verdict(ok), floor(gn),
 			loads(median(a.hit.wall), gn), loads(median(a.miss.wall), gn), loads(median(o.hit.wall), gn), loads(median(o.miss.wall), gn)))
+		if l := lim(gn); l != nil && pi < len(l.oneLine128) {
+			o128, o64 := l.oneLine128[pi], l.oneLine64[pi]
+			lines = append(lines, fmt.Sprintf("    - One-line limit (hash + one random line of a filter this size, nothing else; table below): XXH3-128 %.1f ns [cpu %.1f], XXH3-64 %.1f ns [cpu %.1f]. "+
+				"bloomkit hit/miss are %.2f / %.2f times its XXH3-128 limit [cpu %.2f / %.2f], blobloom %.2f / %.2f times its XXH3-64 limit [cpu %.2f / %.2f]. "+
+				"A lookup that cost no more than the XXH3-128 limit would be %.2f / %.2f of blobloom's time [cpu %.2f / %.2f]",
+				o128.wall, o128.cpu, o64.wall, o64.cpu,
+				median(a.hit.wall)/o128.wall, median(a.miss.wall)/o128.wall, median(a.hit.cpu)/o128.cpu, median(a.miss.cpu)/o128.cpu,
+				median(o.hit.wall)/o64.wall, median(o.miss.wall)/o64.wall, median(o.hit.cpu)/o64.cpu, median(o.miss.cpu)/o64.cpu,
+				o128.wall/median(o.hit.wall), o128.wall/median(o.miss.wall), o128.cpu/median(o.hit.cpu), o128.cpu/median(o.miss.cpu)))
+		}
 	}
 	if any {
 		w("- (a) bloomkit Blocked time / blobloom time at n=%s%s, goal <= 0.80 for hit and miss: %s\n", human(gn), note, verdict(all))
@@ -382,9 +417,16 @@ func goalsText(cfg *config, rows []*row, stats []keyStats) string {
 		}
 		measured = true
 		v := median(r.batch.wall)
-		w("- (c) %s TestManyStrings at n=%s%s, p=%s, %d keys a call: %.1f ns/key [cpu %.1f], goal <= %.0f ns/key: %s. Against the random-access limit (%.1f ns a load here, %d loads a key): %s a key\n",
+		w("- (c) %s TestMany at n=%s%s, p=%s, %d keys a call: %.1f ns/key [cpu %.1f], goal <= %.0f ns/key: %s. Against the random-access limit (%.1f ns a load here, %d loads a key): %s a key\n",
 			r.lib.name, human(cfg.big), cnote, rateStr(cfg.bigP), batchSize, v, median(r.batch.cpu), g.goal, verdict(v <= g.goal),
 			floor(cfg.big), probeLoads(r), loads(v, cfg.big))
+		if l := lim(cfg.big); l != nil {
+			mem := float64(probeLoads(r)) * l.pf.wall
+			memC := float64(probeLoads(r)) * l.pf.cpu
+			w("  - Batch limit: hashing alone costs %.1f ns/key [cpu %.1f] (XXH3-128), and %d prefetched random lines %.1f ns [cpu %.1f] (%.1f each); a pipeline that overlapped them perfectly would take the larger, %.1f ns/key [cpu %.1f]. Measured: %.2f times that limit [cpu %.2f]\n",
+				l.hash128.wall, l.hash128.cpu, probeLoads(r), mem, memC, l.pf.wall, max(l.hash128.wall, mem), max(l.hash128.cpu, memC),
+				v/max(l.hash128.wall, mem), median(r.batch.cpu)/max(l.hash128.cpu, memC))
+		}
 	}
 	if !measured {
 		w("- (c) bloomkit TestMany at n=100M: not measured in this run\n")
@@ -412,3 +454,5 @@ func probeLoads(r *row) int {
 	}
 	return r.k
 }
+
+func refStr(r ref) string { return fmt.Sprintf("%.1f [%.1f]", r.wall, r.cpu) }

@@ -51,7 +51,7 @@ func BenchmarkAddSync(b *testing.B) {
 
 func BenchmarkTestHit(b *testing.B) {
 	benchLayouts(b, func(b *testing.B, f filter) {
-		f.AddManyStrings(benchKeys)
+		batchAdd(f, benchKeys)
 		for i := 0; b.Loop(); i++ {
 			if !f.TestString(benchKeys[benchOrder(i)]) {
 				b.Fatal("false negative")
@@ -62,7 +62,7 @@ func BenchmarkTestHit(b *testing.B) {
 
 func BenchmarkTestMiss(b *testing.B) {
 	benchLayouts(b, func(b *testing.B, f filter) {
-		f.AddManyStrings(benchKeys[:benchN/2])
+		batchAdd(f, benchKeys[:benchN/2])
 		for i := 0; b.Loop(); i++ {
 			f.TestString(benchKeys[benchN/2+benchOrder(i)/2])
 		}
@@ -71,12 +71,12 @@ func BenchmarkTestMiss(b *testing.B) {
 
 func BenchmarkTestMany(b *testing.B) {
 	benchLayouts(b, func(b *testing.B, f filter) {
-		f.AddManyStrings(benchKeys[:benchN/2])
+		batchAdd(f, benchKeys[:benchN/2])
 		out := make([]bool, 0, 1024)
 		b.ResetTimer()
 		for i := 0; i < b.N; i += 1024 {
 			off := benchOrder(i) &^ 1023
-			out = f.TestManyStrings(benchKeys[off:off+1024], out[:0])
+			out = batchTest(f, benchKeys[off:off+1024], out[:0])
 		}
 	})
 }

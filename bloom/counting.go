@@ -3,7 +3,6 @@ package bloom
 import (
 	"fmt"
 	"io"
-	"math"
 	"math/bits"
 
 	"github.com/bloomkit/bloomkit/internal/format"
@@ -246,47 +245,22 @@ func (c *Counting) Equal(d *Counting) bool {
 	return compatible(c.params, d.params) == nil && equalWords(c.words, d.words)
 }
 
-// Nonzero returns the number of counters above zero.
-func (c *Counting) Nonzero() uint64 {
-	var n uint64
+// Stats returns the filter's size and fill (see Stats), counting a counter
+// above zero as a bit set.
+func (c *Counting) Stats() Stats {
+	var nonzero, saturated uint64
 	for _, w := range c.words {
-		// Fold each 4-bit counter to its lowest bit: set if any bit is.
-		w |= w >> 2
-		w |= w >> 1
-		n += uint64(bits.OnesCount64(w & 0x1111111111111111))
+		// Fold each 4-bit counter to its lowest bit: set if any bit is
+		// (nonzero), or if all are (saturated).
+		or, and := w|w>>2, w&(w>>2)
+		or |= or >> 1
+		and &= and >> 1
+		nonzero += uint64(bits.OnesCount64(or & 0x1111111111111111))
+		saturated += uint64(bits.OnesCount64(and & 0x1111111111111111))
 	}
-	return n
-}
-
-// Saturated returns the number of counters stuck at CounterMax. Keys whose
-// counters include one can no longer be fully removed; a filter used within
-// its planned capacity practically never has any.
-func (c *Counting) Saturated() uint64 {
-	var n uint64
-	for _, w := range c.words {
-		w &= w >> 2
-		w &= w >> 1
-		n += uint64(bits.OnesCount64(w & 0x1111111111111111))
-	}
-	return n
-}
-
-// FillRatio returns the fraction of counters above zero.
-func (c *Counting) FillRatio() float64 {
-	return float64(c.Nonzero()) / float64(c.params.M)
-}
-
-// ApproxCount estimates how many distinct keys are in the filter from the
-// number of counters above zero, as Filter.ApproxCount does from bits set.
-// A filter whose counters are all above zero returns math.MaxUint64.
-func (c *Counting) ApproxCount() uint64 {
-	return approxClassic(c.Nonzero(), c.params.M, c.params.K)
-}
-
-// EstimatedFPR returns the false-positive rate the filter has now:
-// FillRatio()^k.
-func (c *Counting) EstimatedFPR() float64 {
-	return math.Pow(c.FillRatio(), float64(c.params.K))
+	st := classicStats(nonzero, c.params)
+	st.Saturated = saturated
+	return st
 }
 
 // WriteTo writes the filter to w in the bloomkit file format (type 3,
@@ -325,20 +299,4 @@ func (c *Counting) ReadFrom(r io.Reader) (int64, error) {
 	}
 	c.words, c.params, c.items = words, p, h.Count
 	return n, nil
-}
-
-// MarshalBinary returns the filter in the bloomkit file format.
-func (c *Counting) MarshalBinary() ([]byte, error) {
-	return marshal(uint64(len(c.words))*8, c.WriteTo)
-}
-
-// UnmarshalBinary replaces c with the counting filter encoded in data, which
-// must hold exactly one filter. Errors are as for ReadFrom.
-func (c *Counting) UnmarshalBinary(data []byte) error {
-	var d Counting
-	if err := unmarshalAll(data, d.ReadFrom); err != nil {
-		return err
-	}
-	*c = d
-	return nil
 }

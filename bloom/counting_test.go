@@ -33,13 +33,13 @@ func TestCountingMatchesClassic(t *testing.T) {
 	for _, k := range all {
 		c.AddString(k)
 	}
-	if c.Saturated() != 0 {
-		t.Fatalf("%d counters saturated at the planned load", c.Saturated())
+	if c.Stats().Saturated != 0 {
+		t.Fatalf("%d counters saturated at the planned load", c.Stats().Saturated)
 	}
 	same := func(kept []string, what string) {
 		t.Helper()
 		f, _ := NewFromParams(p)
-		f.AddManyStrings(kept)
+		batchAdd(f, kept)
 		probes := append(keys("probe", 0, 100_000), all...)
 		for _, k := range probes {
 			if c.TestString(k) != f.TestString(k) {
@@ -47,8 +47,8 @@ func TestCountingMatchesClassic(t *testing.T) {
 			}
 		}
 		// Counter i is above zero exactly when bit i is set.
-		if c.Nonzero() != f.BitsSet() {
-			t.Fatalf("%s: %d counters above zero, %d bits set", what, c.Nonzero(), f.BitsSet())
+		if c.Stats().BitsSet != f.Stats().BitsSet {
+			t.Fatalf("%s: %d counters above zero, %d bits set", what, c.Stats().BitsSet, f.Stats().BitsSet)
 		}
 		for i := range p.M {
 			if (c.counter(i) != 0) != (f.words[i/64]>>(i%64)&1 != 0) {
@@ -69,8 +69,8 @@ func TestCountingMatchesClassic(t *testing.T) {
 	for _, k := range all[n/2:] {
 		c.Delete([]byte(k))
 	}
-	if c.Nonzero() != 0 || c.Len() != 0 || c.ApproxCount() != 0 {
-		t.Errorf("after removing every key: %d counters above zero, Len %d", c.Nonzero(), c.Len())
+	if c.Stats().BitsSet != 0 || c.Len() != 0 || c.Stats().ApproxCount != 0 {
+		t.Errorf("after removing every key: %d counters above zero, Len %d", c.Stats().BitsSet, c.Len())
 	}
 }
 
@@ -120,7 +120,7 @@ func TestCountingAgainstMultiset(t *testing.T) {
 				if op%2000 == 0 {
 					for j, cnt := range ref {
 						if cnt > 0 && !c.TestString(key("ms", j)) {
-							t.Fatalf("op %d: %q held %d times tests absent (%d saturated)", op, key("ms", j), cnt, c.Saturated())
+							t.Fatalf("op %d: %q held %d times tests absent (%d saturated)", op, key("ms", j), cnt, c.Stats().Saturated)
 						}
 						if cnt > 0 && c.CountString(key("ms", j)) < uint64(min(cnt, CounterMax)) {
 							t.Fatalf("op %d: Count(%q) = %d, held %d times", op, key("ms", j), c.CountString(key("ms", j)), cnt)
@@ -131,8 +131,8 @@ func TestCountingAgainstMultiset(t *testing.T) {
 			if c.Len() != held {
 				t.Errorf("Len %d, reference holds %d", c.Len(), held)
 			}
-			t.Logf("%d of %d counters saturated", c.Saturated(), tc.m)
-			if c.Saturated() == 0 {
+			t.Logf("%d of %d counters saturated", c.Stats().Saturated, tc.m)
+			if c.Stats().Saturated == 0 {
 				t.Error("no counter saturated: the case tests less than it should")
 			}
 		})
@@ -147,7 +147,7 @@ func TestCountingSaturation(t *testing.T) {
 	if got := c.CountString("hot"); got != CounterMax {
 		t.Errorf("Count after 20 adds = %d, want %d", got, CounterMax)
 	}
-	sat := c.Saturated()
+	sat := c.Stats().Saturated
 	if sat == 0 || sat > 5 {
 		t.Errorf("%d counters saturated by one key with 5 probes", sat)
 	}
@@ -158,7 +158,7 @@ func TestCountingSaturation(t *testing.T) {
 			t.Fatalf("remove %d of a saturated key returned false", i)
 		}
 	}
-	if !c.TestString("hot") || c.Saturated() != sat || c.CountString("hot") != CounterMax {
+	if !c.TestString("hot") || c.Stats().Saturated != sat || c.CountString("hot") != CounterMax {
 		t.Error("removing a saturated key changed its counters")
 	}
 	// Below saturation, adds and removes balance exactly.
@@ -172,7 +172,7 @@ func TestCountingSaturation(t *testing.T) {
 	for range 14 {
 		d.Delete([]byte("warm"))
 	}
-	if d.Nonzero() != 0 || d.Test([]byte("warm")) || d.Delete([]byte("warm")) {
+	if d.Stats().BitsSet != 0 || d.Test([]byte("warm")) || d.Delete([]byte("warm")) {
 		t.Error("14 adds and 14 removes left counters set")
 	}
 }
@@ -200,10 +200,10 @@ func TestCountingFalsePositiveRate(t *testing.T) {
 		if math.Abs(float64(got)-want) > 6*sd+1 || model > 1.01*p {
 			t.Errorf("p=%g: %d false positives in %d, model %.0f ± %.0f", p, got, trials, want, sd)
 		}
-		if e := c.EstimatedFPR(); math.Abs(e-model) > 0.05*model {
+		if e := c.Stats().EstimatedFPR; math.Abs(e-model) > 0.05*model {
 			t.Errorf("p=%g: EstimatedFPR %g, model %g", p, e, model)
 		}
-		if a := c.ApproxCount(); math.Abs(float64(a)-n) > 0.03*n {
+		if a := c.Stats().ApproxCount; math.Abs(float64(a)-n) > 0.03*n {
 			t.Errorf("p=%g: ApproxCount %d for %d keys", p, a, n)
 		}
 		t.Logf("p=%g m=%d k=%d: measured %.4f%%, model %.4f%%, %d bytes", p, pr.M, pr.K, 100*float64(got)/trials, 100*model, len(c.words)*8)
@@ -219,7 +219,7 @@ func TestCountingTestAndAdd(t *testing.T) {
 		t.Errorf("three adds: Count %d, Len %d", c.CountString("a"), c.Len())
 	}
 	c.Reset()
-	if c.TestString("a") || c.Len() != 0 || c.FillRatio() != 0 || c.EstimatedFPR() != 0 {
+	if c.TestString("a") || c.Len() != 0 || c.Stats().FillRatio != 0 || c.Stats().EstimatedFPR != 0 {
 		t.Error("Clear left keys")
 	}
 }
@@ -250,12 +250,12 @@ func TestCountingRoundTrip(t *testing.T) {
 		c.AddString(key("rt", i%700))
 	}
 	c.DeleteString(key("rt", 1))
-	b, err := c.MarshalBinary()
+	b, err := c.marshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var d Counting
-	if err := d.UnmarshalBinary(b); err != nil {
+	if err := d.unmarshalBinary(b); err != nil {
 		t.Fatal(err)
 	}
 	if !d.Equal(c) || d.Params() != c.Params() || d.Len() != c.Len() {
@@ -276,7 +276,7 @@ func TestCountingRoundTrip(t *testing.T) {
 	// A counter set beyond m is corruption.
 	bad := append([]byte(nil), b...)
 	bad[len(bad)-5] |= 0xf0
-	if err := d.UnmarshalBinary(resign(bad)); !errors.Is(err, ErrCorrupt) {
+	if err := d.unmarshalBinary(resign(bad)); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("counter beyond m: %v", err)
 	}
 }

@@ -28,8 +28,9 @@
 //
 // Every key is hashed once with XXH3-128 and its k positions are derived from
 // the hash. The hash, the derivation and the seed are part of the file format
-// (docs/format.md), which WriteTo, ReadFrom, MarshalBinary and UnmarshalBinary
-// use: a versioned header, the bits and a CRC-32C, so a filter saved today
+// (docs/format.md), which WriteTo writes and ReadFrom and Read read as
+// streams (a filter may be gigabytes; bytes.Buffer and bytes.Reader hold
+// one in memory): a versioned header, the bits and a CRC-32C, so a filter saved today
 // reads and answers identically in every later version, and damaged input is
 // reported with a distinct error rather than half-used.
 //
@@ -40,5 +41,18 @@
 // it to AddHash and TestHash (Hash computes it); Locate and LocateBlock name
 // the bits a key sets. Across this package and cuckoo the verbs are the
 // same: Add, Test, TestAndAdd, Delete (Counting), Count(key) and Len()
-// (uint64), Reset.
+// (uint64), Reset, Clone, Stats, WriteTo and ReadFrom.
+//
+// # One verb set
+//
+// Every type has the same key methods: Add, Test and TestAndAdd take a
+// []byte, and AddString, TestString and TestAndAddString a string, both
+// hashed where they lie, never copied or allocated. Go has no generic
+// methods, and f.Add([]byte(s)) copies a string longer than 32 bytes to
+// the heap (Go elides the copy only for a callee it can prove leaves the
+// bytes alone, which the XXH3 code is not), so the string forms stay
+// methods. The batch forms, where a
+// type parameter can do the work, are two generic functions for both
+// layouts and both key types: AddMany(f, keys) and TestMany(f, keys, dst).
+// How full a filter is, in every figure, comes from one Stats call.
 package bloom

@@ -1,7 +1,6 @@
 package bloom
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 
@@ -28,7 +27,7 @@ const (
 
 const headerSize = format.HeaderSize
 
-// Errors returned, wrapped with details, by ReadFrom and UnmarshalBinary.
+// Errors returned, wrapped with details, by ReadFrom and Read.
 // Each kind of bad input has its own, so callers can tell them apart with
 // errors.Is. The cuckoo package returns the same values.
 var (
@@ -96,27 +95,6 @@ func blockedWords(h format.Header) (uint64, error) {
 	return p.M / BlockBits * 8, nil
 }
 
-// unmarshalAll decodes data with readFrom and insists it is used up.
-func unmarshalAll(data []byte, readFrom func(io.Reader) (int64, error)) error {
-	r := bytes.NewReader(data)
-	if _, err := readFrom(r); err != nil {
-		return err
-	}
-	if r.Len() != 0 {
-		return fmt.Errorf("%w: %d bytes after the checksum", ErrCorrupt, r.Len())
-	}
-	return nil
-}
-
-func marshal(size uint64, writeTo func(io.Writer) (int64, error)) ([]byte, error) {
-	var b bytes.Buffer
-	b.Grow(int(headerSize + size + 4))
-	if _, err := writeTo(&b); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
-}
-
 // WriteTo writes the filter to w in the bloomkit file format, streaming: it
 // needs no second copy of the filter in memory. It returns the number of
 // bytes written.
@@ -141,22 +119,6 @@ func (f *Filter) ReadFrom(r io.Reader) (int64, error) {
 	return n, nil
 }
 
-// MarshalBinary returns the filter in the bloomkit file format.
-func (f *Filter) MarshalBinary() ([]byte, error) {
-	return marshal(uint64(len(f.words))*8, f.WriteTo)
-}
-
-// UnmarshalBinary replaces f with the classic filter encoded in data, which
-// must hold exactly one filter. Errors are as for ReadFrom.
-func (f *Filter) UnmarshalBinary(data []byte) error {
-	var g Filter
-	if err := unmarshalAll(data, g.ReadFrom); err != nil {
-		return err
-	}
-	*f = g
-	return nil
-}
-
 // WriteTo writes the filter to w in the bloomkit file format, streaming.
 func (f *Blocked) WriteTo(w io.Writer) (int64, error) {
 	return format.WriteWordsFile(w, paramsHeader(TypeBlocked, f.params), f.words)
@@ -172,19 +134,4 @@ func (f *Blocked) ReadFrom(r io.Reader) (int64, error) {
 	p, _ := headerParams(h)
 	f.words, f.blocks, f.params = words, p.M/BlockBits, p
 	return n, nil
-}
-
-// MarshalBinary returns the filter in the bloomkit file format.
-func (f *Blocked) MarshalBinary() ([]byte, error) {
-	return marshal(uint64(len(f.words))*8, f.WriteTo)
-}
-
-// UnmarshalBinary replaces f with the blocked filter encoded in data.
-func (f *Blocked) UnmarshalBinary(data []byte) error {
-	var g Blocked
-	if err := unmarshalAll(data, g.ReadFrom); err != nil {
-		return err
-	}
-	*f = g
-	return nil
 }

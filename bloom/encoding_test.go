@@ -64,7 +64,7 @@ func goldenProbes() []string {
 
 func answers(f filter, probes []string) string {
 	var b strings.Builder
-	for i, ok := range f.TestManyStrings(probes, nil) {
+	for i, ok := range batchTest(f, probes, nil) {
 		if ok {
 			b.WriteByte('1')
 		} else {
@@ -87,7 +87,7 @@ func TestGoldenFiles(t *testing.T) {
 			for _, k := range goldenKeys() {
 				f.AddString(k)
 			}
-			got, err := f.MarshalBinary()
+			got, err := f.marshalBinary()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,7 +143,7 @@ func sample(t testing.TB) []byte {
 	}
 	f.AddString("a")
 	f.AddString("b")
-	b, err := f.MarshalBinary()
+	b, err := f.marshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestDecodeErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		var f Filter
-		err := f.UnmarshalBinary(c.data)
+		err := f.unmarshalBinary(c.data)
 		if !errors.Is(err, c.want) {
 			t.Errorf("%s: err = %v, want %v", c.name, err, c.want)
 		}
@@ -209,7 +209,7 @@ func TestDecodeEveryTruncation(t *testing.T) {
 	for _, l := range layouts {
 		f := mustNew(t, l, 300, 0.01)
 		f.AddString("x")
-		b, _ := f.MarshalBinary()
+		b, _ := f.marshalBinary()
 		for n := range len(b) {
 			if _, err := l.decode(b[:n]); !errors.Is(err, ErrTruncated) {
 				t.Fatalf("%s: %d of %d bytes: err = %v", l.name, n, len(b), err)
@@ -267,7 +267,7 @@ func TestForgedSizeDoesNotAllocate(t *testing.T) {
 // and must hand the type's decoder an input that still tells its length,
 // so that a header announcing more than the input holds is refused before
 // anything is allocated for it: 88 bytes in a bytes.Reader or a file used
-// to cost 64 MiB through Read (and nothing through UnmarshalBinary).
+// to cost 64 MiB through Read (and nothing through unmarshalBinary).
 func TestReadKeepsLength(t *testing.T) {
 	data := forgedHuge()[:88]
 	path := filepath.Join(t.TempDir(), "forged.bloom")
@@ -377,7 +377,7 @@ func TestLargeRoundTrip(t *testing.T) {
 	// Larger than the streaming chunk and than one eager step is not needed:
 	// several chunks through a length-hiding reader and through a file.
 	f, _ := NewBlocked(200_000, 0.001)
-	f.AddManyStrings(keys("large", 0, 200_000))
+	batchAdd(f, keys("large", 0, 200_000))
 	path := filepath.Join(t.TempDir(), "f.bloom")
 	out, err := os.Create(path)
 	if err != nil {
@@ -405,7 +405,7 @@ func TestReadAnyType(t *testing.T) {
 	for _, l := range layouts {
 		f := mustNew(t, l, 1000, 0.01)
 		f.AddString("k")
-		b, _ := f.MarshalBinary()
+		b, _ := f.marshalBinary()
 		g, err := Read(bytes.NewReader(b))
 		if err != nil {
 			t.Fatalf("%s: %v", l.name, err)

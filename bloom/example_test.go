@@ -45,9 +45,24 @@ func ExampleNewBlocked() {
 	if err != nil {
 		panic(err)
 	}
-	f.AddManyStrings([]string{"alice@example.com", "bob@example.com"})
-	fmt.Println(f.TestManyStrings([]string{"bob@example.com", "eve@example.com"}, nil))
+	bloom.AddMany(f, []string{"alice@example.com", "bob@example.com"})
+	fmt.Println(bloom.TestMany(f, []string{"bob@example.com", "eve@example.com"}, nil))
 	// Output: [true false]
+}
+
+func ExampleTestMany() {
+	// One call per batch, for either layout and []byte or string keys: the
+	// batch's cache misses overlap. dst[:0] of a reused slice allocates
+	// nothing.
+	f, err := bloom.New(1_000_000, 0.01)
+	if err != nil {
+		panic(err)
+	}
+	bloom.AddMany(f, [][]byte{[]byte("GET /a"), []byte("GET /b")})
+	dst := make([]bool, 0, 1024)
+	dst = bloom.TestMany(f, []string{"GET /a", "GET /c", "GET /b"}, dst[:0])
+	fmt.Println(dst)
+	// Output: [true false true]
 }
 
 func ExampleNewFromParams() {
@@ -111,15 +126,16 @@ func ExampleFilter_Sync() {
 		}()
 	}
 	wg.Wait()
-	fmt.Println(s.TestString("worker 3 item 999"), f.ApproxCount())
+	fmt.Println(s.TestString("worker 3 item 999"), f.Stats().ApproxCount)
 	// Output: true 4005
 }
 
-func ExampleFilter_ApproxCount() {
+func ExampleFilter_Stats() {
 	f, _ := bloom.New(10_000, 0.01)
 	for i := range 5000 {
 		f.AddString(fmt.Sprint(i))
 	}
-	fmt.Printf("about %d items, %.0f%% of bits set, rate now %.4f\n", f.ApproxCount(), 100*f.FillRatio(), f.EstimatedFPR())
+	st := f.Stats()
+	fmt.Printf("about %d items, %.0f%% of bits set, rate now %.4f\n", st.ApproxCount, 100*st.FillRatio, st.EstimatedFPR)
 	// Output: about 4993 items, 31% of bits set, rate now 0.0002
 }

@@ -49,8 +49,9 @@ func ExampleScalable() {
 	for i := range 20_000 {
 		seen.AddString("https://example.com/page/" + strconv.Itoa(i))
 	}
-	fmt.Println(seen.Links(), "links, capacity", seen.Capacity())
-	fmt.Println(seen.TestString("https://example.com/page/19999"), seen.EstimatedFPR() <= 0.01)
+	st := seen.Stats()
+	fmt.Println(len(st.Parts), "links, capacity", st.Capacity)
+	fmt.Println(seen.TestString("https://example.com/page/19999"), st.EstimatedFPR <= 0.01)
 	// Output:
 	// 5 links, capacity 31000
 	// true true
@@ -93,9 +94,9 @@ func ExampleWindow() {
 	now = now.Add(24 * time.Hour) // exactly a day later: still remembered
 	fmt.Println(shown.TestString("article-42"))
 
-	// Forgotten once the generation it was added in expires: at most
-	// 24h/4 = 6h after the day is over.
-	now = now.Add(shown.GenerationLength())
+	// Forgotten once the generation it was added in expires: at most one
+	// generation, 24h/4 = 6h, after the day is over.
+	now = now.Add(6 * time.Hour)
 	fmt.Println(shown.TestString("article-42"))
 
 	// TestAndAdd: show it again, and remember it for another day.

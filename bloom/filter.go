@@ -3,11 +3,8 @@ package bloom
 import (
 	"errors"
 	"fmt"
-	"math"
 	"math/bits"
 	"sync/atomic"
-
-	"github.com/bloomkit/bloomkit/internal/batch"
 )
 
 // Filter is a classic Bloom filter: an array of m bits, of which each key
@@ -173,93 +170,7 @@ func (f *Filter) testAndAddSync(x, y uint64) bool {
 	return present
 }
 
-// prefetchMinWords is the filter size from which AddMany and TestMany
-// prefetch: a filter that fits in the CPU's L2 cache gains nothing from it
-// and pays for the extra instructions (measured at 1 million keys).
-const prefetchMinWords = 2 << 20 / 8
-
-// prefetch starts loading every word the keys hashed to h probe. Where the
-// CPU has no prefetch instruction, it loads them (and keeps the loads from
-// being optimised away), so that the batch's misses are in flight together.
-func (f *Filter) prefetch(h [][2]uint64) {
-	if len(f.words) < prefetchMinWords {
-		return
-	}
-	m, k, w := f.params.M, f.params.K, f.words
-	var acc uint64
-	for _, h := range h {
-		x, y := h[0], h[1]
-		for i := uint32(0); i < k; i++ {
-			pos, _ := bits.Mul64(x, m)
-			if batch.HasPrefetch {
-				batch.Prefetch(&w[pos>>6])
-			} else {
-				acc ^= w[pos>>6]
-			}
-			x += y
-			y += uint64(i)
-		}
-	}
-	if !batch.HasPrefetch {
-		sink.Store(acc)
-	}
-}
-
-// AddMany inserts every key. It hashes the keys a batch at a time, asking
-// the CPU to load each batch's words while it hashes the next, so that the
-// cache misses of many keys overlap each other and the hashing; for large
-// filters it is much faster than calling Add in a loop.
-func (f *Filter) AddMany(keys [][]byte) { addMany(f, keys) }
-
-// AddManyStrings is AddMany for string keys.
-func (f *Filter) AddManyStrings(keys []string) { addMany(f, keys) }
-
-// TestMany appends to dst, for each key in order, whether it may have been
-// added, and returns the extended slice. Like AddMany it overlaps the
-// cache misses of a batch of keys with the hashing of the next, which makes
-// it about three times faster per key than Test at 100 million keys; pass
-// dst[:0] of a reused slice to avoid allocating.
-func (f *Filter) TestMany(keys [][]byte, dst []bool) []bool { return testMany(f, keys, dst) }
-
-// TestManyStrings is TestMany for string keys.
-func (f *Filter) TestManyStrings(keys []string, dst []bool) []bool { return testMany(f, keys, dst) }
-
 func (f *Filter) seed() uint64 { return f.params.Seed }
-
-func (f *Filter) addHashed(h [][2]uint64) {
-	for _, h := range h {
-		f.add(h[0], h[1])
-	}
-}
-
-func (f *Filter) testHashed(h [][2]uint64, dst []bool) []bool {
-	for _, h := range h {
-		dst = append(dst, f.testAll(h[0], h[1]))
-	}
-	return dst
-}
-
-// A batchLayout is what the batch methods of Filter and Blocked need of it.
-type batchLayout interface {
-	seed() uint64
-	prefetch(h [][2]uint64)
-	addHashed(h [][2]uint64)
-	testHashed(h [][2]uint64, dst []bool) []bool
-}
-
-// addMany and testMany are the batch methods of every layout, over
-// batch.Each (one call of the layout a batch of 64 keys).
-func addMany[K batch.Key](f batchLayout, keys []K) {
-	batch.Each(keys, f.seed(), f.prefetch, f.addHashed)
-}
-
-func testMany[K batch.Key](f batchLayout, keys []K, dst []bool) []bool {
-	batch.Each(keys, f.seed(), f.prefetch, func(h [][2]uint64) { dst = f.testHashed(h, dst) })
-	return dst
-}
-
-// sink keeps the prefetching loads from being optimised away.
-var sink atomic.Uint64
 
 // ErrIncompatible is returned (wrapped, with what differs) when two filters
 // cannot be combined because their type, size, probe count or seed differ.
@@ -318,36 +229,8 @@ func (f *Filter) Equal(g *Filter) bool {
 	return compatible(f.params, g.params) == nil && equalWords(f.words, g.words)
 }
 
-// BitsSet returns the number of bits that are 1.
-func (f *Filter) BitsSet() uint64 { return popcount(f.words) }
-
-// FillRatio returns the fraction of bits that are 1.
-func (f *Filter) FillRatio() float64 {
-	return float64(f.BitsSet()) / float64(f.params.M)
-}
-
-// ApproxCount estimates how many distinct keys were added from the number of
-// bits set (Swamidass and Baldi): after n keys, X = m(1 - (1-1/m)^(kn)) bits
-// are expected to be set, solved here for n. For a filter at or below its
-// planned capacity the estimate is within about 1% of the truth. A filter
-// whose bits are all set returns math.MaxUint64.
-func (f *Filter) ApproxCount() uint64 {
-	return approxClassic(f.BitsSet(), f.params.M, f.params.K)
-}
-
-func approxClassic(x, m uint64, k uint32) uint64 {
-	if x >= m {
-		return math.MaxUint64
-	}
-	n := math.Log1p(-float64(x)/float64(m)) / (float64(k) * math.Log1p(-1/float64(m)))
-	return uint64(math.Round(n))
-}
-
-// EstimatedFPR returns the false-positive rate the filter has now: the
-// probability that k random positions all hit a set bit, FillRatio()^k.
-func (f *Filter) EstimatedFPR() float64 {
-	return math.Pow(f.FillRatio(), float64(f.params.K))
-}
+// Stats returns the filter's size and fill (see Stats).
+func (f *Filter) Stats() Stats { return classicStats(popcount(f.words), f.params) }
 
 func popcount(w []uint64) uint64 {
 	var n int

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -21,18 +22,33 @@ type filter interface {
 	TestString(string) bool
 	TestAndAdd([]byte) bool
 	TestAndAddString(string) bool
-	AddMany([][]byte)
-	AddManyStrings([]string)
-	TestMany([][]byte, []bool) []bool
-	TestManyStrings([]string, []bool) []bool
 	Reset()
-	BitsSet() uint64
-	FillRatio() float64
-	ApproxCount() uint64
-	EstimatedFPR() float64
+	Stats() Stats
 	Params() Params
-	MarshalBinary() ([]byte, error)
-	UnmarshalBinary([]byte) error
+	marshalBinary() ([]byte, error)
+	unmarshalBinary([]byte) error
+}
+
+// batchAdd and batchTest call AddMany and TestMany on f's layout.
+func batchAdd[K Key](f filter, keys []K) {
+	switch f := f.(type) {
+	case *Filter:
+		AddMany(f, keys)
+	case *Blocked:
+		AddMany(f, keys)
+	default:
+		panic(fmt.Sprintf("batchAdd of a %T", f))
+	}
+}
+
+func batchTest[K Key](f filter, keys []K, dst []bool) []bool {
+	switch f := f.(type) {
+	case *Filter:
+		return TestMany(f, keys, dst)
+	case *Blocked:
+		return TestMany(f, keys, dst)
+	}
+	panic(fmt.Sprintf("batchTest of a %T", f))
 }
 
 type layout struct {
@@ -55,7 +71,7 @@ var layouts = []layout{
 		rate: func(p Params, n uint64) float64 { return FalsePositiveRate(p.M, n, p.K) },
 		decode: func(b []byte) (filter, error) {
 			f := new(Filter)
-			return f, f.UnmarshalBinary(b)
+			return f, f.unmarshalBinary(b)
 		},
 		union: func(a, b filter) error { return a.(*Filter).Union(b.(*Filter)) },
 		clone: func(a filter) filter { return a.(*Filter).Clone() },
@@ -67,7 +83,7 @@ var layouts = []layout{
 		rate: func(p Params, n uint64) float64 { return BlockedFalsePositiveRate(p.M, n, p.K) },
 		decode: func(b []byte) (filter, error) {
 			f := new(Blocked)
-			return f, f.UnmarshalBinary(b)
+			return f, f.unmarshalBinary(b)
 		},
 		union: func(a, b filter) error { return a.(*Blocked).Union(b.(*Blocked)) },
 		clone: func(a filter) filter { return a.(*Blocked).Clone() },
@@ -125,7 +141,7 @@ func TestNoFalseNegatives(t *testing.T) {
 						t.Fatalf("%s: %q was added but tests absent", how, k)
 					}
 				}
-				res := f.TestManyStrings(present, nil)
+				res := batchTest(f, present, nil)
 				for i, ok := range res {
 					if !ok {
 						t.Fatalf("%s: TestManyStrings says %q is absent", how, present[i])
@@ -133,7 +149,7 @@ func TestNoFalseNegatives(t *testing.T) {
 				}
 			}
 			check(f, "in memory")
-			b, err := f.MarshalBinary()
+			b, err := f.marshalBinary()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -155,7 +171,7 @@ func TestFalsePositiveRate(t *testing.T) {
 		for _, p := range []float64{0.1, 0.01, 0.001, 0.0001} {
 			t.Run(fmt.Sprintf("%s/p=%g", l.name, p), func(t *testing.T) {
 				f := mustNew(t, l, n, p)
-				f.AddManyStrings(present)
+				batchAdd(f, present)
 				got := countFalse(f, absent)
 				model := l.rate(f.Params(), n)
 				// The model must be what was asked for: not above the target
@@ -172,8 +188,8 @@ func TestFalsePositiveRate(t *testing.T) {
 					t.Errorf("measured %d false positives in %d, model says %.0f ± %.0f", got, trials, want, sd)
 				}
 				t.Logf("m=%d k=%d bits/key=%.2f measured %.5f%% model %.5f%% estimated %.5f%%",
-					f.Params().M, f.Params().K, float64(f.Params().M)/n, 100*float64(got)/trials, 100*model, 100*f.EstimatedFPR())
-				if e := f.EstimatedFPR(); math.Abs(e-model) > 0.05*model {
+					f.Params().M, f.Params().K, float64(f.Params().M)/n, 100*float64(got)/trials, 100*model, 100*f.Stats().EstimatedFPR)
+				if e := f.Stats().EstimatedFPR; math.Abs(e-model) > 0.05*model {
 					t.Errorf("EstimatedFPR %g, model %g", e, model)
 				}
 			})
@@ -187,13 +203,13 @@ func TestApproxCount(t *testing.T) {
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
 			f := mustNew(t, l, n, 0.01)
-			if c := f.ApproxCount(); c != 0 {
+			if c := f.Stats().ApproxCount; c != 0 {
 				t.Errorf("empty filter counts %d", c)
 			}
 			for i := range n {
 				f.AddString(key("count", i))
 				if i+1 == n/2 || i+1 == n {
-					c := f.ApproxCount()
+					c := f.Stats().ApproxCount
 					if math.Abs(float64(c)-float64(i+1)) > 0.03*float64(i+1) {
 						t.Errorf("after %d keys ApproxCount = %d", i+1, c)
 					}
@@ -201,9 +217,9 @@ func TestApproxCount(t *testing.T) {
 				}
 			}
 			// Adding the same keys again changes nothing.
-			before := f.BitsSet()
-			f.AddManyStrings(keys("count", 0, 1000))
-			if f.BitsSet() != before {
+			before := f.Stats().BitsSet
+			batchAdd(f, keys("count", 0, 1000))
+			if f.Stats().BitsSet != before {
 				t.Error("re-adding keys set new bits")
 			}
 		})
@@ -216,8 +232,8 @@ func TestFullFilter(t *testing.T) {
 		for i := range 10_000 {
 			f.AddString(key("full", i))
 		}
-		if f.FillRatio() != 1 || f.ApproxCount() != math.MaxUint64 || f.EstimatedFPR() != 1 {
-			t.Errorf("%s: saturated filter: fill %g count %d rate %g", l.name, f.FillRatio(), f.ApproxCount(), f.EstimatedFPR())
+		if f.Stats().FillRatio != 1 || f.Stats().ApproxCount != math.MaxUint64 || f.Stats().EstimatedFPR != 1 {
+			t.Errorf("%s: saturated filter: fill %g count %d rate %g", l.name, f.Stats().FillRatio, f.Stats().ApproxCount, f.Stats().EstimatedFPR)
 		}
 		if !f.TestString("anything") {
 			t.Errorf("%s: saturated filter says absent", l.name)
@@ -230,10 +246,10 @@ func TestUnion(t *testing.T) {
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
 			fa, fb, both := mustNew(t, l, 100_000, 0.01), mustNew(t, l, 100_000, 0.01), mustNew(t, l, 100_000, 0.01)
-			fa.AddManyStrings(a)
-			fb.AddManyStrings(b)
-			both.AddManyStrings(a)
-			both.AddManyStrings(b)
+			batchAdd(fa, a)
+			batchAdd(fb, b)
+			batchAdd(both, a)
+			batchAdd(both, b)
 			u := l.clone(fa)
 			if err := l.union(u, fb); err != nil {
 				t.Fatal(err)
@@ -276,10 +292,10 @@ func TestIntersect(t *testing.T) {
 	common, onlyA, onlyB := keys("common", 0, 20_000), keys("a", 0, 20_000), keys("b", 0, 20_000)
 	fa, _ := New(100_000, 0.01)
 	fb, _ := New(100_000, 0.01)
-	fa.AddManyStrings(common)
-	fa.AddManyStrings(onlyA)
-	fb.AddManyStrings(common)
-	fb.AddManyStrings(onlyB)
+	batchAdd(fa, common)
+	batchAdd(fa, onlyA)
+	batchAdd(fb, common)
+	batchAdd(fb, onlyB)
 	if err := fa.Intersect(fb); err != nil {
 		t.Fatal(err)
 	}
@@ -330,44 +346,91 @@ func TestTestAndAdd(t *testing.T) {
 }
 
 func TestBatchMatchesSingle(t *testing.T) {
-	// Small filters take the plain batch path, large ones (above
-	// prefetchMinWords) the prefetching one.
+	// The batch methods are pipelines that probe a key filterAhead or
+	// blockedAhead keys after hashing it: batches shorter than, equal to
+	// and just above that distance, and much longer ones, must all set and
+	// test exactly the bits the single-key methods do. p = 1e-6 gives the
+	// classic layout k > filterRingK, whose ring keeps hashes, not positions.
+	lens := []int{0, 1, filterAhead - 1, filterAhead, filterAhead + 1, blockedAhead - 1, blockedAhead,
+		blockedAhead + 1, blockedRing + 1, 10_001}
 	for _, l := range layouts {
-		for _, n := range []uint64{10_000, 2_000_000} {
-			testBatchMatchesSingle(t, l, n)
+		for _, c := range []struct {
+			n uint64
+			p float64
+		}{{10_000, 0.001}, {2_000_000, 0.001}, {20_000, 1e-6}} {
+			for _, m := range lens {
+				testBatchMatchesSingle(t, l, c.n, c.p, m)
+			}
+		}
+	}
+	f, _ := New(20_000, 1e-6)
+	if f.Params().K <= filterRingK {
+		t.Fatalf("k = %d does not reach the hash-keeping path (k > %d)", f.Params().K, filterRingK)
+	}
+}
+
+func TestBatchNoAlloc(t *testing.T) {
+	// The pipelines keep their ring on the stack: no allocation per call,
+	// let alone per key, once dst has room.
+	ks := keys("alloc", 0, 1000)
+	bs := make([][]byte, len(ks))
+	for i, k := range ks {
+		bs[i] = []byte(k)
+	}
+	dst := make([]bool, 0, len(ks))
+	for _, l := range layouts {
+		for _, p := range []float64{0.01, 1e-6} {
+			f := mustNew(t, l, 100_000, p)
+			for name, fn := range map[string]func(){
+				"AddManyStrings":  func() { batchAdd(f, ks) },
+				"AddMany":         func() { batchAdd(f, bs) },
+				"TestManyStrings": func() { dst = batchTest(f, ks, dst[:0]) },
+				"TestMany":        func() { dst = batchTest(f, bs, dst[:0]) },
+			} {
+				if a := testing.AllocsPerRun(20, fn); a != 0 {
+					t.Errorf("%s p=%g: %s allocates %.1f times a call", l.name, p, name, a)
+				}
+			}
 		}
 	}
 }
 
-func testBatchMatchesSingle(t *testing.T, l layout, n uint64) {
-	{
-		a, b := mustNew(t, l, n, 0.001), mustNew(t, l, n, 0.001)
-		if n > 100_000 && a.Params().M/64 < prefetchMinWords {
-			t.Fatalf("%s: %d keys do not reach the prefetch size", l.name, n)
-		}
-		ks := keys("batch", 0, 10_001) // not a multiple of the batch size
-		bs := make([][]byte, len(ks))
-		for i, k := range ks {
-			a.Add([]byte(k))
-			bs[i] = []byte(k)
-		}
-		b.AddMany(bs)
-		if !l.equal(a, b) {
-			t.Errorf("%s: AddMany set other bits than Add", l.name)
-		}
-		probe := keys("probe", 0, 5000)
-		pb := make([][]byte, len(probe))
-		for i := range probe {
-			pb[i] = []byte(probe[i])
-		}
-		got, gotB := a.TestManyStrings(probe, nil), a.TestMany(pb, make([]bool, 0, 10))
-		for i, k := range probe {
-			if want := a.TestString(k); got[i] != want || gotB[i] != want {
-				t.Fatalf("%s: TestMany(%q) = %v/%v, Test = %v", l.name, k, got[i], gotB[i], want)
-			}
-		}
-		if len(got) != len(probe) || len(gotB) != len(probe) {
-			t.Errorf("%s: TestMany returned %d and %d results for %d keys", l.name, len(got), len(gotB), len(probe))
+func testBatchMatchesSingle(t *testing.T, l layout, n uint64, p float64, m int) {
+	a, b := mustNew(t, l, n, p), mustNew(t, l, n, p)
+	name := fmt.Sprintf("%s n=%d p=%g, %d keys", l.name, n, p, m)
+	ks := keys("batch", 0, m)
+	bs := make([][]byte, len(ks))
+	for i, k := range ks {
+		a.Add([]byte(k))
+		bs[i] = []byte(k)
+	}
+	batchAdd(b, bs)
+	if !l.equal(a, b) {
+		t.Errorf("%s: AddMany set other bits than Add", name)
+	}
+	c := mustNew(t, l, n, p)
+	batchAdd(c, ks)
+	if !l.equal(a, c) {
+		t.Errorf("%s: AddManyStrings set other bits than Add", name)
+	}
+	// Half the probes were added, half not (some of those false positives).
+	probe := append(keys("batch", m/2, m/2+m/2), keys("probe", 0, m-m/2)...)
+	pb := make([][]byte, len(probe))
+	for i := range probe {
+		pb[i] = []byte(probe[i])
+	}
+	prefix := []bool{true, false, true}
+	got := batchTest(a, probe, nil)
+	gotB := batchTest(a, pb, append(make([]bool, 0, 10), prefix...))
+	if len(got) != len(probe) || len(gotB) != len(prefix)+len(probe) {
+		t.Fatalf("%s: TestMany returned %d and %d results for %d keys", name, len(got), len(gotB), len(probe))
+	}
+	if !slices.Equal(gotB[:len(prefix)], prefix) {
+		t.Errorf("%s: TestMany changed dst's elements before its length: %v", name, gotB[:len(prefix)])
+	}
+	for i, k := range probe {
+		if want := a.TestString(k); got[i] != want || gotB[len(prefix)+i] != want {
+			t.Fatalf("%s: TestMany(%q) = %v/%v, Test = %v", name, k, got[i], gotB[len(prefix)+i], want)
 		}
 	}
 }
@@ -412,7 +475,7 @@ func TestConcurrentAddSync(t *testing.T) {
 		// The same keys added by one goroutine give the same bits.
 		g := mustNew(t, l, goroutines*per, 0.01)
 		for gi := range goroutines {
-			g.AddManyStrings(keys("g"+strconv.Itoa(gi), 0, per))
+			batchAdd(g, keys("g"+strconv.Itoa(gi), 0, per))
 		}
 		if !l.equal(f, g) {
 			t.Errorf("%s: concurrent adds set other bits than sequential ones", l.name)
@@ -423,15 +486,15 @@ func TestConcurrentAddSync(t *testing.T) {
 func TestClearAndEmpty(t *testing.T) {
 	for _, l := range layouts {
 		f := mustNew(t, l, 1000, 0.01)
-		if f.TestString("x") || f.FillRatio() != 0 || f.EstimatedFPR() != 0 {
+		if f.TestString("x") || f.Stats().FillRatio != 0 || f.Stats().EstimatedFPR != 0 {
 			t.Errorf("%s: new filter is not empty", l.name)
 		}
 		f.AddString("x")
-		if !f.TestString("x") || f.BitsSet() == 0 {
+		if !f.TestString("x") || f.Stats().BitsSet == 0 {
 			t.Errorf("%s: key not added", l.name)
 		}
 		f.Reset()
-		if f.TestString("x") || f.BitsSet() != 0 {
+		if f.TestString("x") || f.Stats().BitsSet != 0 {
 			t.Errorf("%s: Clear left bits", l.name)
 		}
 	}
@@ -473,8 +536,8 @@ func TestBlockedAlignment(t *testing.T) {
 		f, _ := NewBlocked(n, 0.01)
 		g := f.Clone()
 		var h Blocked
-		b, _ := f.MarshalBinary()
-		if err := h.UnmarshalBinary(b); err != nil {
+		b, _ := f.marshalBinary()
+		if err := h.unmarshalBinary(b); err != nil {
 			t.Fatal(err)
 		}
 		for _, x := range []*Blocked{f, g, &h} {
@@ -508,7 +571,7 @@ func TestLocateMatchesBlocked(t *testing.T) {
 	for _, o := range offs {
 		g.words[8*b+uint64(o/64)] |= 1 << (o % 64)
 	}
-	if !g.TestString("x") || g.BitsSet() == 0 {
+	if !g.TestString("x") || g.Stats().BitsSet == 0 {
 		t.Error("bits set from LocateBlock do not make the key present")
 	}
 }

@@ -26,7 +26,7 @@ func addSeeds(f *testing.F) {
 	small.AddString("seed")
 	blk, _ := NewBlocked(50, 0.1)
 	blk.AddString("seed")
-	for _, enc := range []func() ([]byte, error){small.MarshalBinary, blk.MarshalBinary} {
+	for _, enc := range []func() ([]byte, error){small.marshalBinary, blk.marshalBinary} {
 		b, err := enc()
 		if err != nil {
 			f.Fatal(err)
@@ -45,14 +45,13 @@ func FuzzFilterDecode(f *testing.F) {
 	addSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var g Filter
-		if err := g.UnmarshalBinary(data); err != nil {
+		if err := g.unmarshalBinary(data); err != nil {
 			checkDecodeError(t, err)
 			return
 		}
 		g.TestString("probe")
-		g.ApproxCount()
-		g.EstimatedFPR()
-		again, err := g.MarshalBinary()
+		_ = g.Stats()
+		again, err := g.marshalBinary()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,14 +66,13 @@ func FuzzBlockedDecode(f *testing.F) {
 	addSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var g Blocked
-		if err := g.UnmarshalBinary(data); err != nil {
+		if err := g.unmarshalBinary(data); err != nil {
 			checkDecodeError(t, err)
 			return
 		}
 		g.TestString("probe")
-		g.ApproxCount()
-		g.EstimatedFPR()
-		again, err := g.MarshalBinary()
+		_ = g.Stats()
+		again, err := g.marshalBinary()
 		if err != nil {
 			t.Fatal(err)
 		}

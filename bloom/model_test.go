@@ -173,7 +173,7 @@ func TestModelMatchesBits(t *testing.T) {
 					f.AddString(key("model", int(i)))
 				}
 				model := FalsePositiveRate(e.M, n, e.K)
-				diffs = append(diffs, (f.EstimatedFPR()-model)/model)
+				diffs = append(diffs, (f.Stats().EstimatedFPR-model)/model)
 			}
 			// fill^k varies from filter to filter by about k·sd(fill)/fill;
 			// sd(fill) is below 0.5/sqrt(m).
@@ -218,10 +218,10 @@ func TestProbesAreUniform(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				f.AddManyStrings(keys("uniform", 0, n))
-				exact := f.EstimatedFPR()
+				batchAdd(f, keys("uniform", 0, n))
+				exact := f.Stats().EstimatedFPR
 				got := 0
-				for _, ok := range f.TestManyStrings(absent, nil) {
+				for _, ok := range batchTest(f, absent, nil) {
 					if ok {
 						got++
 					}

@@ -8,26 +8,26 @@ import (
 	"github.com/bloomkit/bloomkit/internal/format"
 )
 
-// Tester is what every filter Read returns can do: answer, describe its
-// fill and save itself. Frozen sets (package frozen) are Testers only:
-// every key they hold is given when they are built.
+// Tester is what every filter Read returns can do: answer and save
+// itself. Frozen sets (package frozen) are Testers only: every key they
+// hold is given when they are built.
 type Tester interface {
 	Test(key []byte) bool
 	TestString(key string) bool
-	// ApproxCount estimates the number of distinct keys added.
-	ApproxCount() uint64
-	// EstimatedFPR is the false-positive rate the filter has now.
-	EstimatedFPR() float64
 	WriteTo(w io.Writer) (int64, error)
 }
 
 // Interface is the method set every filter type of this package has, for
 // code that handles filters of any type, such as a command that loads
-// whatever filter file it is given: a Tester that keys can be added to.
+// whatever filter file it is given: a Tester that keys can be added to and
+// that reports its Stats.
 type Interface interface {
 	Tester
 	Add(key []byte)
 	AddString(key string)
+	TestAndAdd(key []byte) bool
+	TestAndAddString(key string) bool
+	Stats() Stats
 }
 
 var (

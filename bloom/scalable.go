@@ -246,25 +246,13 @@ func NewScalableWith(c ScalableConfig) (*Scalable, error) {
 // Config returns the filter's configuration.
 func (s *Scalable) Config() ScalableConfig { return s.cfg }
 
-// Params summarises the chain as one set of parameters: M is the total of
-// the links' bits, K the newest link's probe count, N the first link's
-// capacity and P the bound on the compound rate. LinkParams has each
-// link's own.
-func (s *Scalable) Params() Params {
-	p := Params{M: s.Bits(), Seed: s.cfg.Seed, N: s.cfg.Capacity, P: s.cfg.Rate}
-	if len(s.links) > 0 {
-		p.K = s.links[len(s.links)-1].k
-	}
-	return p
-}
-
 // Len returns the number of keys added that were new: that tested absent
 // when they were added.
 func (s *Scalable) Len() uint64 { return s.count }
 
-// Capacity returns the number of items the links hold together before the
+// capacity returns the number of items the links hold together before the
 // next one is added.
-func (s *Scalable) Capacity() uint64 {
+func (s *Scalable) capacity() uint64 {
 	var n uint64
 	for _, l := range s.links {
 		n = satAdd(n, l.capacity)
@@ -272,16 +260,8 @@ func (s *Scalable) Capacity() uint64 {
 	return n
 }
 
-// Links returns the number of links in the chain.
-func (s *Scalable) Links() int { return len(s.links) }
-
-// LinkParams returns the parameters of link i (0 is the oldest and
-// smallest); N is its capacity and P the rate it was sized for (90% of its
-// share of the rate, see Scalable).
-func (s *Scalable) LinkParams(i int) Params { return s.links[i].f.params }
-
-// Bits returns the total size of the links in bits.
-func (s *Scalable) Bits() uint64 {
+// bits returns the total size of the links in bits.
+func (s *Scalable) bits() uint64 {
 	var m uint64
 	for _, l := range s.links {
 		m += l.f.params.M
@@ -313,7 +293,7 @@ func (s *Scalable) grow() error {
 	}
 	p := EstimateBlocked(capacity, s.cfg.linkPlan(i))
 	p.Seed = s.cfg.Seed
-	if p.M == 0 || p.M > MaxBits || s.Bits()+p.M > MaxBits {
+	if p.M == 0 || p.M > MaxBits || s.bits()+p.M > MaxBits {
 		return fmt.Errorf("%w: the next link (%d items at rate %g) would take the chain above %d bits", ErrFull, capacity, p.P, uint64(MaxBits))
 	}
 	f, err := NewBlockedFromParams(p)
@@ -348,7 +328,7 @@ func (s *Scalable) tryAdd(lo, hi uint64) (bool, error) {
 	last := &s.links[len(s.links)-1]
 	if last.full(!s.cfg.NonScaling) {
 		if s.cfg.NonScaling {
-			return false, fmt.Errorf("%w: non-scaling filter holds its capacity of %d items", ErrFull, s.Capacity())
+			return false, fmt.Errorf("%w: non-scaling filter holds its capacity of %d items", ErrFull, s.capacity())
 		}
 		if err := s.grow(); err != nil {
 			return false, err
@@ -521,27 +501,22 @@ func (s *Scalable) Equal(t *Scalable) bool {
 	return true
 }
 
-// FillRatio returns the fraction of the links' bits that are 1.
-func (s *Scalable) FillRatio() float64 {
-	var set uint64
-	for _, l := range s.links {
-		set += l.f.BitsSet()
-	}
-	return float64(set) / float64(s.Bits())
-}
-
-// ApproxCount returns Count: the filter counts its new keys exactly.
-func (s *Scalable) ApproxCount() uint64 { return s.count }
-
-// EstimatedFPR returns the false-positive rate the filter has now: the
-// chance that an absent key tests present in at least one link,
-// 1 − Π(1 − rate of link i), each link's rate estimated from its bits.
-func (s *Scalable) EstimatedFPR() float64 {
+// Stats returns the chain's size and fill (see Stats): its links' bits
+// together, its exact count of new keys as ApproxCount, and the chance that
+// an absent key tests present in at least one link, 1 − Π(1 − rate of link
+// i), each link's rate estimated from its bits.
+func (s *Scalable) Stats() Stats {
+	st := Stats{Bits: s.bits(), ApproxCount: s.count, Capacity: s.capacity()}
 	miss := 1.0
 	for _, l := range s.links {
-		miss *= 1 - l.f.EstimatedFPR()
+		set, fpr := l.f.fill()
+		st.BitsSet += set
+		miss *= 1 - fpr
+		st.Parts = append(st.Parts, l.f.params)
 	}
-	return 1 - miss
+	st.FillRatio = float64(st.BitsSet) / float64(st.Bits)
+	st.EstimatedFPR = 1 - miss
+	return st
 }
 
 // The payload of a scalable filter (docs/filters.md): a 16-byte
@@ -556,7 +531,7 @@ func (s *Scalable) header() format.Header {
 	h := format.Header{
 		Type:  TypeScalable,
 		Seed:  s.cfg.Seed,
-		M:     s.Bits(),
+		M:     s.bits(),
 		K:     uint32(len(s.links)),
 		N:     s.cfg.Capacity,
 		P:     s.cfg.Rate,
@@ -688,20 +663,4 @@ func (s *Scalable) ReadFrom(r io.Reader) (int64, error) {
 	}
 	*s = t
 	return cr.N, nil
-}
-
-// MarshalBinary returns the filter in the bloomkit file format.
-func (s *Scalable) MarshalBinary() ([]byte, error) {
-	return marshal(s.header().PayloadLen, s.WriteTo)
-}
-
-// UnmarshalBinary replaces s with the scalable filter encoded in data,
-// which must hold exactly one filter. Errors are as for ReadFrom.
-func (s *Scalable) UnmarshalBinary(data []byte) error {
-	var t Scalable
-	if err := unmarshalAll(data, t.ReadFrom); err != nil {
-		return err
-	}
-	*s = t
-	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -61,18 +62,18 @@ func TestScalableGrowth(t *testing.T) {
 			// (rarely, and then nearly) its rate reached the planned one. The
 			// chain is as short as the growth factor allows.
 			var capSum uint64
-			for i := range s.Links() {
+			for i := range len(s.Stats().Parts) {
 				l := s.links[i]
-				if i < s.Links()-1 && (l.items > l.capacity || l.items < l.capacity*9/10) {
+				if i < len(s.Stats().Parts)-1 && (l.items > l.capacity || l.items < l.capacity*9/10) {
 					t.Errorf("link %d holds %d items, capacity %d", i, l.items, l.capacity)
 				}
-				if i < s.Links()-1 && l.items < l.capacity && l.f.EstimatedFPR() < 0.999*l.share {
-					t.Errorf("link %d closed at %d of %d items with rate %g below its share %g", i, l.items, l.capacity, l.f.EstimatedFPR(), l.share)
+				if i < len(s.Stats().Parts)-1 && l.items < l.capacity && l.f.Stats().EstimatedFPR < 0.999*l.share {
+					t.Errorf("link %d closed at %d of %d items with rate %g below its share %g", i, l.items, l.capacity, l.f.Stats().EstimatedFPR, l.share)
 				}
 				if want := c.linkRate(i); l.share != want || l.f.params.P != planMargin*want {
 					t.Errorf("link %d: share %g, planned %g; want %g and %g", i, l.share, l.f.params.P, want, planMargin*want)
 				}
-				if e := l.f.EstimatedFPR(); math.Abs(l.load-e*float64(l.blocks)) > 1e-9*float64(l.blocks) {
+				if e := l.f.Stats().EstimatedFPR; math.Abs(l.load-e*float64(l.blocks)) > 1e-9*float64(l.blocks) {
 					t.Errorf("link %d: load %g, its bits say %g", i, l.load, e*float64(l.blocks))
 				}
 				want := c.Capacity * uint64(math.Pow(float64(c.Growth), float64(i)))
@@ -81,19 +82,19 @@ func TestScalableGrowth(t *testing.T) {
 				}
 				capSum += l.capacity
 			}
-			if last := s.links[s.Links()-1]; capSum-last.capacity >= uint64(fresh) || last.items > last.capacity {
-				t.Errorf("%d links of total capacity %d for %d items: chain too long or too short", s.Links(), capSum, fresh)
+			if last := s.links[len(s.Stats().Parts)-1]; capSum-last.capacity >= uint64(fresh) || last.items > last.capacity {
+				t.Errorf("%d links of total capacity %d for %d items: chain too long or too short", len(s.Stats().Parts), capSum, fresh)
 			}
-			if s.Capacity() != capSum {
-				t.Errorf("Capacity() = %d, links sum to %d", s.Capacity(), capSum)
+			if s.Stats().Capacity != capSum {
+				t.Errorf("Capacity() = %d, links sum to %d", s.Stats().Capacity, capSum)
 			}
 			got := countFalseScalable(s, keys("absent", 0, trials))
 			rate := float64(got) / trials
 			// The bound on the compound rate: the sum of the links' planned
 			// rates, at most p.
 			bound := 0.0
-			for i := range s.Links() {
-				bound += BlockedFalsePositiveRate(s.LinkParams(i).M, s.links[i].items, s.LinkParams(i).K)
+			for i := range len(s.Stats().Parts) {
+				bound += BlockedFalsePositiveRate(s.Stats().Parts[i].M, s.links[i].items, s.Stats().Parts[i].K)
 			}
 			if bound > p {
 				t.Errorf("sum of the links' model rates %g is above p = %g", bound, p)
@@ -104,11 +105,11 @@ func TestScalableGrowth(t *testing.T) {
 			if rate > p || float64(got) > bound*trials+6*sd+1 {
 				t.Errorf("measured rate %g (%d of %d); model sum %g, target %g", rate, got, trials, bound, p)
 			}
-			if e := s.EstimatedFPR(); e > p || math.Abs(e-bound) > 0.1*bound {
+			if e := s.Stats().EstimatedFPR; e > p || math.Abs(e-bound) > 0.1*bound {
 				t.Errorf("EstimatedFPR %g, model sum %g", e, bound)
 			}
 			t.Logf("%d keys: %d links, %d bits (%.2f bits/key), measured rate %.5f%%, model %.5f%%, estimated %.5f%%",
-				n, s.Links(), s.Bits(), float64(s.Bits())/float64(n), 100*rate, 100*bound, 100*s.EstimatedFPR())
+				n, len(s.Stats().Parts), s.Stats().Bits, float64(s.Stats().Bits)/float64(n), 100*rate, 100*bound, 100*s.Stats().EstimatedFPR)
 		})
 	}
 }
@@ -147,8 +148,8 @@ func TestScalableDuplicatesAndCount(t *testing.T) {
 			s.AddString(key("dup", i))
 		}
 	}
-	if s.Len() != 50 || s.Links() != 1 {
-		t.Errorf("50 keys added three times: Count %d, %d links", s.Len(), s.Links())
+	if s.Len() != 50 || len(s.Stats().Parts) != 1 {
+		t.Errorf("50 keys added three times: Count %d, %d links", s.Len(), len(s.Stats().Parts))
 	}
 	if !s.TestAndAdd([]byte(key("dup", 7))) || s.Len() != 50 {
 		t.Error("TestAndAdd of a present key says new or counts it")
@@ -159,7 +160,7 @@ func TestScalableDuplicatesAndCount(t *testing.T) {
 	if added, err := s.TryAdd([]byte(key("dup", 3))); added || err != nil {
 		t.Errorf("TryAdd of a present key: %v %v", added, err)
 	}
-	if s.ApproxCount() != s.Len() {
+	if s.Stats().ApproxCount != s.Len() {
 		t.Error("ApproxCount differs from Count")
 	}
 }
@@ -178,8 +179,8 @@ func TestScalableNonScaling(t *testing.T) {
 			t.Fatal("a non-scaling filter never filled up")
 		}
 	}
-	if !errors.Is(full, ErrFull) || added != 1000 || s.Links() != 1 || s.Len() != 1000 {
-		t.Fatalf("after %d adds: err %v, %d links, Count %d", added, full, s.Links(), s.Len())
+	if !errors.Is(full, ErrFull) || added != 1000 || len(s.Stats().Parts) != 1 || s.Len() != 1000 {
+		t.Fatalf("after %d adds: err %v, %d links, Count %d", added, full, len(s.Stats().Parts), s.Len())
 	}
 	before := s.Clone()
 	// Refused: nothing changes. A present key is still just present.
@@ -191,7 +192,7 @@ func TestScalableNonScaling(t *testing.T) {
 	}
 	// Add never loses a key, full or not.
 	s.AddString("one more")
-	if !s.TestString("one more") || s.Len() != 1001 || s.Links() != 1 {
+	if !s.TestString("one more") || s.Len() != 1001 || len(s.Stats().Parts) != 1 {
 		t.Error("Add on a full non-scaling filter lost the key or grew")
 	}
 }
@@ -205,7 +206,7 @@ func TestScalableGrowthLimit(t *testing.T) {
 		t.Fatalf("growth beyond MaxBits: %v", err)
 	}
 	s.AddString("x")
-	if !s.TestString("x") || s.Links() != 1 {
+	if !s.TestString("x") || len(s.Stats().Parts) != 1 {
 		t.Error("Add on a filter that cannot grow lost the key")
 	}
 	if _, err := NewScalableWith(ScalableConfig{Capacity: math.MaxUint64, Rate: 0.01}); !errors.Is(err, ErrInvalidParams) {
@@ -228,10 +229,10 @@ func TestScalableGrowthLimit(t *testing.T) {
 	for i := 0; err == nil; i++ {
 		_, err = g.TryAddString(key("g1", i))
 	}
-	if !errors.Is(err, ErrFull) || g.Links() > MaxLinks {
-		t.Errorf("growth 1: %v after %d links", err, g.Links())
+	if !errors.Is(err, ErrFull) || len(g.Stats().Parts) > MaxLinks {
+		t.Errorf("growth 1: %v after %d links", err, len(g.Stats().Parts))
 	}
-	for i := range g.Links() {
+	for i := range len(g.Stats().Parts) {
 		if g.links[i].capacity != 10 {
 			t.Fatalf("growth 1: link %d has capacity %d", i, g.links[i].capacity)
 		}
@@ -244,15 +245,15 @@ func TestScalableRoundTrip(t *testing.T) {
 	for _, k := range ks {
 		s.AddString(k)
 	}
-	b, err := s.MarshalBinary()
+	b, err := s.marshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var u Scalable
-	if err := u.UnmarshalBinary(b); err != nil {
+	if err := u.unmarshalBinary(b); err != nil {
 		t.Fatal(err)
 	}
-	if !u.Equal(s) || u.Config() != s.Config() || u.Links() != s.Links() || u.Params() != s.Params() || s.Params().M != s.Bits() {
+	if !u.Equal(s) || u.Config() != s.Config() || !slices.Equal(u.Stats().Parts, s.Stats().Parts) {
 		t.Fatal("round trip changed the filter")
 	}
 	for _, k := range ks {
@@ -282,7 +283,7 @@ func TestScalableRoundTrip(t *testing.T) {
 	}
 	// Clear keeps one empty link.
 	s.Reset()
-	if s.Links() != 1 || s.Len() != 0 || s.TestString(ks[0]) || s.FillRatio() != 0 {
+	if len(s.Stats().Parts) != 1 || s.Len() != 0 || s.TestString(ks[0]) || s.Stats().FillRatio != 0 {
 		t.Error("Clear left keys or links")
 	}
 }
@@ -304,7 +305,7 @@ func TestScalableChainTest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.AddManyStrings(keys("hand", int(k)*100, int(k)*100+100))
+		batchAdd(f, keys("hand", int(k)*100, int(k)*100+100))
 		hand.links = append(hand.links, newLink(f, 100, 100))
 	}
 	hand.index()
@@ -352,7 +353,7 @@ func BenchmarkScalableAfterGrowth(b *testing.B) {
 			for _, k := range present {
 				s.AddString(k)
 			}
-			name := fmt.Sprintf("n=%d/%s/links=%d", n, c.name, s.Links())
+			name := fmt.Sprintf("n=%d/%s/links=%d", n, c.name, len(s.Stats().Parts))
 			b.Run(name+"/hit", func(b *testing.B) {
 				for i := 0; b.Loop(); i++ {
 					if !s.TestString(present[i%n]) {

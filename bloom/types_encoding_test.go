@@ -25,8 +25,8 @@ import (
 // codec is what the tests need of any filter type.
 type codec interface {
 	Interface
-	MarshalBinary() ([]byte, error)
-	UnmarshalBinary([]byte) error
+	marshalBinary() ([]byte, error)
+	unmarshalBinary([]byte) error
 	ReadFrom(io.Reader) (int64, error)
 }
 
@@ -158,7 +158,7 @@ func TestTypeGoldenFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := f.MarshalBinary()
+			got, err := f.marshalBinary()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,7 +176,7 @@ func TestTypeGoldenFiles(t *testing.T) {
 				t.Errorf("encoding changed: %s no longer matches what this version writes (%d vs %d bytes)", path, len(got), len(want))
 			}
 			g := c.fresh()
-			if err := g.UnmarshalBinary(want); err != nil {
+			if err := g.unmarshalBinary(want); err != nil {
 				t.Fatalf("reading %s: %v", path, err)
 			}
 			wantAns, err := os.ReadFile(ansPath)
@@ -210,17 +210,17 @@ func TestTypeGoldenFiles(t *testing.T) {
 }
 
 // TestTypeRoundTrip: decode then encode gives the same bytes, through
-// UnmarshalBinary, ReadFrom on a length-hiding reader and Read.
+// unmarshalBinary, ReadFrom on a length-hiding reader and Read.
 func TestTypeRoundTrip(t *testing.T) {
 	for _, c := range typeCases {
 		f := c.sample(t)
-		b, err := f.MarshalBinary()
+		b, err := f.marshalBinary()
 		if err != nil {
 			t.Fatal(err)
 		}
 		var buf bytes.Buffer
 		if n, err := f.WriteTo(&buf); err != nil || n != int64(len(b)) || !bytes.Equal(buf.Bytes(), b) {
-			t.Fatalf("%s: WriteTo wrote %d bytes (%v), MarshalBinary %d", c.name, n, err, len(b))
+			t.Fatalf("%s: WriteTo wrote %d bytes (%v), marshalBinary %d", c.name, n, err, len(b))
 		}
 		g := c.fresh()
 		// Two filters back to back: ReadFrom stops at the trailer.
@@ -228,7 +228,7 @@ func TestTypeRoundTrip(t *testing.T) {
 		if n, err := g.ReadFrom(r); err != nil || n != int64(len(b)) {
 			t.Fatalf("%s: ReadFrom: %d, %v", c.name, n, err)
 		}
-		again, _ := g.MarshalBinary()
+		again, _ := g.marshalBinary()
 		if !bytes.Equal(again, b) {
 			t.Errorf("%s: decoded filter re-encodes differently", c.name)
 		}
@@ -245,9 +245,9 @@ func TestTypeRoundTrip(t *testing.T) {
 
 func TestTypeEveryTruncation(t *testing.T) {
 	for _, c := range typeCases {
-		b, _ := c.sample(t).MarshalBinary()
+		b, _ := c.sample(t).marshalBinary()
 		for n := range len(b) {
-			if err := c.fresh().UnmarshalBinary(b[:n]); !errors.Is(err, ErrTruncated) {
+			if err := c.fresh().unmarshalBinary(b[:n]); !errors.Is(err, ErrTruncated) {
 				t.Fatalf("%s: %d of %d bytes: err = %v", c.name, n, len(b), err)
 			}
 			if _, err := c.fresh().ReadFrom(iotest.OneByteReader(bytes.NewReader(b[:n]))); !errors.Is(err, ErrTruncated) {
@@ -327,15 +327,15 @@ func TestTypeDecodeErrors(t *testing.T) {
 		},
 	}
 	for _, c := range typeCases {
-		orig, _ := c.sample(t).MarshalBinary()
+		orig, _ := c.sample(t).marshalBinary()
 		for _, bc := range append(common, specific[c.name]...) {
 			data := bc.mod(append([]byte(nil), orig...))
 			g := c.fresh()
-			err := g.UnmarshalBinary(data)
+			err := g.unmarshalBinary(data)
 			if bc.want == nil {
 				if err != nil {
 					t.Errorf("%s: %s: %v", c.name, bc.name, err)
-				} else if again, _ := g.MarshalBinary(); !bytes.Equal(again, data) {
+				} else if again, _ := g.marshalBinary(); !bytes.Equal(again, data) {
 					t.Errorf("%s: %s: re-encodes differently", c.name, bc.name)
 				}
 				continue
@@ -344,8 +344,8 @@ func TestTypeDecodeErrors(t *testing.T) {
 				t.Errorf("%s: %s: err = %v, want %v", c.name, bc.name, err, bc.want)
 			}
 			// A failed decode leaves the value as it was.
-			if again, _ := c.fresh().MarshalBinary(); err != nil {
-				if now, _ := g.MarshalBinary(); !bytes.Equal(now, again) {
+			if again, _ := c.fresh().marshalBinary(); err != nil {
+				if now, _ := g.marshalBinary(); !bytes.Equal(now, again) {
 					t.Errorf("%s: %s: a failed decode changed the filter", c.name, bc.name)
 				}
 			}
@@ -357,7 +357,7 @@ func TestTypeDecodeErrors(t *testing.T) {
 // short stream fails without allocating its size.
 func TestTypeForgedSizeDoesNotAllocate(t *testing.T) {
 	for _, c := range typeCases {
-		b, _ := c.sample(t).MarshalBinary()
+		b, _ := c.sample(t).marshalBinary()
 		switch c.name {
 		case "counting":
 			put64(b, 24, MaxCounters)
@@ -392,7 +392,7 @@ func TestTypeForgedSizeDoesNotAllocate(t *testing.T) {
 		if grew := after.TotalAlloc - before.TotalAlloc; grew > format.EagerBytes+(4<<20) {
 			t.Errorf("%s: reading a forged header allocated %d MiB", c.name, grew>>20)
 		}
-		if err := c.fresh().UnmarshalBinary(b); !errors.Is(err, ErrTruncated) {
+		if err := c.fresh().unmarshalBinary(b); !errors.Is(err, ErrTruncated) {
 			t.Errorf("%s: forged size, sized reader: err = %v", c.name, err)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 // testdata/fuzz/<target>/.
 func addTypeSeeds(f *testing.F) {
 	for _, c := range typeCases {
-		b, err := c.sample(f).MarshalBinary()
+		b, err := c.sample(f).marshalBinary()
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -39,15 +39,14 @@ func fuzzDecode(t *testing.T, g codec, data []byte) bool {
 }
 
 func decodeOnce(t *testing.T, g codec, data []byte) bool {
-	if err := g.UnmarshalBinary(data); err != nil {
+	if err := g.unmarshalBinary(data); err != nil {
 		checkDecodeError(t, err)
 		return false
 	}
 	g.TestString("probe")
 	g.Test([]byte("probe"))
-	g.ApproxCount()
-	g.EstimatedFPR()
-	again, err := g.MarshalBinary()
+	_ = g.Stats()
+	again, err := g.marshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}

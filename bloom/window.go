@@ -179,15 +179,8 @@ func (w *Window) Config() WindowConfig {
 	}
 }
 
-// Params returns the parameters of each generation's blocked filter; N and
-// P are the window's Items and Rate.
-func (w *Window) Params() Params { return w.params }
-
-// GenerationLength returns d, the time each generation covers: ⌈T/G⌉.
-func (w *Window) GenerationLength() time.Duration { return time.Duration(w.d) }
-
-// Bits returns the total size of the generations in bits.
-func (w *Window) Bits() uint64 { return w.params.M * uint64(len(w.gens)) }
+// bits returns the total size of the generations in bits.
+func (w *Window) bits() uint64 { return w.params.M * uint64(len(w.gens)) }
 
 // slotAt returns the generation that time t falls in: ⌊t/d⌋, t in Unix
 // nanoseconds.
@@ -325,24 +318,24 @@ func (w *Window) Equal(v *Window) bool {
 	return true
 }
 
-// FillRatio returns the fraction of bits set in the generations that have
-// not expired.
-func (w *Window) FillRatio() float64 {
-	var set, n uint64
-	w.live(func(b *Blocked) { set += b.BitsSet(); n += b.params.M })
-	if n == 0 {
-		return 0
+// Stats returns the window's size and fill (see Stats). Bits counts every
+// generation; the rest, only those that have not expired (up to T+d back):
+// ApproxCount is the count of the OR of their bits, which is the blocked
+// filter of all their keys, and EstimatedFPR the chance that an absent key
+// tests present in at least one of them, 1 − Π(1 − rate of generation i).
+func (w *Window) Stats() Stats {
+	st := Stats{Bits: w.bits(), Capacity: w.params.N}
+	for range w.gens {
+		st.Parts = append(st.Parts, w.params)
 	}
-	return float64(set) / float64(n)
-}
-
-// ApproxCount estimates how many distinct keys were added within the
-// generations that have not expired (up to T+d back): it ORs their bits
-// together, which is the blocked filter of all their keys, and estimates
-// that filter's count. A key added in several generations counts once.
-func (w *Window) ApproxCount() uint64 {
 	var union *Blocked
+	var live uint64
+	miss := 1.0
 	w.live(func(b *Blocked) {
+		set, fpr := b.fill()
+		st.BitsSet += set
+		live += b.params.M
+		miss *= 1 - fpr
 		if union == nil {
 			union = b.Clone()
 			return
@@ -351,19 +344,13 @@ func (w *Window) ApproxCount() uint64 {
 			union.words[i] |= x
 		}
 	})
-	if union == nil {
-		return 0
+	if union != nil {
+		set, _ := union.fill()
+		st.ApproxCount = union.approxCount(set)
+		st.FillRatio = float64(st.BitsSet) / float64(live)
 	}
-	return union.ApproxCount()
-}
-
-// EstimatedFPR returns the false-positive rate the filter has now: the
-// chance that an absent key tests present in at least one live generation,
-// 1 − Π(1 − rate of generation i).
-func (w *Window) EstimatedFPR() float64 {
-	miss := 1.0
-	w.live(func(b *Blocked) { miss *= 1 - b.EstimatedFPR() })
-	return 1 - miss
+	st.EstimatedFPR = 1 - miss
+	return st
 }
 
 // The payload of a window (docs/filters.md): 16 bytes of configuration, the
@@ -372,7 +359,7 @@ func (w *Window) EstimatedFPR() float64 {
 const windowConfigSize = 16
 
 func (w *Window) payloadLen() uint64 {
-	return windowConfigSize + 8*uint64(len(w.gens)) + w.Bits()/8
+	return windowConfigSize + 8*uint64(len(w.gens)) + w.bits()/8
 }
 
 // WriteTo writes the window to w in the bloomkit file format (type 5,
@@ -482,22 +469,4 @@ func (w *Window) ReadFrom(r io.Reader) (int64, error) {
 	}
 	*w = *t
 	return cr.N, nil
-}
-
-// MarshalBinary returns the window in the bloomkit file format.
-func (w *Window) MarshalBinary() ([]byte, error) {
-	return marshal(w.payloadLen(), w.WriteTo)
-}
-
-// UnmarshalBinary replaces w with the window encoded in data, which must
-// hold exactly one filter. The window keeps its clock. Errors are as for
-// ReadFrom.
-func (w *Window) UnmarshalBinary(data []byte) error {
-	var t Window
-	t.clock = w.clock
-	if err := unmarshalAll(data, t.ReadFrom); err != nil {
-		return err
-	}
-	*w = t
-	return nil
 }

@@ -56,7 +56,7 @@ func TestWindowBoundaries(t *testing.T) {
 			// Forgotten by t+(G+1)d (t+T+T/G when G divides T), whether or
 			// not an Add rotated since.
 			clock.set(add.Add(time.Duration(g+1) * d))
-			if w.TestString("k") || w.FillRatio() != 0 || w.ApproxCount() != 0 || w.EstimatedFPR() != 0 {
+			if w.TestString("k") || w.Stats().FillRatio != 0 || w.Stats().ApproxCount != 0 || w.Stats().EstimatedFPR != 0 {
 				t.Fatalf("G=%d off=%v: still present at t+T+T/G", g, off)
 			}
 			w.AddString("other")
@@ -112,7 +112,7 @@ func TestWindowNoFalseNegatives(t *testing.T) {
 			if age <= T && !present {
 				t.Fatalf("step %d: %q added %v ago tests absent", step, key("win", i), age)
 			}
-			if age >= T+w.GenerationLength() {
+			if age >= T+time.Duration(w.d) {
 				stale++
 				if present {
 					stalePresent++
@@ -154,7 +154,7 @@ func TestWindowRate(t *testing.T) {
 	if rate > p {
 		t.Errorf("measured rate %.4f%% above %.4f%%", 100*rate, 100*p)
 	}
-	if e := w.EstimatedFPR(); math.Abs(e-rate) > 0.15*rate+0.0005 {
+	if e := w.Stats().EstimatedFPR; math.Abs(e-rate) > 0.15*rate+0.0005 {
 		t.Errorf("EstimatedFPR %g, measured %g", e, rate)
 	}
 	// The live generations hold the keys added since the oldest one began.
@@ -164,11 +164,11 @@ func TestWindowRate(t *testing.T) {
 			live++
 		}
 	}
-	if a, want := float64(w.ApproxCount()), float64(live); math.Abs(a-want) > 0.05*want {
+	if a, want := float64(w.Stats().ApproxCount), float64(live); math.Abs(a-want) > 0.05*want {
 		t.Errorf("ApproxCount %v, about %v keys are live", a, want)
 	}
 	t.Logf("measured %.4f%%, estimated %.4f%%, %d bits (%.1f bits per key per window), ApproxCount %d",
-		100*rate, 100*w.EstimatedFPR(), w.Bits(), float64(w.Bits())/n, w.ApproxCount())
+		100*rate, 100*w.Stats().EstimatedFPR, w.Stats().Bits, float64(w.Stats().Bits)/n, w.Stats().ApproxCount)
 }
 
 func TestWindowClockBackwards(t *testing.T) {
@@ -185,7 +185,7 @@ func TestWindowClockBackwards(t *testing.T) {
 	if !w.TestString("a") || !w.TestString("b") {
 		t.Fatal("keys forgotten early after the clock went back")
 	}
-	clock.set(epoch.Add(time.Minute + w.GenerationLength()))
+	clock.set(epoch.Add(time.Minute + time.Duration(w.d)))
 	if w.TestString("a") || w.TestString("b") {
 		t.Fatal("keys kept after their window")
 	}
@@ -218,7 +218,7 @@ func TestWindowReloadKeepsExpiring(t *testing.T) {
 	const T = time.Hour
 	clock := &fakeClock{t: epoch}
 	w := mustWindow(t, WindowConfig{Window: T, Items: 1000, Rate: 0.001, Generations: 3, Clock: clock.now, Seed: 77})
-	d := w.GenerationLength()
+	d := time.Duration(w.d)
 	added := map[string]time.Time{}
 	for i := range 10 {
 		k := key("reload", i)
@@ -235,7 +235,7 @@ func TestWindowReloadKeepsExpiring(t *testing.T) {
 	if _, err := r.ReadFrom(&buf); err != nil {
 		t.Fatal(err)
 	}
-	if !r.Equal(w) || r.Config().Window != T || r.Config().Generations != 3 || r.Params() != w.Params() {
+	if !r.Equal(w) || r.Config().Window != T || r.Config().Generations != 3 || r.params != w.params {
 		t.Fatal("the window read back differs")
 	}
 	// Move through the next two windows; both copies answer alike, and
@@ -259,7 +259,7 @@ func TestWindowReloadKeepsExpiring(t *testing.T) {
 		}
 	}
 	// Read gives a Window too.
-	b, _ := w.MarshalBinary()
+	b, _ := w.marshalBinary()
 	g, err := Read(bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
@@ -295,11 +295,11 @@ func TestWindowConfig(t *testing.T) {
 		t.Errorf("Config() = %+v", c)
 	}
 	// Each generation holds all Items keys at Rate/2.
-	if want := EstimateBlocked(1000, 0.005); w.Params().M != want.M || w.Params().K != want.K {
-		t.Errorf("generation params %+v, want %+v", w.Params(), want)
+	if want := EstimateBlocked(1000, 0.005); w.params.M != want.M || w.params.K != want.K {
+		t.Errorf("generation params %+v, want %+v", w.params, want)
 	}
-	if w.Bits() != 5*w.Params().M {
-		t.Errorf("Bits() = %d", w.Bits())
+	if w.Stats().Bits != 5*w.params.M {
+		t.Errorf("Bits() = %d", w.Stats().Bits)
 	}
 	w.AddString("now") // with the system clock
 	if !w.TestString("now") {
@@ -308,8 +308,8 @@ func TestWindowConfig(t *testing.T) {
 	// A window of T not divisible by G rounds the generation up, so keys
 	// are never forgotten early.
 	u := mustWindow(t, WindowConfig{Window: 10, Items: 10, Rate: 0.1, Generations: 3})
-	if u.GenerationLength() != 4 {
-		t.Errorf("generation length %v for T=10ns, G=3", u.GenerationLength())
+	if time.Duration(u.d) != 4 {
+		t.Errorf("generation length %v for T=10ns, G=3", time.Duration(u.d))
 	}
 }
 
@@ -346,9 +346,9 @@ func TestWindowBursts(t *testing.T) {
 			t.Helper()
 			if rate > bound {
 				t.Errorf("p=%g %s: measured rate %.4f%% above %.4f%% (Rate %.4f%%), %.1f bits per key per window",
-					p, name, 100*rate, 100*bound, 100*p, float64(w.Bits())/items)
+					p, name, 100*rate, 100*bound, 100*p, float64(w.Stats().Bits)/items)
 			} else {
-				t.Logf("p=%g %s: measured rate %.4f%% (Rate %.4f%%), EstimatedFPR %.4f%%", p, name, 100*rate, 100*p, 100*w.EstimatedFPR())
+				t.Logf("p=%g %s: measured rate %.4f%% (Rate %.4f%%), EstimatedFPR %.4f%%", p, name, 100*rate, 100*p, 100*w.Stats().EstimatedFPR)
 			}
 		}
 

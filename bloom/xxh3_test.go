@@ -154,7 +154,7 @@ func TestLengthClassGoldenFiles(t *testing.T) {
 			if n < 40 {
 				t.Fatalf("only %d vectors with seed %#x", n, c.p.Seed)
 			}
-			got, err := built.MarshalBinary()
+			got, err := built.marshalBinary()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -169,7 +169,7 @@ func TestLengthClassGoldenFiles(t *testing.T) {
 			if !bytes.Equal(got, want) {
 				t.Errorf("encoding changed: %s no longer matches what this version writes", path)
 			}
-			ref, err := fromReference.MarshalBinary()
+			ref, err := fromReference.marshalBinary()
 			if err != nil {
 				t.Fatal(err)
 			}

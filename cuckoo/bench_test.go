@@ -27,7 +27,7 @@ func benchFilter(b *testing.B) *Filter {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := f.AddMany(benchIn); err != nil {
+	if _, err := AddMany(f, benchIn); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
@@ -65,7 +65,7 @@ func BenchmarkTestManyMiss(b *testing.B) {
 	dst := make([]bool, 0, 1024)
 	for i := 0; i < b.N; i += 1024 {
 		j := i % benchN
-		dst = f.TestMany(benchOut[j:j+1024], dst[:0])
+		dst = TestMany(f, benchOut[j:j+1024], dst[:0])
 	}
 }
 
@@ -74,7 +74,7 @@ func BenchmarkDelete(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		if i%benchN == 0 && i > 0 {
 			b.StopTimer()
-			_, _ = f.AddMany(benchIn)
+			_, _ = AddMany(f, benchIn)
 			b.StartTimer()
 		}
 		f.Delete(benchIn[i%benchN])

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 
 	"github.com/bloomkit/bloomkit/internal/batch"
 )
@@ -48,7 +49,7 @@ const (
 // lost.
 var ErrFull = errors.New("cuckoo: filter is full")
 
-// ErrInvalidConfig is returned (wrapped) by NewWithConfig for a Config
+// ErrInvalidConfig is returned (wrapped) by NewWith for a Config
 // outside the limits.
 var ErrInvalidConfig = errors.New("cuckoo: invalid configuration")
 
@@ -169,12 +170,12 @@ type Filter struct {
 // size (4), fingerprint length (8 bits, a rate of about 3%), eviction limit
 // and expansion.
 func New(capacity uint64) (*Filter, error) {
-	return NewWithConfig(Config{Capacity: capacity})
+	return NewWith(Config{Capacity: capacity})
 }
 
-// NewWithConfig returns an empty filter as c describes. It fails, with an
+// NewWith returns an empty filter as c describes. It fails, with an
 // error wrapping ErrInvalidConfig, when a field is outside its limits.
-func NewWithConfig(c Config) (*Filter, error) {
+func NewWith(c Config) (*Filter, error) {
 	c, err := c.withDefaults()
 	if err != nil {
 		return nil, err
@@ -480,7 +481,7 @@ func (f *Filter) kick(t *table, i, fp uint64) bool {
 // grow chains a new table Expansion times the size of the last.
 func (f *Filter) grow() error {
 	if f.cfg.NoGrow {
-		return fmt.Errorf("%w: %d items in %d slots and growth is disabled", ErrFull, f.count, f.Slots())
+		return fmt.Errorf("%w: %d items in %d slots and growth is disabled", ErrFull, f.count, f.slots())
 	}
 	if len(f.tables) >= MaxTables {
 		return fmt.Errorf("%w: %d items in %d tables, the limit", ErrFull, f.count, len(f.tables))
@@ -507,42 +508,46 @@ func (f *Filter) bits() uint64 {
 // successful deletions.
 func (f *Filter) Len() uint64 { return f.count }
 
-// Slots returns the number of fingerprint slots in all tables.
-func (f *Filter) Slots() uint64 {
+// Stats is a cuckoo filter's size and fill, as Filter.Stats reports it.
+type Stats struct {
+	// Slots is the number of fingerprint slots in all tables.
+	Slots uint64
+	// LoadFactor is the fraction of the slots that are filled: Len/Slots.
+	LoadFactor float64
+	// Tables is the number of tables in the chain: 1 until the filter
+	// first grows.
+	Tables int
+	// SizeBytes is the memory the fingerprint tables occupy.
+	SizeBytes uint64
+	// EstimatedFPR is the false-positive rate the filter has now: a key
+	// that was never added tests present if any table matches it,
+	// 1 − ∏ (1 − ExpectedRate(load of the table)).
+	EstimatedFPR float64
+}
+
+// Stats returns the filter's size and fill (see Stats). It reads only the
+// tables' counts, not their slots.
+func (f *Filter) Stats() Stats {
+	st := Stats{Slots: f.slots(), Tables: len(f.tables)}
+	miss := 1.0
+	for k := range f.tables {
+		t := &f.tables[k]
+		st.SizeBytes += uint64(len(t.words)) * 8
+		load := float64(t.count) / float64(t.buckets*f.shape.b)
+		miss *= 1 - ExpectedRate(f.cfg.BucketSize, f.cfg.FingerprintBits, load)
+	}
+	st.LoadFactor = float64(f.count) / float64(st.Slots)
+	st.EstimatedFPR = 1 - miss
+	return st
+}
+
+// slots returns the number of fingerprint slots in all tables.
+func (f *Filter) slots() uint64 {
 	var n uint64
 	for k := range f.tables {
 		n += f.tables[k].buckets
 	}
 	return n * f.shape.b
-}
-
-// LoadFactor returns the fraction of all slots that are filled.
-func (f *Filter) LoadFactor() float64 { return float64(f.count) / float64(f.Slots()) }
-
-// Tables returns the number of tables in the chain: 1 until the filter
-// first grows.
-func (f *Filter) Tables() int { return len(f.tables) }
-
-// SizeBytes returns the memory the fingerprint tables occupy.
-func (f *Filter) SizeBytes() uint64 {
-	var n uint64
-	for k := range f.tables {
-		n += uint64(len(f.tables[k].words)) * 8
-	}
-	return n
-}
-
-// EstimatedFPR returns the false-positive rate the filter has now: a key
-// that was never added tests present if any table matches it,
-// 1 − ∏ (1 − ExpectedRate(load of the table)).
-func (f *Filter) EstimatedFPR() float64 {
-	miss := 1.0
-	for k := range f.tables {
-		t := &f.tables[k]
-		load := float64(t.count) / float64(t.buckets*f.shape.b)
-		miss *= 1 - ExpectedRate(f.cfg.BucketSize, f.cfg.FingerprintBits, load)
-	}
-	return 1 - miss
 }
 
 // Reset empties the filter and drops the tables it grew, keeping the
@@ -568,15 +573,32 @@ func (f *Filter) Clone() *Filter {
 	return &g
 }
 
-// AddMany adds every key, in order, as Add does, and returns how many it
-// added: len(keys), or fewer with the error of the first key it could not
-// add (nothing after it is added).
-func (f *Filter) AddMany(keys [][]byte) (int, error) { return addMany(f, keys) }
+// Equal reports whether f and g have the same configuration and the same
+// fingerprints in the same slots, so that they answer every Test and Count
+// alike.
+func (f *Filter) Equal(g *Filter) bool {
+	if f.cfg != g.cfg || f.count != g.count || len(f.tables) != len(g.tables) {
+		return false
+	}
+	for k := range f.tables {
+		a, b := &f.tables[k], &g.tables[k]
+		if a.buckets != b.buckets || a.count != b.count || !slices.Equal(a.words, b.words) {
+			return false
+		}
+	}
+	return true
+}
 
-// AddManyStrings is AddMany for string keys.
-func (f *Filter) AddManyStrings(keys []string) (int, error) { return addMany(f, keys) }
+// Key is a key as the batch functions take it: bytes or a string, hashed
+// where it lies, never copied.
+type Key interface{ []byte | string }
 
-func addMany[K batch.Key](f *Filter, keys []K) (int, error) {
+// AddMany adds every key to f, in order, as Add does, and returns how many
+// it added: len(keys), or fewer with the error of the first key it could
+// not add (nothing after it is added). The keys are []byte or string
+// slices; like bloom.AddMany it is a function because Go methods cannot
+// take a type parameter.
+func AddMany[K Key](f *Filter, keys []K) (int, error) {
 	for i, k := range keys {
 		if err := f.add(batch.Sum(k, f.cfg.Seed)); err != nil {
 			return i, err
@@ -585,17 +607,12 @@ func addMany[K batch.Key](f *Filter, keys []K) (int, error) {
 	return len(keys), nil
 }
 
-// TestMany appends to dst, for each key in order, whether it may be in the
-// filter, and returns the extended slice. It hashes the keys a batch at a
-// time and, for tables larger than 32 MiB, asks the CPU to load
-// each batch's buckets while it hashes the next, so that their cache misses
-// overlap; pass dst[:0] of a reused slice to avoid allocating.
-func (f *Filter) TestMany(keys [][]byte, dst []bool) []bool { return testMany(f, keys, dst) }
-
-// TestManyStrings is TestMany for string keys.
-func (f *Filter) TestManyStrings(keys []string, dst []bool) []bool { return testMany(f, keys, dst) }
-
-func testMany[K batch.Key](f *Filter, keys []K, dst []bool) []bool {
+// TestMany appends to dst, for each key in order, whether it may be in f,
+// and returns the extended slice. It hashes the keys a batch at a time
+// and, for tables larger than 32 MiB, asks the CPU to load each batch's
+// buckets while it hashes the next, so that their cache misses overlap;
+// pass dst[:0] of a reused slice to avoid allocating.
+func TestMany[K Key](f *Filter, keys []K, dst []bool) []bool {
 	batch.Each(keys, f.cfg.Seed, f.prefetch, func(h [][2]uint64) { dst = f.testHashed(h, dst) })
 	return dst
 }
@@ -603,7 +620,7 @@ func testMany[K batch.Key](f *Filter, keys []K, dst []bool) []bool {
 // prefetchMinWords is the table size from which TestMany prefetches: a
 // table that fits in the last-level cache gains nothing and pays for the
 // extra work (measured on a 32 MiB-L3 machine, 2M absent keys, medians of
-// 7: at an 8.5 MB table TestManyStrings took 39 ns/key with prefetching, 31
+// 7: at an 8.5 MB table TestMany of strings took 39 ns/key with prefetching, 31
 // without, TestString 30; at a 42 MB table 45 ns/key against TestString's
 // 151).
 const prefetchMinWords = 32 << 20 / 8

@@ -20,7 +20,7 @@ func keys(prefix string, from, n int) []string {
 
 func mustNew(t testing.TB, c Config) *Filter {
 	t.Helper()
-	f, err := NewWithConfig(c)
+	f, err := NewWith(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestDefaults(t *testing.T) {
 	if want := uint64(math.Ceil(1e6 / (4 * 0.94))); c.Buckets != want {
 		t.Errorf("buckets = %d, want %d", c.Buckets, want)
 	}
-	if got := float64(f.SizeBytes()*8) / 1e6; got < 8.4 || got > 8.6 {
+	if got := float64(f.Stats().SizeBytes*8) / 1e6; got < 8.4 || got > 8.6 {
 		t.Errorf("%.2f bits a planned key", got)
 	}
 	if r := c.Rate; math.Abs(r-(1-math.Pow(1-1.0/255, 8))) > 1e-12 {
@@ -64,7 +64,7 @@ func TestConfigLimits(t *testing.T) {
 		{Capacity: math.MaxUint64},
 	}
 	for _, c := range bad {
-		if _, err := NewWithConfig(c); !errors.Is(err, ErrInvalidConfig) {
+		if _, err := NewWith(c); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("%+v: err = %v", c, err)
 		}
 	}
@@ -109,9 +109,23 @@ func TestBasicOperations(t *testing.T) {
 		t.Fatal("deleting a lost b")
 	}
 	g := f.Clone()
+	if !g.Equal(f) || !f.Equal(g) {
+		t.Fatal("a clone is not Equal to its filter")
+	}
 	f.Reset()
 	if f.TestString("b") || f.Len() != 0 || !g.TestString("b") || g.Len() != 1 {
 		t.Fatal("Reset or Clone")
+	}
+	if f.Equal(g) {
+		t.Fatal("Equal after Reset of one of the two")
+	}
+	f.AddString("b")
+	if !f.Equal(g) {
+		t.Fatal("not Equal after the same single key was added to both")
+	}
+	f.AddString("c")
+	if f.Equal(g) || g.Equal(f) {
+		t.Fatal("Equal though one holds a key more")
 	}
 }
 
@@ -147,13 +161,13 @@ func TestLoadBeforeFirstFailure(t *testing.T) {
 			if !errors.Is(err, ErrFull) {
 				t.Fatalf("err = %v, want ErrFull", err)
 			}
-			load := f.LoadFactor()
+			load := f.Stats().LoadFactor
 			t.Logf("load %.4f at the first failure", load)
 			if load < tc.minLoad {
 				t.Errorf("load %.4f at the first failure, want > %v", load, tc.minLoad)
 			}
-			if f.Len() != uint64(len(added)) || f.Tables() != 1 {
-				t.Fatalf("len %d after %d adds, %d tables", f.Len(), len(added), f.Tables())
+			if f.Len() != uint64(len(added)) || f.Stats().Tables != 1 {
+				t.Fatalf("len %d after %d adds, %d tables", f.Len(), len(added), f.Stats().Tables)
 			}
 			// Failed insertions lose nothing (TestFailedInsertionUndone
 			// checks that they change no bit).
@@ -194,7 +208,7 @@ func TestFailedInsertionUndone(t *testing.T) {
 				if !errors.Is(err, ErrFull) {
 					t.Fatal(err)
 				}
-				if !equalTables(f, before) {
+				if !f.Equal(before) {
 					t.Fatalf("seed %d: the failed insertion of key %d changed the filter", seed, i)
 				}
 				if fails++; fails == 20 {
@@ -213,18 +227,6 @@ func TestFailedInsertionUndone(t *testing.T) {
 			t.Fatalf("seed %d: len %d after %d successful adds", seed, f.Len(), len(added))
 		}
 	}
-}
-
-func equalTables(f, g *Filter) bool {
-	if len(f.tables) != len(g.tables) || f.count != g.count {
-		return false
-	}
-	for k := range f.tables {
-		if f.tables[k].count != g.tables[k].count || !slicesEqual(f.tables[k].words, g.tables[k].words) {
-			return false
-		}
-	}
-	return true
 }
 
 func slicesEqual(a, b []uint64) bool {
@@ -288,7 +290,7 @@ func TestMultisetProperty(t *testing.T) {
 				for k, n := range ref {
 					if n > 0 && (!f.TestString(k) || f.CountString(k) < uint64(n)) {
 						t.Fatalf("trial %d step %d (%+v, %d tables): %q added %d times: test %v count %d",
-							trial, step, c, f.Tables(), k, n, f.TestString(k), f.CountString(k))
+							trial, step, c, f.Stats().Tables, k, n, f.TestString(k), f.CountString(k))
 					}
 				}
 				if f.Len() != uint64(total) {
@@ -302,7 +304,7 @@ func TestMultisetProperty(t *testing.T) {
 				t.Fatalf("trial %d: final delete of %q failed", trial, k)
 			}
 		}
-		if f.Len() != 0 || f.LoadFactor() != 0 {
+		if f.Len() != 0 || f.Stats().LoadFactor != 0 {
 			t.Fatalf("trial %d: %d items left", trial, f.Len())
 		}
 		for k := range f.tables {
@@ -333,8 +335,8 @@ func TestFalsePositiveRate(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if f.Tables() != 1 {
-			t.Fatalf("%+v: grew to %d tables below its capacity", c, f.Tables())
+		if f.Stats().Tables != 1 {
+			t.Fatalf("%+v: grew to %d tables below its capacity", c, f.Stats().Tables)
 		}
 		fp := 0
 		for i := range absent {
@@ -343,10 +345,10 @@ func TestFalsePositiveRate(t *testing.T) {
 			}
 		}
 		got := float64(fp) / float64(absent)
-		want := ExpectedRate(f.Config().BucketSize, f.Config().FingerprintBits, f.LoadFactor())
+		want := ExpectedRate(f.Config().BucketSize, f.Config().FingerprintBits, f.Stats().LoadFactor)
 		sigma := math.Sqrt(want * (1 - want) / float64(absent))
 		t.Logf("b=%d f=%d load %.3f: measured %.5f, expected %.5f, bound 2b/2^f %.5f",
-			f.Config().BucketSize, f.Config().FingerprintBits, f.LoadFactor(), got, want,
+			f.Config().BucketSize, f.Config().FingerprintBits, f.Stats().LoadFactor, got, want,
 			2*float64(f.Config().BucketSize)/math.Ldexp(1, int(f.Config().FingerprintBits)))
 		if math.Abs(got-want) > 6*sigma+0.03*want {
 			t.Errorf("%+v: measured rate %.5f, expected %.5f", c, got, want)
@@ -354,7 +356,7 @@ func TestFalsePositiveRate(t *testing.T) {
 		if got > f.Config().Rate {
 			t.Errorf("%+v: measured rate %.5f above the planned %.5f", c, got, f.Config().Rate)
 		}
-		if e := f.EstimatedFPR(); math.Abs(e-want) > 1e-12 {
+		if e := f.Stats().EstimatedFPR; math.Abs(e-want) > 1e-12 {
 			t.Errorf("EstimatedFPR %v, want %v", e, want)
 		}
 	}
@@ -370,8 +372,8 @@ func TestGrowth(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if f.Tables() < 5 {
-		t.Fatalf("only %d tables after 100x the capacity", f.Tables())
+	if f.Stats().Tables < 5 {
+		t.Fatalf("only %d tables after 100x the capacity", f.Stats().Tables)
 	}
 	for k := 1; k < len(f.tables); k++ {
 		if f.tables[k].buckets != 2*f.tables[k-1].buckets {
@@ -390,9 +392,9 @@ func TestGrowth(t *testing.T) {
 			fp++
 		}
 	}
-	got, want := float64(fp)/absent, f.EstimatedFPR()
+	got, want := float64(fp)/absent, f.Stats().EstimatedFPR
 	t.Logf("%d tables, load %.3f, %.2f bits a key, rate %.4f (estimated %.4f)",
-		f.Tables(), f.LoadFactor(), float64(f.SizeBytes()*8)/float64(f.Len()), got, want)
+		f.Stats().Tables, f.Stats().LoadFactor, float64(f.Stats().SizeBytes*8)/float64(f.Len()), got, want)
 	if math.Abs(got-want) > 6*math.Sqrt(want/absent)+0.05*want {
 		t.Errorf("measured rate %.4f, estimated %.4f", got, want)
 	}
@@ -416,8 +418,8 @@ func TestNoGrowReportsFull(t *testing.T) {
 	for ; err == nil; n++ {
 		err = f.AddString(strconv.Itoa(n))
 	}
-	if !errors.Is(err, ErrFull) || f.Tables() != 1 || f.Len() != uint64(n-1) {
-		t.Fatalf("err %v, %d tables, len %d after %d adds", err, f.Tables(), f.Len(), n)
+	if !errors.Is(err, ErrFull) || f.Stats().Tables != 1 || f.Len() != uint64(n-1) {
+		t.Fatalf("err %v, %d tables, len %d after %d adds", err, f.Stats().Tables, f.Len(), n)
 	}
 	if _, err := f.AddUniqueString("surely new " + strconv.Itoa(n)); !errors.Is(err, ErrFull) && err != nil {
 		t.Fatal(err)
@@ -430,8 +432,8 @@ func TestTableLimit(t *testing.T) {
 	for i := 0; err == nil && i < 10_000; i++ {
 		err = f.AddString(strconv.Itoa(i))
 	}
-	if !errors.Is(err, ErrFull) || f.Tables() != MaxTables {
-		t.Fatalf("err %v with %d tables, want ErrFull at %d", err, f.Tables(), MaxTables)
+	if !errors.Is(err, ErrFull) || f.Stats().Tables != MaxTables {
+		t.Fatalf("err %v with %d tables, want ErrFull at %d", err, f.Stats().Tables, MaxTables)
 	}
 }
 
@@ -510,20 +512,20 @@ func TestBatch(t *testing.T) {
 	for i, k := range in {
 		bs[i] = []byte(k)
 	}
-	n, err := f.AddMany(bs[:1500])
+	n, err := AddMany(f, bs[:1500])
 	if n != 1500 || err != nil {
 		t.Fatal(n, err)
 	}
-	if n, err := f.AddManyStrings(in[1500:]); n != 1500 || err != nil {
+	if n, err := AddMany(f, in[1500:]); n != 1500 || err != nil {
 		t.Fatal(n, err)
 	}
 	probe := append(keys("batch", 0, 3000), keys("none", 0, 3000)...)
-	got := f.TestManyStrings(probe, nil)
+	got := TestMany(f, probe, nil)
 	pb := make([][]byte, len(probe))
 	for i, k := range probe {
 		pb[i] = []byte(k)
 	}
-	got2 := f.TestMany(pb, make([]bool, 0, 1))
+	got2 := TestMany(f, pb, make([]bool, 0, 1))
 	for i, k := range probe {
 		if got[i] != f.TestString(k) || got2[i] != got[i] {
 			t.Fatalf("TestMany differs from Test for %q", k)
@@ -533,7 +535,7 @@ func TestBatch(t *testing.T) {
 		}
 	}
 	g := mustNew(t, Config{Buckets: 2, NoGrow: true})
-	n, err = g.AddManyStrings(in)
+	n, err = AddMany(g, in)
 	if !errors.Is(err, ErrFull) || uint64(n) != g.Len() {
 		t.Fatalf("AddMany into a full filter: %d, %v, len %d", n, err, g.Len())
 	}

@@ -30,6 +30,5 @@
 // false negative.
 //
 // Filters are written and read in the bloomkit file format
-// (docs/format.md, docs/cuckoo.md) with WriteTo, ReadFrom, MarshalBinary and
-// UnmarshalBinary.
+// (docs/format.md, docs/cuckoo.md) with WriteTo, and ReadFrom or Read.
 package cuckoo

@@ -1,7 +1,6 @@
 package cuckoo
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"math/bits"
@@ -19,7 +18,7 @@ import (
 // TypeCuckoo is the filter type of a cuckoo filter in the file header.
 const TypeCuckoo = format.TypeCuckoo
 
-// Errors returned, wrapped with details, by ReadFrom and UnmarshalBinary:
+// Errors returned, wrapped with details, by ReadFrom and Read:
 // the same values as the bloom package's, so errors.Is works with either.
 var (
 	// ErrBadMagic: the data does not start with "bloomkit"; it is not a filter.
@@ -103,31 +102,6 @@ func (f *Filter) WriteTo(w io.Writer) (int64, error) {
 		}
 	}
 	return cw.N, cw.WriteTrailer()
-}
-
-// MarshalBinary returns the filter in the bloomkit file format.
-func (f *Filter) MarshalBinary() ([]byte, error) {
-	var b bytes.Buffer
-	b.Grow(int(format.HeaderSize + 8*f.payloadWords() + 4))
-	if _, err := f.WriteTo(&b); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
-}
-
-// UnmarshalBinary replaces f with the cuckoo filter encoded in data, which
-// must hold exactly one filter. Errors are as for ReadFrom.
-func (f *Filter) UnmarshalBinary(data []byte) error {
-	r := bytes.NewReader(data)
-	var g Filter
-	if _, err := g.ReadFrom(r); err != nil {
-		return err
-	}
-	if r.Len() != 0 {
-		return fmt.Errorf("%w: %d bytes after the checksum", ErrCorrupt, r.Len())
-	}
-	*f = g
-	return nil
 }
 
 // Read reads one cuckoo filter from r (see ReadFrom).

@@ -61,7 +61,7 @@ var goldenCases = []struct {
 
 func fill(t *testing.T, f *Filter, keys []string) {
 	t.Helper()
-	if _, err := f.AddManyStrings(keys); err != nil {
+	if _, err := AddMany(f, keys); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -94,7 +94,7 @@ func TestGoldenFiles(t *testing.T) {
 	for _, c := range goldenCases {
 		t.Run(c.file, func(t *testing.T) {
 			f := c.build(t)
-			got, err := f.MarshalBinary()
+			got, err := f.marshalBinary()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,7 +112,7 @@ func TestGoldenFiles(t *testing.T) {
 				t.Errorf("encoding changed: %s no longer matches what this version writes (%d vs %d bytes)", path, len(got), len(want))
 			}
 			var g Filter
-			if err := g.UnmarshalBinary(want); err != nil {
+			if err := g.unmarshalBinary(want); err != nil {
 				t.Fatalf("reading %s: %v", path, err)
 			}
 			wantAns, err := os.ReadFile(ansPath)
@@ -124,7 +124,7 @@ func TestGoldenFiles(t *testing.T) {
 			}
 			fp := len(wantAns[1010:]) - strings.Count(string(wantAns[1010:]), "0") - strings.Count(string(wantAns[1010:]), "\n")
 			t.Logf("%s: %d bytes, %d tables, %d items; %d false positives among 20000 absent keys",
-				c.file, len(want), g.Tables(), g.Len(), fp)
+				c.file, len(want), g.Stats().Tables, g.Len(), fp)
 		})
 	}
 }
@@ -155,7 +155,7 @@ func TestRoundTrip(t *testing.T) {
 				break
 			}
 		}
-		b, err := f.MarshalBinary()
+		b, err := f.marshalBinary()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,7 +163,7 @@ func TestRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if g.Config() != f.Config() || !equalTables(f, g) {
+		if !f.Equal(g) {
 			t.Fatalf("%+v: decoded filter differs: %+v", c, g.Config())
 		}
 		probes := append(in, keys("other", 0, 5000)...)
@@ -212,7 +212,7 @@ func TestStreams(t *testing.T) {
 		t.Fatalf("second: %d %v", n, err)
 	}
 	rest, _ := io.ReadAll(r)
-	if string(rest) != "tail" || !equalTables(a, &ga) || !equalTables(b, &gb) {
+	if string(rest) != "tail" || !a.Equal(&ga) || !b.Equal(&gb) {
 		t.Fatalf("read past a trailer, or decoded differently (rest %q)", rest)
 	}
 	// A failed write reports the writer's error.
@@ -227,7 +227,7 @@ func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full")
 
 // sample returns the encoding of a small filter of two tables.
 func sample(t testing.TB) []byte {
-	f, err := NewWithConfig(Config{Buckets: 3, BucketSize: 2, FingerprintBits: 8, Seed: 9})
+	f, err := NewWith(Config{Buckets: 3, BucketSize: 2, FingerprintBits: 8, Seed: 9})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,10 +236,10 @@ func sample(t testing.TB) []byte {
 			t.Fatal(err)
 		}
 	}
-	if f.Tables() != 2 {
-		t.Fatalf("sample has %d tables, want 2", f.Tables())
+	if f.Stats().Tables != 2 {
+		t.Fatalf("sample has %d tables, want 2", f.Stats().Tables)
 	}
-	b, err := f.MarshalBinary()
+	b, err := f.marshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestDecodeErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		var f Filter
-		err := f.UnmarshalBinary(c.data)
+		err := f.unmarshalBinary(c.data)
 		if !errors.Is(err, c.want) {
 			t.Errorf("%s: err = %v, want %v", c.name, err, c.want)
 		}
@@ -333,7 +333,7 @@ func TestDecodeErrors(t *testing.T) {
 		}
 	}
 	var f Filter
-	if err := f.UnmarshalBinary(orig); err != nil {
+	if err := f.unmarshalBinary(orig); err != nil {
 		t.Fatalf("the unmodified sample: %v", err)
 	}
 }
@@ -342,7 +342,7 @@ func TestDecodeEveryTruncation(t *testing.T) {
 	b := sample(t)
 	for n := range len(b) {
 		var f Filter
-		if err := f.UnmarshalBinary(b[:n]); !errors.Is(err, ErrTruncated) {
+		if err := f.unmarshalBinary(b[:n]); !errors.Is(err, ErrTruncated) {
 			t.Fatalf("%d of %d bytes: err = %v", n, len(b), err)
 		}
 		// The same through a reader that hides its length and returns one
@@ -398,7 +398,7 @@ func TestNoPanicOnAnyByteFlip(t *testing.T) {
 			b := append([]byte(nil), orig...)
 			b[i] ^= 1 << bit
 			var f Filter
-			if err := f.UnmarshalBinary(resign(b)); err != nil {
+			if err := f.unmarshalBinary(resign(b)); err != nil {
 				checkDecodeError(t, err)
 				continue
 			}

@@ -30,10 +30,10 @@ func Example() {
 	// added again: false
 }
 
-func ExampleNewWithConfig() {
+func ExampleNewWith() {
 	// 12-bit fingerprints: about 0.2% false positives at 12.8 bits a key;
 	// NoGrow: report a full filter instead of growing.
-	f, err := cuckoo.NewWithConfig(cuckoo.Config{Buckets: 4, FingerprintBits: 12, NoGrow: true})
+	f, err := cuckoo.NewWith(cuckoo.Config{Buckets: 4, FingerprintBits: 12, NoGrow: true})
 	if err != nil {
 		panic(err)
 	}
@@ -44,7 +44,7 @@ func ExampleNewWithConfig() {
 			break
 		}
 	}
-	fmt.Printf("%d slots, %.1f%% rate when full\n", f.Slots(), 100*cuckoo.ExpectedRate(4, 12, 1))
+	fmt.Printf("%d slots, %.1f%% rate when full\n", f.Stats().Slots, 100*cuckoo.ExpectedRate(4, 12, 1))
 	// Output:
 	// true true
 	// 16 slots, 0.2% rate when full

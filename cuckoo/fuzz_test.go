@@ -31,17 +31,17 @@ func FuzzDecode(f *testing.F) {
 	f.Add(resign(append([]byte(nil), s...)))
 	f.Add(forgedHuge()[:hdr+64])
 	f.Add([]byte("bloomkit"))
-	wide, _ := NewWithConfig(Config{Buckets: 5, BucketSize: 9, FingerprintBits: 11})
+	wide, _ := NewWith(Config{Buckets: 5, BucketSize: 9, FingerprintBits: 11})
 	_ = wide.AddString("seed")
-	b, _ := wide.MarshalBinary()
+	b, _ := wide.marshalBinary()
 	f.Add(b)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var g Filter
-		if err := g.UnmarshalBinary(data); err != nil {
+		if err := g.unmarshalBinary(data); err != nil {
 			checkDecodeError(t, err)
 			return
 		}
-		again, err := g.MarshalBinary()
+		again, err := g.marshalBinary()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +49,7 @@ func FuzzDecode(f *testing.F) {
 			t.Fatal("decoded filter re-encodes differently")
 		}
 		g.TestString("probe")
-		g.EstimatedFPR()
+		_ = g.Stats()
 		for i := range 20 {
 			k := "fuzz" + strconv.Itoa(i)
 			if err := g.AddString(k); err != nil {
@@ -83,7 +83,7 @@ func FuzzOperations(f *testing.F) {
 			MaxKicks:        uint32(1 + ops[1]>>3&15),
 			Expansion:       uint32(1 + ops[1]>>7),
 		}
-		g, err := NewWithConfig(c)
+		g, err := NewWith(c)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,6 +30,6 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(g.TestString("spam@example.com"), g.ApproxCount())
+	fmt.Println(g.TestString("spam@example.com"), g.(*frozen.Filter).ApproxCount())
 	// Output: true 2
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -73,6 +74,13 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
+// marshal returns f in the bloomkit file format.
+func marshal(f io.WriterTo) ([]byte, error) {
+	var b bytes.Buffer
+	_, err := f.WriteTo(&b)
+	return b.Bytes(), err
+}
+
 func keys(prefix string, n int) [][]byte {
 	out := make([][]byte, n)
 	for i := range out {
@@ -128,14 +136,14 @@ func testMillionKeys(t *testing.T, b backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	local.AddMany(in)
+	bloom.AddMany(local, in)
 	const trials = 200_000
 	out := keys("out", trials)
 	got, err = f.TestMany(ctx, out, got[:0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := local.TestMany(out, nil)
+	want := bloom.TestMany(local, out, nil)
 	fp := 0
 	for i := range got {
 		if got[i] != want[i] {
@@ -157,8 +165,8 @@ func testMillionKeys(t *testing.T, b backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.BitsSet != local.BitsSet() {
-		t.Errorf("BITCOUNT says %d bits set, bloom.Blocked %d", info.BitsSet, local.BitsSet())
+	if info.BitsSet != local.Stats().BitsSet {
+		t.Errorf("BITCOUNT says %d bits set, bloom.Blocked %d", info.BitsSet, local.Stats().BitsSet)
 	}
 	if c := info.ApproxCount(); math.Abs(float64(c)-n)/n > 0.02 {
 		t.Errorf("ApproxCount = %d, want within 2%% of %d", c, n)
@@ -215,7 +223,7 @@ func testLayoutMatchesBlocked(t *testing.T, b backend) {
 		if err := f.AddMany(ctx, ks[1500:4000]); err != nil {
 			t.Fatal(err)
 		}
-		local.AddMany(ks[1500:4000])
+		bloom.AddMany(local, ks[1500:4000])
 		got, err := f.TestAndAddMany(ctx, ks[3500:6000], nil)
 		if err != nil {
 			t.Fatal(err)
@@ -225,7 +233,7 @@ func testLayoutMatchesBlocked(t *testing.T, b backend) {
 				t.Fatalf("%s: TestAndAddMany: key %q says %v, bloom.Blocked %v", tc.name, k, got[i], !got[i])
 			}
 		}
-		data, err := local.MarshalBinary()
+		data, err := marshal(local)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -609,7 +617,7 @@ func testExport(t *testing.T, b backend) {
 	}
 	// And the same bits as a filter built locally from the same keys.
 	local, _ := bloom.NewBlockedFromParams(f.Params())
-	local.AddMany(in)
+	bloom.AddMany(local, in)
 	if !local.Equal(blk) {
 		t.Error("exported filter differs from a bloom.Blocked holding the same keys")
 	}
@@ -632,8 +640,8 @@ func testImport(t *testing.T, b backend) {
 		t.Fatal(err)
 	}
 	in := keys("offline", 30_000)
-	offline.AddMany(in)
-	data, err := offline.MarshalBinary()
+	bloom.AddMany(offline, in)
+	data, err := marshal(offline)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -723,12 +731,12 @@ func testImportDamaged(t *testing.T, b backend) {
 	}
 	before := f.Params()
 	offline, _ := bloom.NewBlocked(20_000, 0.01)
-	offline.AddMany(keys("x", 20_000))
-	data, _ := offline.MarshalBinary()
+	bloom.AddMany(offline, keys("x", 20_000))
+	data, _ := marshal(offline)
 	flipped := bytes.Clone(data)
 	flipped[80+len(flipped)/2] ^= 0x10
 	classic, _ := bloom.New(100, 0.01)
-	classicData, _ := classic.MarshalBinary()
+	classicData, _ := marshal(classic)
 	for _, tc := range []struct {
 		name string
 		data []byte

@@ -114,7 +114,7 @@ func TestNativeMatchesLibrary(t *testing.T) {
 
 	lib := map[string]interface {
 		Add([]byte)
-		MarshalBinary() ([]byte, error)
+		io.WriterTo
 	}{}
 	pb := bloom.EstimateBlocked(5000, 0.01)
 	pb.Seed = 42
@@ -159,7 +159,7 @@ func TestNativeMatchesLibrary(t *testing.T) {
 		clock.Add(300 * time.Millisecond)
 	}
 	for name, f := range lib {
-		want, err := f.MarshalBinary()
+		want, err := fileBytes(f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -350,7 +350,7 @@ func TestNativeMerge(t *testing.T) {
 	if err := c.Do(ctx, "BF.MERGE", "both", "d1", "d2").Err(); err != nil {
 		t.Fatal(err)
 	}
-	want, _ := u.MarshalBinary()
+	want, _ := fileBytes(u)
 	if got := pullFile(t, c, "both"); !bytes.Equal(got, want) {
 		t.Error("BF.MERGE of two blocked keys differs from the library's union")
 	}
@@ -491,21 +491,8 @@ func TestNativeSnapshotIsPointInTime(t *testing.T) {
 	keys := []string{"big", "win", "small"}
 	want := dumpAll(t, s, c, keys...)
 
-	s.db.mu.Lock()
-	snap := s.db.beginSnapshot(7)
-	s.db.mu.Unlock()
-	pr, pw := io.Pipe()
-	go func() {
-		err := s.writeSnapshot(pw, snap)
-		s.db.mu.Lock()
-		s.db.endSnapshot(snap)
-		s.db.mu.Unlock()
-		pw.CloseWithError(err)
-	}()
-	var out bytes.Buffer
-	if _, err := io.CopyN(&out, pr, 300<<10); err != nil {
-		t.Fatal(err)
-	}
+	rs := startSnapshot(s)
+	rs.read(t, 300<<10)
 	for i := 0; i < 20000; i++ {
 		doArgs(s, c, "BF.ADD", "big", fmt.Sprint("b", i))
 	}
@@ -515,14 +502,11 @@ func TestNativeSnapshotIsPointInTime(t *testing.T) {
 	}
 	must("+OK", "BF.MERGE", "small", "small")
 	doArgs(s, c, "BF.ADD", "small", "b")
-	if _, err := io.Copy(&out, pr); err != nil {
-		t.Fatal(err)
-	}
-	if snap.copied.Load() == 0 {
+	data := rs.finish(t)
+	if rs.snap.copied.Load() == 0 {
 		t.Error("no chunk was copied on write: the test did not race the writer")
 	}
 	s2 := startServer(t, Config{NoPersistence: true, Now: clock.Now})
-	data := out.Bytes()
 	if _, n, err := loadSnapshot(s2, data); err != nil || n != len(keys) {
 		t.Fatalf("reading the snapshot: %d keys, %v", n, err)
 	}
@@ -694,4 +678,11 @@ func TestNativeCrashKeepsAcknowledgedWrites(t *testing.T) {
 	if typ := c2.Type(ctx, "win").Val(); typ != "BKbloom--" {
 		t.Errorf("TYPE win after restart: %s", typ)
 	}
+}
+
+// fileBytes returns f in the bloomkit file format.
+func fileBytes(f io.WriterTo) ([]byte, error) {
+	var b bytes.Buffer
+	_, err := f.WriteTo(&b)
+	return b.Bytes(), err
 }

@@ -377,6 +377,16 @@ func (s *Server) Serve() error {
 			}
 		}()
 	}
+	// Under lifeMu and only if not closed: Close may run concurrently, and
+	// its finish waits for bgWG, which must not grow from zero meanwhile.
+	s.lifeMu.Lock()
+	if s.closed.Load() {
+		s.lifeMu.Unlock()
+		return nil
+	}
+	s.bgWG.Add(1)
+	s.lifeMu.Unlock()
+	go s.background()
 	go func() {
 		select {
 		case <-s.shutdownReq:
@@ -391,10 +401,6 @@ func (s *Server) Serve() error {
 		s.lifeMu.Unlock()
 		return nil
 	}
-	// Under lifeMu after the closed check, like every Add to connWG: a
-	// Close racing with Serve must not Wait while this Adds.
-	s.bgWG.Add(1)
-	go s.background()
 	if err := s.startLoops(); err != nil {
 		s.log.Warn("event loops unavailable; serving each client with a goroutine", "err", err)
 	}

@@ -179,7 +179,7 @@ func runDedup(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	warned := false
 	overfillMsg := func() string {
 		rate := "an unknown share"
-		if st, ok := f.(filterStats); ok {
+		if st, ok := statsOf(f); ok {
 			rate = "about " + formatRate(st.EstimatedFPR())
 		}
 		return fmt.Sprintf("the filter now holds more than the %s distinct lines it was sized for (at input line %s): "+
@@ -271,7 +271,7 @@ loop:
 	}
 	if showProgress {
 		s := fmt.Sprintf("bloom dedup: %s lines read, %s written, %s dropped as seen", commas(d.read), commas(d.read-d.dropped), commas(d.dropped))
-		if st, ok := f.(filterStats); ok {
+		if st, ok := statsOf(f); ok {
 			s += fmt.Sprintf("; filter %s distinct, rate now %s", countText(st.ApproxCount(), ps), formatRate(st.EstimatedFPR()))
 		}
 		fmt.Fprintf(stderr, "%s; %s\n", s, seconds(time.Since(start)))

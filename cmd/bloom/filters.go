@@ -40,10 +40,31 @@ type newFilter struct {
 	grows bool
 }
 
-// filterStats is what a filter tells of its fill.
+// filterStats is what a filter tells of its fill: the foreign and frozen
+// types have these methods, the bloom package's types report them in
+// their Stats (see statsOf).
 type filterStats interface {
 	ApproxCount() uint64
 	EstimatedFPR() float64
+}
+
+// bloomStats is the filterStats of a bloom package type.
+type bloomStats struct {
+	f interface{ Stats() bloom.Stats }
+}
+
+func (b bloomStats) ApproxCount() uint64   { return b.f.Stats().ApproxCount }
+func (b bloomStats) EstimatedFPR() float64 { return b.f.Stats().EstimatedFPR }
+
+// statsOf returns the filterStats of a filter of any type, if it has them.
+func statsOf(f any) (filterStats, bool) {
+	switch f := f.(type) {
+	case interface{ Stats() bloom.Stats }:
+		return bloomStats{f}, true
+	case filterStats:
+		return f, true
+	}
+	return nil, false
 }
 
 // kind is a filter type build can make.
@@ -125,7 +146,7 @@ func makeClassic(n uint64, p float64, seed uint64) (*newFilter, error) {
 		return nil, err
 	}
 	nf := batchFilter(f)
-	nf.stats, nf.params = f, f.Params()
+	nf.stats, nf.params = bloomStats{f}, f.Params()
 	return nf, nil
 }
 
@@ -137,19 +158,19 @@ func makeBlocked(n uint64, p float64, seed uint64) (*newFilter, error) {
 		return nil, err
 	}
 	nf := batchFilter(f)
-	nf.stats, nf.params, nf.blocked = f, f.Params(), true
+	nf.stats, nf.params, nf.blocked = bloomStats{f}, f.Params(), true
 	return nf, nil
 }
 
 // batchFilter wraps a filter with a batch add (bloom.Filter, bloom.Blocked).
-func batchFilter(f interface {
+func batchFilter[F interface {
+	*bloom.Filter | *bloom.Blocked
 	Add([]byte)
-	AddMany([][]byte)
 	io.WriterTo
-}) *newFilter {
+}](f F) *newFilter {
 	return &newFilter{
 		add:      func(k []byte) error { f.Add(k); return nil },
-		addMany:  func(k [][]byte) error { f.AddMany(k); return nil },
+		addMany:  func(k [][]byte) error { bloom.AddMany(f, k); return nil },
 		WriterTo: f,
 	}
 }
@@ -165,7 +186,7 @@ func makeCounting(n uint64, p float64, seed uint64) (*newFilter, error) {
 		add:      func(k []byte) error { f.Add(k); return nil },
 		addMany:  func(k [][]byte) error { addEach(f.Add, k); return nil },
 		WriterTo: f,
-		stats:    f,
+		stats:    bloomStats{f},
 		params:   f.Params(),
 	}, nil
 }
@@ -179,19 +200,19 @@ func makeScalable(n uint64, p float64, seed uint64) (*newFilter, error) {
 		add:      func(k []byte) error { f.Add(k); return nil },
 		addMany:  func(k [][]byte) error { addEach(f.Add, k); return nil },
 		WriterTo: f,
-		stats:    f,
+		stats:    bloomStats{f},
 		grows:    true,
 	}, nil
 }
 
 func makeCuckoo(n uint64, p float64, seed uint64) (*newFilter, error) {
-	f, err := cuckoo.NewWithConfig(cuckoo.Config{Capacity: n, Rate: p, Seed: seed})
+	f, err := cuckoo.NewWith(cuckoo.Config{Capacity: n, Rate: p, Seed: seed})
 	if err != nil {
 		return nil, err
 	}
 	return &newFilter{
 		add:      f.Add,
-		addMany:  func(k [][]byte) error { _, err := f.AddMany(k); return err },
+		addMany:  func(k [][]byte) error { _, err := cuckoo.AddMany(f, k); return err },
 		WriterTo: f,
 		grows:    true,
 	}, nil

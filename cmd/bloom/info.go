@@ -132,8 +132,9 @@ func describe(path string, stdin io.Reader) (*infoResult, error) {
 	if res.Type == typeGuava || res.Type == typeBitsAndBlooms {
 		res.Checksum = "none"
 	}
-	if c, ok := l.f.(interface{ ApproxCount() uint64 }); ok {
-		v := c.ApproxCount()
+	fl := fillOf(l.f)
+	if fl.count != nil {
+		v := *fl.count
 		if v == math.MaxUint64 {
 			res.Saturated, res.SaturatedAbove = true, saturationBound(l.hdr.M, l.hdr.K)
 		} else {
@@ -153,19 +154,47 @@ func describe(path string, stdin io.Reader) (*infoResult, error) {
 			res.OverPlanned = overPlanned(*res.Items, res.PlannedN, ps, res.Type == "blocked", res.ItemsExact)
 		}
 	}
-	if c, ok := l.f.(interface{ FillRatio() float64 }); ok {
-		v := c.FillRatio()
-		res.FillRatio = &v
-	}
-	if c, ok := l.f.(interface{ EstimatedFPR() float64 }); ok {
-		v := c.EstimatedFPR()
-		res.EstimatedFPR = &v
-	}
+	res.FillRatio, res.EstimatedFPR = fl.ratio, fl.rate
 	if c, ok := l.f.(*cuckoo.Filter); ok {
-		v := c.LoadFactor()
-		res.LoadFactor, res.FingerprintBits, res.Tables = &v, c.Config().FingerprintBits, c.Tables()
+		st := c.Stats()
+		res.LoadFactor, res.FingerprintBits, res.Tables = &st.LoadFactor, c.Config().FingerprintBits, st.Tables
 	}
 	return res, nil
+}
+
+// fillInfo is what info reports of how full a filter is; nil where its type
+// does not say.
+type fillInfo struct {
+	count       *uint64
+	ratio, rate *float64
+}
+
+// fillOf returns f's fill: the bloom package's types report it in their
+// Stats, the others through methods of their own.
+func fillOf(f any) fillInfo {
+	if s, ok := f.(interface{ Stats() bloom.Stats }); ok {
+		st := s.Stats()
+		return fillInfo{&st.ApproxCount, &st.FillRatio, &st.EstimatedFPR}
+	}
+	var r fillInfo
+	if c, ok := f.(*cuckoo.Filter); ok {
+		st := c.Stats()
+		r.rate = &st.EstimatedFPR
+		return r
+	}
+	if c, ok := f.(interface{ ApproxCount() uint64 }); ok {
+		v := c.ApproxCount()
+		r.count = &v
+	}
+	if c, ok := f.(interface{ FillRatio() float64 }); ok {
+		v := c.FillRatio()
+		r.ratio = &v
+	}
+	if c, ok := f.(interface{ EstimatedFPR() float64 }); ok {
+		v := c.EstimatedFPR()
+		r.rate = &v
+	}
+	return r
 }
 
 func headerInfo(path string, h format.Header, version uint16) *infoResult {

@@ -106,7 +106,7 @@ func runMerge(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	prog.finish()
 	if showProgress {
 		s := fmt.Sprintf("bloom merge: %s: %d files", outputName(*out), merged.Load())
-		if st, ok := acc.f.(filterStats); ok {
+		if st, ok := statsOf(acc.f); ok {
 			ps := bloom.Params{M: acc.hdr.M, K: acc.hdr.K}
 			s += fmt.Sprintf(", %s distinct keys, rate about %s", countText(st.ApproxCount(), ps), formatRate(st.EstimatedFPR()))
 		}

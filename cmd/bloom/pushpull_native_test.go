@@ -37,7 +37,9 @@ func TestPushPullBloomkit(t *testing.T) {
 	for i := 0; i < 1000; i++ {
 		w.Add([]byte(fmt.Sprint("word-", i)))
 	}
-	data, _ := w.MarshalBinary() // 3 generations of 1.2 MB: chunks within arrays
+	var file bytes.Buffer
+	w.WriteTo(&file) // 3 generations of 1.2 MB: chunks within arrays
+	data := file.Bytes()
 	os.WriteFile(filepath.Join(dir, "window.bloom"), data, 0o644)
 
 	for _, typ := range []string{"classic", "blocked", "window"} {

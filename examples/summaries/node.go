@@ -71,12 +71,12 @@ func (n *Node) rebuild() error {
 	for _, k := range n.cache.Keys() {
 		f.AddString(k)
 	}
-	b, err := f.MarshalBinary()
-	if err != nil {
+	var b bytes.Buffer
+	if _, err := f.WriteTo(&b); err != nil {
 		return err
 	}
 	n.mu.Lock()
-	n.summary = b
+	n.summary = b.Bytes()
 	n.mu.Unlock()
 	return nil
 }

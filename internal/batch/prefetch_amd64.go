@@ -1,8 +1,8 @@
 package batch
 
 // Prefetch asks the CPU to start loading the cache line at addr. Unlike a
-// load it does not hold up the instructions after it, so a batch can start
-// the cache misses of its keys while the next batch is being hashed.
+// load it does not hold up the instructions after it, so a batch loop can
+// start the cache misses of some keys while it hashes others.
 //
 //go:noescape
 func Prefetch(addr *uint64)

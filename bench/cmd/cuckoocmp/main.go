@@ -54,7 +54,7 @@ var libs = []lib{
 		return bk{f}
 	}},
 	{"bloomkit cuckoo, pow2", "b=4, f=8, nextPow2(n)/4 buckets: the others' table size", func(n uint64) filter {
-		f, err := cuckoo.NewWithConfig(cuckoo.Config{Buckets: nextPow2(n) / 4})
+		f, err := cuckoo.NewWith(cuckoo.Config{Buckets: nextPow2(n) / 4})
 		if err != nil {
 			panic(err)
 		}
@@ -73,8 +73,8 @@ type bk struct{ f *cuckoo.Filter }
 func (b bk) add(k []byte) bool  { return b.f.Add(k) == nil }
 func (b bk) test(k []byte) bool { return b.f.Test(k) }
 func (b bk) del(k []byte) bool  { return b.f.Delete(k) }
-func (b bk) bytes() uint64      { return b.f.SizeBytes() }
-func (b bk) load() float64      { return b.f.LoadFactor() }
+func (b bk) bytes() uint64      { return b.f.Stats().SizeBytes }
+func (b bk) load() float64      { return b.f.Stats().LoadFactor }
 
 type seif struct {
 	f    *seiflotfy.Filter

@@ -1,0 +1,51 @@
+package cuckoo
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestNoAllocationPerKey: the key methods allocate nothing, for a string
+// key as for a []byte one, with a key longer than the 32 bytes Go converts
+// on the stack.
+func TestNoAllocationPerKey(t *testing.T) {
+	s := strings.Repeat("https://example.com/a/long/path/", 4)
+	b := []byte(s)
+	f, err := New(1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := testing.AllocsPerRun(100, func() {
+		_ = f.Add(b)
+		_ = f.AddString(s)
+		_ = f.Test(b) && f.TestString(s)
+		_ = f.Count(b) + f.CountString(s)
+		_ = f.Delete(b) && f.DeleteString(s)
+		_, _ = f.AddUnique(b)
+		_, _ = f.AddUniqueString(s)
+		_ = f.Delete(b)
+	})
+	if n != 0 {
+		t.Errorf("%v allocations per round of key methods", n)
+	}
+}
+
+// TestAPISize keeps the method set in step with the bloom package's: the
+// same verbs with []byte and string forms, batch forms as the generic
+// functions AddMany and TestMany, one Stats, streams for encoding.
+func TestAPISize(t *testing.T) {
+	want := []string{
+		"Add", "AddString", "AddUnique", "AddUniqueString", "Clone", "Config", "Count", "CountString",
+		"Delete", "DeleteString", "Equal", "Len", "ReadFrom", "Reset", "Stats", "Test", "TestString", "WriteTo",
+	}
+	typ := reflect.TypeOf(&Filter{})
+	var got []string
+	for i := range typ.NumMethod() {
+		got = append(got, typ.Method(i).Name)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("cuckoo.Filter has methods\n%v\nwant\n%v", got, want)
+	}
+}
