@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"time"
 
 	"github.com/bloomkit/bloomkit/bloom"
@@ -270,6 +271,45 @@ func (n *nativeFilter) set(a []byte, p *probe) {
 	for _, j := range p.offsets {
 		blk[j>>3] |= 1 << (j & 7)
 	}
+}
+
+// prefetch reads, for each of items, the first byte of the 64-byte block
+// it will probe in every generation a read at now looks at (a classic
+// filter: the byte of its first bit), all hashes first and the reads
+// after, so that the cache misses overlap (prefetch.go). It returns what
+// it read, so that the reads are not optimized away.
+func (n *nativeFilter) prefetch(now time.Time, items [][]byte) byte {
+	var (
+		pos [16]uint64
+		v   byte
+	)
+	lo, hi := int64(0), int64(0)
+	if n.typ == format.TypeWindow {
+		lo, hi = n.live(now)
+	}
+	for len(items) > 0 {
+		k := min(len(items), len(pos))
+		for i, item := range items[:k] {
+			h := bloom.Hash(n.params.Seed, item)
+			if n.typ == format.TypeClassic {
+				b, _ := bits.Mul64(h.Lo, n.params.M)
+				pos[i] = b >> 3
+			} else {
+				b, _ := bits.Mul64(h.Hi, n.params.M/bloom.BlockBits)
+				pos[i] = b * 64
+			}
+		}
+		for g := hi; g >= lo; g-- {
+			a := n.arrays[n.slot(g)]
+			for _, p := range pos[:k] {
+				if p < uint64(len(a)) {
+					v ^= a[p]
+				}
+			}
+		}
+		items = items[k:]
+	}
+	return v
 }
 
 // test reports whether the key tests present at now.

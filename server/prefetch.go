@@ -125,6 +125,8 @@ func (s *Server) prefetch(rd *requestReader, scratch []prefetchItem) []prefetchI
 		case n == 0 || ge == nil:
 		case gkind == prefetchBloomRead && ge.kind == KindBloom:
 			sink ^= ge.bf.Prefetch(group[:n]...)
+		case gkind == prefetchBloomRead && ge.kind == KindNative:
+			sink ^= ge.nf.prefetch(s.db.now(), group[:n])
 		case gkind != prefetchBloomRead && ge.kind == KindCuckoo:
 			sink ^= ge.cf.Prefetch(gkind == prefetchCuckooWrite, group[:n]...)
 		}
