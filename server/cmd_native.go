@@ -24,6 +24,10 @@ import (
 // nativeChunk is the most SCANDUMP returns of a native key per call.
 const nativeChunk = 1 << 20
 
+// errGenRange answers a START or BF.ADVANCE generation whose window's
+// start times would not fit in int64 nanoseconds.
+const errGenRange = "ERR generation out of range"
+
 const errMergeShape = "ERR BF.MERGE needs filters of one layout with identical parameters (size, hashes, seed and window)"
 
 // bloomEntry looks key up for a BF command: a RedisBloom or a native key.
@@ -193,6 +197,10 @@ func (s *Server) reserveNative(c *Session, args [][]byte, r *Reply) {
 			r.Error("ERR generation is ahead of the server's clock")
 			return
 		}
+		if !n.validGen(startGen) {
+			r.Error(errGenRange)
+			return
+		}
 		now = time.Unix(0, startGen*n.genLen)
 	}
 	if !s.placeNative(args[1], n, now, r) {
@@ -332,6 +340,10 @@ func cmdBFAdvance(s *Server, c *Session, args [][]byte, r *Reply) {
 	if g <= n.cur {
 		c.skipLog = true
 		r.Int(0)
+		return
+	}
+	if !n.validGen(g) { // only while loading: the clock's generation is valid
+		r.Error(errGenRange)
 		return
 	}
 	n.advance(g)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/bloomkit/bloomkit/bloom"
@@ -159,6 +160,17 @@ func (n *nativeFilter) genAt(t time.Time) int64 {
 		g--
 	}
 	return g
+}
+
+// validGen reports whether a window can stand at generation g: the start
+// times of its generations g-G … g+1 are whole int64 nanoseconds. The
+// loops over a window's generations (g ≤ cur) and its start times
+// (g·genLen) rely on it; a START, BF.ADVANCE or file header outside it is
+// refused, or a forged header with cur = MaxInt64 would loop forever with
+// the keyspace locked, and a start time that overflows would write a
+// snapshot that cannot be read back.
+func (n *nativeFilter) validGen(g int64) bool {
+	return g >= math.MinInt64/n.genLen+int64(n.gens) && g < math.MaxInt64/n.genLen
 }
 
 // slot is the array generation g lives in.
@@ -401,6 +413,11 @@ func parseFileHeader(b []byte) (*nativeFilter, int, error) {
 		first := int64(binary.LittleEndian.Uint64(b[size+16:]))
 		if first%n.genLen != 0 {
 			return nil, 0, errors.New("window header: a start time is not a multiple of the generation length")
+		}
+		// first/genLen ≥ MinInt64/genLen: only the newest can be out of
+		// range (checked before the sums below, which could wrap).
+		if first/n.genLen >= math.MaxInt64/n.genLen-int64(n.gens) {
+			return nil, 0, errors.New("window header: start times out of range")
 		}
 		for j := 1; j <= n.gens; j++ {
 			st := int64(binary.LittleEndian.Uint64(b[size+16+8*j:]))

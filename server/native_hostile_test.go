@@ -1,0 +1,134 @@
+package server
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bloomkit/bloomkit/internal/format"
+)
+
+// windowHeader is a bloomkit window file's header chunk (what BF.SCANDUMP
+// 0 returns) with the given period, generations and start times, for a
+// generation of m bits.
+func windowHeader(m uint64, period int64, gens uint32, starts ...int64) []byte {
+	h := format.Header{Type: format.TypeWindow, Seed: 1, M: m, K: 3, N: 10, P: 0.01}
+	h.PayloadLen = m/8*uint64(len(starts)) + 16 + 8*uint64(len(starts))
+	b := h.Marshal()
+	b = binary.LittleEndian.AppendUint64(b, uint64(period))
+	b = binary.LittleEndian.AppendUint32(b, gens)
+	b = binary.LittleEndian.AppendUint32(b, 0)
+	for _, st := range starts {
+		b = binary.LittleEndian.AppendUint64(b, uint64(st))
+	}
+	return b
+}
+
+// within runs f and fails the test if it does not return in 10 s (the
+// command would hold the keyspace lock forever).
+func within(t *testing.T, what string, f func() string) string {
+	t.Helper()
+	done := make(chan string, 1)
+	go func() { done <- f() }()
+	select {
+	case r := <-done:
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s does not return", what)
+		return ""
+	}
+}
+
+// A forged window header whose newest generation is at the end of int64
+// time is refused: accepted, every loop over its generations (BF.INFO,
+// BF.CARD, BF.SCANDUMP, snapshots) ran forever with the keyspace locked.
+// Start times that wrap around int64 are refused too.
+func TestNativeLoadChunkWindowStartsInRange(t *testing.T) {
+	s := startServer(t, Config{NoPersistence: true})
+	c := &Session{authed: true}
+	const max = math.MaxInt64
+	for name, hdr := range map[string][]byte{
+		"newest generation at MaxInt64": windowHeader(512, 1, 1, max-1, max),
+		"start times wrap":              windowHeader(512, 2, 1, max-1, math.MinInt64+1),
+		"64 generations at the end":     windowHeader(512, 4096, 64, seq(max/64-64, 65, 64)...),
+	} {
+		got := within(t, "BF.LOADCHUNK", func() string { return doArgs(s, c, "BF.LOADCHUNK", "f", "1", string(hdr)) })
+		if !strings.HasPrefix(got, "-ERR window header: start times out of range") {
+			t.Errorf("%s: %q", name, got)
+			doArgs(s, c, "DEL", "f")
+		}
+	}
+	// The last generations that fit are accepted, and answer.
+	hdr := windowHeader(512, 4096, 64, seq(max/64-65, 65, 64)...)
+	if got := doArgs(s, c, "BF.LOADCHUNK", "ok", "1", string(hdr)); got != "+OK\r\n" {
+		t.Fatalf("the newest window that fits: %q", got)
+	}
+	for _, cmd := range [][]string{{"BF.INFO", "ok"}, {"BF.CARD", "ok"}, {"BF.SCANDUMP", "ok", "0"}, {"BF.DEBUG", "ok"}, {"BF.ADD", "ok", "x"}} {
+		within(t, cmd[0], func() string { return doArgs(s, c, cmd...) })
+	}
+}
+
+// seq is n generation start times: first·step, (first+1)·step, ….
+func seq(first int64, n int, step int64) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = (first + int64(i)) * step
+	}
+	return out
+}
+
+// START is refused when the window's start times would not fit in int64
+// nanoseconds: accepted, the start times overflowed and the next snapshot
+// could not be read back — the server refused to start.
+func TestNativeStartInRange(t *testing.T) {
+	dir := t.TempDir()
+	s := startServer(t, Config{Dir: dir, AppendFsync: "always"})
+	rc := dialRaw(t, s.Addr())
+	// WINDOW 1ms GENERATIONS 1: a generation is 1 ms, so generation g
+	// starts at g·10^6 ns; the oldest kept is START-1.
+	first := int64(math.MinInt64/1_000_000) + 1 // the oldest START that fits
+	runSteps(t, rc, []step{
+		{fmt.Sprint("BF.RESERVE bad 0.01 100 WINDOW 1ms GENERATIONS 1 START ", first-1), "-" + errGenRange},
+		{"BF.RESERVE worse 0.01 100 WINDOW 1ms GENERATIONS 1 START -9223372036854775808", "-" + errGenRange},
+		{fmt.Sprint("BF.RESERVE edge 0.01 100 WINDOW 1ms GENERATIONS 1 START ", first), "+OK"},
+		{"BF.ADD edge x", ":1"},
+		{"SAVE", "+OK"},
+	})
+	want := dumpAll(t, s, &Session{authed: true}, "edge")
+	s.Close()
+	s2 := startServer(t, Config{Dir: dir})
+	if got := dumpAll(t, s2, &Session{authed: true}, "edge"); got["edge"] != want["edge"] {
+		t.Error("the window differs after a restart from its snapshot")
+	}
+}
+
+// A log record moving a window past the end of int64 time (no server logs
+// one; a damaged or forged log can hold one) stops start-up with an error
+// instead of looping forever.
+func TestNativeReplayAdvanceInRange(t *testing.T) {
+	s := startServer(t, Config{AppendFsync: "always"})
+	rc := dialRaw(t, s.Addr())
+	runSteps(t, rc, []step{{"BF.RESERVE w 0.01 100 WINDOW 1ms GENERATIONS 1", "+OK"}})
+	s.Close()
+	path := filepath.Join(s.cfg.Dir, LogName(1))
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Seek(0, io.SeekEnd)
+	f.Write(encodeRecord(nil, [][]byte{[]byte("BF.ADVANCE"), []byte("w"), []byte("9223372036854775807")}))
+	f.Close()
+	got := within(t, "start-up", func() string {
+		_, err := New(Config{Dir: s.cfg.Dir, Logger: quietLogger()})
+		return fmt.Sprint(err)
+	})
+	if !strings.Contains(got, errGenRange[4:]) {
+		t.Fatalf("New with a BF.ADVANCE past the end of time: %v", got)
+	}
+}
