@@ -563,7 +563,13 @@ func (s *Server) nativeMerge(args [][]byte, dest *entry, srcs []*entry, r *Reply
 		}
 	}
 	if shape.typ == format.TypeWindow {
-		g := shape.genAt(s.db.now())
+		// While replaying, the BF.ADVANCE records logged before the merge
+		// have moved the windows where it moved them: the replaying
+		// server's clock must not move them further.
+		g := int64(math.MinInt64)
+		if !s.db.loading {
+			g = shape.genAt(s.db.now())
+		}
 		if dest != nil {
 			g = max(g, dest.nf.cur)
 		}

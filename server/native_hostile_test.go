@@ -132,3 +132,39 @@ func TestNativeReplayAdvanceInRange(t *testing.T) {
 		t.Fatalf("New with a BF.ADVANCE past the end of time: %v", got)
 	}
 }
+
+// Replaying a BF.MERGE of windows moves them where the merge moved them
+// (the BF.ADVANCE records before it), not to the replaying server's
+// clock: replayed a day later, the merge emptied generations that were
+// live when it ran and the adds after it landed in a later generation, so
+// they lived longer than they should and the keys differed from before.
+func TestNativeMergeReplay(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	clock := newFakeClock(t0)
+	dir := t.TempDir()
+	s := startServer(t, Config{Dir: dir, AppendFsync: "always", Now: clock.Now})
+	rc := dialRaw(t, s.Addr())
+	runSteps(t, rc, []step{
+		{"BF.RESERVE w1 0.01 1000 WINDOW 4s SEED 9", "+OK"},
+		{"BF.RESERVE w2 0.01 1000 WINDOW 4s SEED 9", "+OK"},
+		{"BF.ADD w1 a", ":1"},
+	})
+	clock.Add(2 * time.Second)
+	runSteps(t, rc, []step{
+		{"BF.ADD w2 b", ":1"},
+		{"BF.MERGE m w1 w2", "+OK"},
+		{"BF.MERGE w1 w2", "+OK"},
+		{"BF.ADD m c", ":1"},
+	})
+	keys := []string{"w1", "w2", "m"}
+	want := dumpAll(t, s, &Session{authed: true}, keys...)
+	s.Close()
+	clock.Add(24 * time.Hour)
+	s2 := startServer(t, Config{Dir: dir, Now: clock.Now})
+	got := dumpAll(t, s2, &Session{authed: true}, keys...)
+	for _, k := range keys {
+		if got[k] != want[k] {
+			t.Errorf("window %s differs after replaying the log a day later", k)
+		}
+	}
+}
