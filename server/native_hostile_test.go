@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -167,4 +168,76 @@ func TestNativeMergeReplay(t *testing.T) {
 			t.Errorf("window %s differs after replaying the log a day later", k)
 		}
 	}
+}
+
+// --maxmemory's running count of native keys matches a recount after
+// every kind of change: create, merge into a new key, LOADCHUNK, rotation,
+// RENAME, expiry, DEL, FLUSHALL; and a native key that would not fit is
+// refused, whichever way it is created.
+func TestNativeMemoryAccounting(t *testing.T) {
+	clock := newFakeClock(time.Unix(1_800_000_000, 0))
+	s := startServer(t, Config{NoPersistence: true, MaxMemory: 4 << 20, Now: clock.Now})
+	c := &Session{authed: true}
+	check := func(what string) {
+		t.Helper()
+		s.db.mu.Lock()
+		defer s.db.mu.Unlock()
+		used := s.db.used
+		s.db.recount()
+		if s.db.used != used {
+			t.Errorf("after %s: accounted %d bytes, recount says %d", what, used, s.db.used)
+		}
+	}
+	must := func(want string, args ...string) {
+		t.Helper()
+		if got := doArgs(s, c, args...); !strings.HasPrefix(got, want) {
+			t.Fatalf("%v: %.80q, want %q", args, got, want)
+		}
+	}
+	must("+OK", strings.Fields("BF.RESERVE b 0.01 100000 LAYOUT blocked SEED 1")...)
+	check("BF.RESERVE blocked")
+	must("+OK", strings.Fields("BF.RESERVE c 0.01 1000 LAYOUT classic SEED 1")...)
+	must("+OK", strings.Fields("BF.RESERVE w 0.01 10000 WINDOW 4s SEED 1")...)
+	check("BF.RESERVE window")
+	must(":1", "BF.ADD", "w", "x")
+	clock.Add(10 * time.Second)
+	must(":1", "BF.ADD", "w", "y")
+	check("a rotation")
+	must("+OK", "BF.MERGE", "b2", "b")
+	check("BF.MERGE into a new key")
+	gc := goRedis(t, s)
+	ctx := context.Background()
+	for it := int64(0); ; {
+		d, err := gc.BFScanDump(ctx, "w", it).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Iter == 0 {
+			break
+		}
+		if err := gc.BFLoadChunk(ctx, "w2", d.Iter, d.Data).Err(); err != nil {
+			t.Fatal(err)
+		}
+		it = d.Iter
+	}
+	check("BF.LOADCHUNK")
+	must("+OK", "RENAME", "w2", "w3")
+	check("RENAME")
+	must(":1", "PEXPIRE", "b2", "1")
+	clock.Add(time.Second)
+	must(":0", "EXISTS", "b2")
+	check("expiry")
+	must(":1", "DEL", "w3")
+	check("DEL")
+	// 4 MiB: a blocked key of 5.4 MB or a window of 9 × 1.1 MB does not fit next to the others,
+	// however it is made.
+	must("-ERR Insufficient memory", strings.Fields("BF.RESERVE big 0.001 3000000 LAYOUT blocked SEED 1")...)
+	must("-ERR Insufficient memory", strings.Fields("BF.RESERVE big 0.001 600000 WINDOW 1h GENERATIONS 8 SEED 1")...)
+	h := format.Header{Type: format.TypeBlocked, Seed: 1, M: 64 << 20, K: 7, N: 1, P: 0.01, PayloadLen: 8 << 20}
+	must("-ERR Insufficient memory", "BF.LOADCHUNK", "big", "1", string(h.Marshal()))
+	must("+OK", strings.Fields("BF.RESERVE half 0.001 1500000 LAYOUT blocked SEED 1")...)
+	must("-ERR Insufficient memory", "BF.MERGE", "big", "half")
+	check("refused creations")
+	must("+OK", "FLUSHALL")
+	check("FLUSHALL")
 }
