@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/redis/go-redis/v9"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -240,4 +242,139 @@ func TestNativeMemoryAccounting(t *testing.T) {
 	check("refused creations")
 	must("+OK", "FLUSHALL")
 	check("FLUSHALL")
+}
+
+// Clients hammer native keys — adds, merges, renames, deletes, LOADCHUNK,
+// BF.INFO — while the clock rotates windows and BGSAVE runs again and
+// again (run it with -race). Every snapshot must be readable, and after a
+// restart from the last snapshot and the log every key is as it was.
+func TestNativeConcurrentSnapshots(t *testing.T) {
+	clock := newFakeClock(time.Unix(1_800_000_000, 0))
+	dir := t.TempDir()
+	s := startServer(t, Config{Dir: dir, AppendFsync: "no", Now: clock.Now})
+	ctx := context.Background()
+	setup := goRedis(t, s)
+	for _, cmd := range []string{
+		"BF.RESERVE big 0.001 1000000 LAYOUT blocked SEED 1", // 1.8 MB: snapshots take a while
+		"BF.RESERVE win 0.001 300000 WINDOW 4s GENERATIONS 4 SEED 2",
+		"BF.RESERVE cls 0.01 20000 LAYOUT classic SEED 3",
+	} {
+		if err := setup.Do(ctx, strArgs(cmd)...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	fail := make(chan error, 16)
+	worker := func(id int, f func(c *redis.Client, i int) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := goRedis(t, s)
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := f(c, i); err != nil {
+					fail <- fmt.Errorf("worker %d: %w", id, err)
+					return
+				}
+			}
+		}()
+	}
+	for w := 0; w < 3; w++ {
+		worker(w, func(c *redis.Client, i int) error {
+			k := fmt.Sprint("k", w, "-", i)
+			for _, key := range []string{"big", "win", "cls"} {
+				if err := c.BFAdd(ctx, key, k).Err(); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	worker(3, func(c *redis.Client, i int) error {
+		// A window copy made by merge, renamed, merged into and deleted.
+		tmp := fmt.Sprint("m", i%4)
+		if err := c.Do(ctx, "BF.MERGE", tmp, "win").Err(); err != nil {
+			return err
+		}
+		if err := c.Rename(ctx, tmp, tmp+"r").Err(); err != nil {
+			return err
+		}
+		if err := c.Do(ctx, "BF.MERGE", "win", tmp+"r").Err(); err != nil {
+			return err
+		}
+		if i%3 == 0 {
+			return c.Del(ctx, tmp+"r").Err()
+		}
+		return nil
+	})
+	worker(4, func(c *redis.Client, i int) error {
+		// Reloads cls into a fresh key chunk by chunk, reads BF.INFO.
+		key := fmt.Sprint("copy", i%3)
+		c.Del(ctx, key)
+		for it := int64(0); ; {
+			d, err := c.BFScanDump(ctx, "cls", it).Result()
+			if err != nil {
+				return err
+			}
+			if d.Iter == 0 {
+				break
+			}
+			if err := c.BFLoadChunk(ctx, key, d.Iter, d.Data).Err(); err != nil {
+				return err
+			}
+			it = d.Iter
+		}
+		return c.Do(ctx, "BF.INFO", "win").Err()
+	})
+	worker(5, func(c *redis.Client, i int) error {
+		clock.Add(300 * time.Millisecond)
+		time.Sleep(time.Millisecond)
+		return nil
+	})
+	for i := 0; i < 8; i++ {
+		if err := setup.Do(ctx, "BGSAVE", "SCHEDULE").Err(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	close(fail)
+	for err := range fail {
+		t.Error(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		err := setup.Do(ctx, "SAVE").Err()
+		if err == nil {
+			break
+		}
+		if !strings.Contains(err.Error(), "in progress") || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 50; i++ { // writes after the snapshot: in the log only
+		setup.BFAdd(ctx, "win", fmt.Sprint("late", i))
+		clock.Add(100 * time.Millisecond)
+	}
+	keys, err := setup.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := dumpAll(t, s, &Session{authed: true}, keys...)
+	s.Close()
+	s2 := startServer(t, Config{Dir: dir, Now: clock.Now})
+	got := dumpAll(t, s2, &Session{authed: true}, keys...)
+	for _, k := range keys {
+		if got[k] != want[k] {
+			t.Errorf("key %s differs after the restart", k)
+		}
+	}
+	if n := doArgs(s2, &Session{authed: true}, "DBSIZE"); n != fmt.Sprintf(":%d\r\n", len(keys)) {
+		t.Errorf("DBSIZE after the restart: %q, want %d", n, len(keys))
+	}
 }
