@@ -378,3 +378,37 @@ func TestNativeConcurrentSnapshots(t *testing.T) {
 		t.Errorf("DBSIZE after the restart: %q, want %d", n, len(keys))
 	}
 }
+
+// The window's promise exactly as docs/commands.md states it, to the
+// nanosecond, when G does not divide T: with d = ⌈T/G⌉ ns, an item added
+// at t tests present at t+T and absent from t+(G+1)·d on — which for an
+// item added at the start of a generation is G+1 ns after t+T+T/G (the
+// docs said "from t+T+T/G", true only when G divides T).
+func TestNativeWindowBoundaries(t *testing.T) {
+	const T, G = time.Second, 3
+	d := (T + G - 1) / G // 333333334 ns
+	base := time.Unix(0, 1_800_000_000*int64(d))
+	clock := newFakeClock(base)
+	s := startServer(t, Config{NoPersistence: true, Now: clock.Now})
+	rc := dialRaw(t, s.Addr())
+	runSteps(t, rc, []step{{fmt.Sprintf("BF.RESERVE w 0.0001 1000 WINDOW %dns GENERATIONS %d SEED 1", T, G), "+OK"}})
+	for i, off := range []time.Duration{0, d / 2, d - 1} {
+		tAdd := base.Add(time.Duration(i) * 10 * T).Add(off)
+		item := fmt.Sprint("item-", i)
+		clock.Set(tAdd)
+		runSteps(t, rc, []step{{"BF.ADD w " + item, ":1"}})
+		for _, c := range []struct {
+			at   time.Duration
+			want string
+		}{
+			{T, ":1"},
+			{(G+1)*d - off - 1, ":1"}, // the last nanosecond of its last generation
+			{(G + 1) * d, ":0"},
+		} {
+			clock.Set(tAdd.Add(c.at))
+			if got := rc.do("BF.EXISTS", "w", item); got != c.want {
+				t.Errorf("added %v into its generation, at t+%v: %s, want %s", off, c.at, got, c.want)
+			}
+		}
+	}
+}
