@@ -237,6 +237,7 @@ func (s *Server) placeNative(key []byte, n *nativeFilter, now time.Time, r *Repl
 	if n.arrays == nil {
 		err = n.allocate(now)
 	} else {
+		n.dirty = make([]bool, len(n.arrays)) // fresh arrays
 		for i := range n.arrays {
 			if n.arrays[i], err = redisbloom.AllocArray(n.arrayBytes()); err != nil {
 				n.free()
@@ -524,6 +525,7 @@ func (s *Server) nativeLoadChunk(n *nativeFilter, it int64, data []byte, r *Repl
 	if n.typ == format.TypeWindow {
 		slot = n.slot(n.cur - int64(n.gens) + int64(i))
 	}
+	n.markDirty(slot)
 	n.counts[slot] += popcount(data)
 	if lo+uint64(len(data)) == size {
 		n.counts[slot] = estimateFromBits(n.counts[slot], size*8, n.params)

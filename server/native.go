@@ -49,6 +49,15 @@ type nativeFilter struct {
 	arrays [][]byte
 	// counts[i] counts the adds into arrays[i] that answered 1 (new).
 	counts []uint64
+	// dirty[i] is false while arrays[i] is known to be all zeros (fresh,
+	// or emptied since its last write), so that a rotation need not touch
+	// it: clearing a never-written generation in place faulted in all its
+	// pages, G+1 of them when an idle window moved (tens of ms with the
+	// keyspace locked, and the window's whole size made resident). nil:
+	// not known, every array may hold bits.
+	dirty []bool
+	// wiped counts the bytes rotations cleared in place (tests).
+	wiped uint64
 	guard  redisbloom.Guard
 }
 
@@ -132,6 +141,7 @@ func (n *nativeFilter) allocate(now time.Time) error {
 	}
 	n.arrays = make([][]byte, slots)
 	n.counts = make([]uint64, slots)
+	n.dirty = make([]bool, slots)
 	for i := range n.arrays {
 		a, err := redisbloom.AllocArray(n.arrayBytes())
 		if err != nil {
@@ -208,8 +218,19 @@ func (n *nativeFilter) advance(g int64) {
 func (n *nativeFilter) empty(i int) {
 	a := n.arrays[i]
 	n.counts[i] = 0
+	if n.dirty == nil {
+		n.dirty = make([]bool, len(n.arrays))
+		for j := range n.dirty {
+			n.dirty[j] = true
+		}
+	}
+	if !n.dirty[i] {
+		return
+	}
+	n.dirty[i] = false
 	if n.guard == nil && len(a) <= smallClear {
 		clear(a)
+		n.wiped += uint64(len(a))
 		return
 	}
 	fresh, err := redisbloom.AllocArray(uint64(len(a)))
@@ -218,6 +239,7 @@ func (n *nativeFilter) empty(i int) {
 			n.guard.Write(a, 0, len(a))
 		}
 		clear(a)
+		n.wiped += uint64(len(a))
 		return
 	}
 	n.arrays[i] = fresh
@@ -310,11 +332,19 @@ func (n *nativeFilter) add(key []byte, now time.Time, p *probe) bool {
 	}
 	if !present || !n.has(n.arrays[i], p) {
 		n.set(n.arrays[i], p)
+		n.markDirty(i)
 	}
 	if !present {
 		n.counts[i]++
 	}
 	return !present
+}
+
+// markDirty records that slot i may hold bits.
+func (n *nativeFilter) markDirty(i int) {
+	if n.dirty != nil {
+		n.dirty[i] = true
+	}
 }
 
 // card is BF.CARD: the adds that answered 1, in the generations still live.
@@ -498,11 +528,15 @@ func (n *nativeFilter) merge(src *nativeFilter) {
 		if g < n.cur-int64(n.gens) || g > n.cur {
 			continue
 		}
+		if src.dirty != nil && !src.dirty[src.slot(g)] {
+			continue // all zeros: nothing to OR
+		}
 		d := n.arrays[n.slot(g)]
 		if n.guard != nil {
 			n.guard.Write(d, 0, len(d))
 		}
 		orBytes(d, src.arrays[src.slot(g)])
+		n.markDirty(n.slot(g))
 		// As for RedisBloom-layout keys: the larger of the two counts and
 		// of the count the merged bits imply, so that an item in both is
 		// not counted twice.
