@@ -58,7 +58,7 @@ type nativeFilter struct {
 	dirty []bool
 	// wiped counts the bytes rotations cleared in place (tests).
 	wiped uint64
-	guard  redisbloom.Guard
+	guard redisbloom.Guard
 }
 
 // Native layouts as BF.INFO and BF.RESERVE name them.
