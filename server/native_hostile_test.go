@@ -504,3 +504,90 @@ func TestNativeRotationClearsOnlyWritten(t *testing.T) {
 		t.Errorf("the window loaded from a snapshot, moved past c's expiry: %q", got)
 	}
 }
+
+// Hostile dumps and iterators: every forged header, chunk and iterator is
+// answered with an error (or, for SCANDUMP, the end of the dump), never a
+// panic, a hang or an allocation the header merely claims.
+func TestNativeHostileChunks(t *testing.T) {
+	s := startServer(t, Config{NoPersistence: true, MaxMemory: 64 << 20})
+	c := &Session{authed: true}
+	hdr := func(typ uint8, m uint64, k uint32, payload uint64) string {
+		h := format.Header{Type: typ, Seed: 1, M: m, K: k, N: 10, P: 0.01, PayloadLen: payload}
+		return string(h.Marshal())
+	}
+	win := func(period int64, gens uint32, starts ...int64) string {
+		return string(windowHeader(512, period, gens, starts...))
+	}
+	for _, tc := range []struct{ data, want string }{
+		{hdr(format.TypeBlocked, 512, 0, 64), "-ERR bloomkit header: bad parameters"},
+		{hdr(format.TypeBlocked, 512, 65, 64), "-ERR bloomkit header: bad parameters"},
+		{hdr(format.TypeBlocked, 0, 3, 0), "-ERR bloomkit header: bad parameters"},
+		{hdr(format.TypeBlocked, 1<<62, 3, 1<<59), "-ERR bloomkit: filter too large"},
+		{hdr(format.TypeBlocked, 1<<43, 3, 1<<40), "-ERR Insufficient memory"},
+		{hdr(format.TypeBlocked, 500, 3, 64), "-ERR bloomkit header: blocked m is not a multiple of 512"},
+		{hdr(format.TypeBlocked, 512, 3, 65), "-ERR bloomkit header: payload length 65, want 64"},
+		{hdr(format.TypeClassic, 100, 3, 1<<40), "-ERR bloomkit header: payload length"},
+		{hdr(format.TypeCounting, 512, 3, 64), "-ERR a counting filter cannot be a server key"},
+		{hdr(format.TypeBlocked, 512, 3, 64) + "x", "-ERR the header chunk of a bloomkit dump is 80 bytes, got 81"},
+		{win(1e9, 0, 0), "-ERR window header: bad window or generations"},
+		{win(1e9, 65, seq(0, 66, 15384616)...), "-ERR window header: bad window or generations"},
+		{win(0, 1, 0, 0), "-ERR window header: bad window or generations"},
+		{win(-5, 1, 0, -5), "-ERR window header: bad window or generations"},
+		{win(1e9, 1, 0, 2e9), "-ERR window header: start times are not consecutive generations"},
+		{win(1e9, 1, 5, 1e9+5), "-ERR window header: a start time is not a multiple of the generation length"},
+		{win(1e9, 4, 0)[:100], "-ERR window header: truncated"},
+	} {
+		got := within(t, "BF.LOADCHUNK", func() string { return doArgs(s, c, "BF.LOADCHUNK", "h", "1", tc.data) })
+		if !strings.HasPrefix(got, tc.want) {
+			t.Errorf("header %x…: %q, want %q", tc.data[:min(len(tc.data), 16)], got, tc.want)
+		}
+		doArgs(s, c, "DEL", "h")
+	}
+	// A blocked key of 2 × 512-bit blocks (128 bytes) and a window of 2 ×
+	// 64 bytes.
+	if got := doArgs(s, c, "BF.LOADCHUNK", "b", "1", hdr(format.TypeBlocked, 1024, 3, 128)); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	if got := doArgs(s, c, "BF.LOADCHUNK", "w", "1", win(1e9, 1, 1e9, 2e9)); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	const outside = "-ERR invalid chunk: outside the filter's arrays"
+	for _, tc := range []struct {
+		key, it, data, want string
+	}{
+		{"b", "0", "x", "-ERR invalid iterator"},
+		{"b", "-1", "x", "-ERR invalid iterator"},
+		{"b", "-9223372036854775808", "x", "-ERR invalid iterator"},
+		{"b", "9223372036854775807", "x", outside},
+		{"b", "2", "xx", "-ERR invalid iterator"},        // starts before the data
+		{"b", "130", strings.Repeat("x", 129), outside},  // longer than the arrays
+		{"b", "131", "xx", outside},                      // past the end
+		{"b", "137", "12345678", "+OK"},                  // the counts chunk
+		{"b", "138", "123456789", outside},               // a counts chunk of the wrong size
+		{"b", "129", strings.Repeat("\xff", 128), "+OK"}, // all the bits
+		{"w", "100", strings.Repeat("x", 70), outside},   // across the two arrays
+		{"w", "66", strings.Repeat("x", 65), outside},
+		{"w", "145", "0123456789abcdef", "+OK"},
+		{"w", "137", "12345678", outside},
+	} {
+		got := within(t, "BF.LOADCHUNK", func() string { return doArgs(s, c, "BF.LOADCHUNK", tc.key, tc.it, tc.data) })
+		if !strings.HasPrefix(got, tc.want) {
+			t.Errorf("BF.LOADCHUNK %s %s (%d bytes): %q, want %q", tc.key, tc.it, len(tc.data), got, tc.want)
+		}
+	}
+	if got := doArgs(s, c, "BF.CARD", "b"); got != ":10\r\n" { // a full filter: its capacity
+		t.Errorf("BF.CARD of a filter loaded with all bits set: %q", got)
+	}
+	for _, it := range []string{"-1", "-9223372036854775808", "9223372036854775807", "130", "146", "1000"} {
+		got := within(t, "BF.SCANDUMP", func() string { return doArgs(s, c, "BF.SCANDUMP", "b", it) })
+		if got != "*2\r\n:0\r\n$0\r\n\r\n" {
+			t.Errorf("BF.SCANDUMP b %s: %q, want the end", it, got)
+		}
+	}
+	if got := doArgs(s, c, "BF.SCANDUMP", "b", "129"); got != "*2\r\n:137\r\n$8\r\n\n\x00\x00\x00\x00\x00\x00\x00\r\n" {
+		t.Errorf("BF.SCANDUMP b 129 (the counts): %q", got)
+	}
+	if got := doArgs(s, c, "BF.SCANDUMP", "b", "x"); !strings.HasPrefix(got, "-") {
+		t.Errorf("BF.SCANDUMP b x: %q", got)
+	}
+}
