@@ -357,11 +357,7 @@ func cmdBFAdvance(s *Server, c *Session, args [][]byte, r *Reply) {
 // the native ones.
 func (s *Server) nativeInfo(n *nativeFilter, args [][]byte, r *Reply) {
 	now := s.db.now()
-	type field struct {
-		word, name string
-		val        func()
-	}
-	fields := []field{
+	fields := []infoField{
 		{"capacity", "Capacity", func() { r.Uint(n.params.N) }},
 		{"size", "Size", func() { r.Uint(n.memUsage()) }},
 		{"filters", "Number of filters", func() { r.Int(int64(len(n.arrays))) }},
@@ -378,34 +374,14 @@ func (s *Server) nativeInfo(n *nativeFilter, args [][]byte, r *Reply) {
 	}
 	if n.typ == format.TypeWindow {
 		fields = append(fields,
-			field{"window", "Window ms", func() { r.Int(n.period.Milliseconds()) }},
-			field{"generations", "Generations", func() { r.Int(int64(n.gens)) }},
-			field{"generation", "Current generation start ms", func() {
+			infoField{"window", "Window ms", func() { r.Int(n.period.Milliseconds()) }},
+			infoField{"generations", "Generations", func() { r.Int(int64(n.gens)) }},
+			infoField{"generation", "Current generation start ms", func() {
 				r.Int(max(n.genAt(now), n.cur) * n.genLen / int64(time.Millisecond))
 			}},
 		)
 	}
-	if len(args) == 3 {
-		for _, f := range fields {
-			if strings.EqualFold(string(args[2]), f.word) {
-				if r.resp3 {
-					r.Map(1)
-					r.Simple(f.name)
-				} else {
-					r.Array(1)
-				}
-				f.val()
-				return
-			}
-		}
-		r.Error("Invalid information value")
-		return
-	}
-	r.Map(len(fields))
-	for _, f := range fields {
-		r.Simple(f.name)
-		f.val()
-	}
+	infoReply(r, args, fields)
 }
 
 // nativeDebug is BF.DEBUG on a native key: "size:<items>", then a line per
