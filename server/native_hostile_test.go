@@ -591,3 +591,58 @@ func TestNativeHostileChunks(t *testing.T) {
 		t.Errorf("BF.SCANDUMP b x: %q", got)
 	}
 }
+
+// A snapshot started in O(1) holds the native keys as they were when it
+// started, under the names they had, while they are renamed over each
+// other, deleted, rotated, merged and re-created before the writer
+// reaches them; and the image of a key the writer is in the middle of
+// survives a rotation that swaps its arrays and a DEL that frees them.
+func TestNativeSnapshotWhileKeysMove(t *testing.T) {
+	clock := newFakeClock(time.Unix(1_800_000_000, 0))
+	s := startServer(t, Config{NoPersistence: true, Now: clock.Now})
+	c := &Session{authed: true}
+	must := func(want string, args ...string) {
+		t.Helper()
+		if got := doArgs(s, c, args...); !strings.HasPrefix(got, want) {
+			t.Fatalf("%v: %.80q, want %q", args, got, want)
+		}
+	}
+	var keys []string
+	for i := 0; i < 40; i++ {
+		k := fmt.Sprint("w", i)
+		keys = append(keys, k)
+		size := "1000"
+		if i%8 == 1 {
+			size = "400000" // generations of 1 MB: swapped, not cleared, when they expire
+		}
+		must("+OK", strings.Fields("BF.RESERVE "+k+" 0.001 "+size+" WINDOW 4s SEED 1")...)
+		for j := 0; j < 50; j++ {
+			doArgs(s, c, "BF.ADD", k, fmt.Sprint("a", j))
+		}
+		clock.Add(500 * time.Millisecond)
+	}
+	want := dumpAll(t, s, c, keys...)
+	rs := startSnapshot(s)
+	rs.read(t, 1<<20) // the writer is inside some key
+	clock.Add(10 * time.Second)
+	for i := 0; i < 40; i += 4 {
+		a, b := keys[i], keys[i+1]
+		must(":1", "BF.ADD", a, "late") // rotates: every generation expires
+		must("+OK", "RENAME", a, b)     // b's old value leaves the keyspace
+		must("+OK", "BF.MERGE", keys[i+2], b)
+		must(":1", "DEL", keys[i+3])
+		must("+OK", strings.Fields("BF.RESERVE "+keys[i+3]+" 0.01 100 WINDOW 4s SEED 1")...)
+		must(":1", "BF.ADD", keys[i+3], "new")
+	}
+	data := rs.finish(t)
+	s2 := startServer(t, Config{NoPersistence: true, Now: clock.Now})
+	if _, n, err := loadSnapshot(s2, data); err != nil || n != len(keys) {
+		t.Fatalf("reading the snapshot: %d keys, %v", n, err)
+	}
+	got := dumpAll(t, s2, c, keys...)
+	for _, k := range keys {
+		if got[k] != want[k] {
+			t.Errorf("key %s differs from its state when the snapshot started", k)
+		}
+	}
+}
