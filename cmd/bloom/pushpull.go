@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -288,10 +287,8 @@ const nativeChunk = 1 << 20
 func pullNative(ctx context.Context, srv *remote, key string, w io.Writer, progress func(int)) (uint32, error) {
 	var want, got uint64
 	var sum uint32
-	var header []byte
 	err := srv.scanDump(ctx, familyNative, key, func(iter int64, data []byte) error {
 		if got == 0 {
-			header = bytes.Clone(data)
 			if len(data) < format.HeaderSize {
 				return fmt.Errorf("BF.SCANDUMP %s: a header of %d bytes", key, len(data))
 			}
@@ -318,21 +315,6 @@ func pullNative(ctx context.Context, srv *remote, key string, w io.Writer, progr
 	}
 	if got != want {
 		return 0, fmt.Errorf("BF.SCANDUMP %s: %d bytes, the header announces %d (was the key changed while it was pulled?)", key, got, want)
-	}
-	// A window that moved to a new generation meanwhile rotated its
-	// arrays under the start times the header gave: the file would hold
-	// items in the wrong generations. Its header now has other start
-	// times (a window moves at most once a generation: pulling again
-	// works).
-	now, err := srv.c.Do(ctx, "BF.SCANDUMP", key, 0).Slice()
-	if err != nil {
-		return 0, fmt.Errorf("BF.SCANDUMP %s 0: %w", key, err)
-	}
-	if len(now) != 2 {
-		return 0, fmt.Errorf("BF.SCANDUMP %s 0: a reply of %d elements", key, len(now))
-	}
-	if h, _ := now[1].(string); h != string(header) {
-		return 0, fmt.Errorf("BF.SCANDUMP %s: the key changed while it was pulled (a window moved to a new generation, or the key was replaced); pull again", key)
 	}
 	_, err = w.Write(binary.LittleEndian.AppendUint32(nil, sum))
 	return sum, err

@@ -158,7 +158,7 @@ func TestPullWindowMovedWhilePulled(t *testing.T) {
 			c.BFAdd(ctx, "w", "new") // moves the window one generation
 		}
 	})
-	if err == nil || !strings.Contains(err.Error(), "window moved") {
+	if err == nil || !strings.Contains(err.Error(), "a window moved to a new generation") {
 		t.Fatalf("pull of a window that moved meanwhile: %v", err)
 	}
 	// Unchanged, it pulls.
