@@ -646,3 +646,23 @@ func TestNativeSnapshotWhileKeysMove(t *testing.T) {
 		}
 	}
 }
+
+// BF.ADVANCE to where a window stands is 0 even when the clock has gone
+// back behind it (it said the generation was ahead of the clock).
+func TestNativeAdvanceClockBack(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	clock := newFakeClock(t0)
+	s := startServer(t, Config{NoPersistence: true, Now: clock.Now})
+	rc := dialRaw(t, s.Addr())
+	g := t0.Unix() // WINDOW 4s GENERATIONS 4: generations of 1 s
+	runSteps(t, rc, []step{
+		{"BF.RESERVE w 0.01 100 WINDOW 4s", "+OK"},
+		{fmt.Sprint("BF.ADVANCE w ", g), ":0"},
+	})
+	clock.Add(-time.Minute)
+	runSteps(t, rc, []step{
+		{fmt.Sprint("BF.ADVANCE w ", g), ":0"},
+		{fmt.Sprint("BF.ADVANCE w ", g-5), ":0"},
+		{fmt.Sprint("BF.ADVANCE w ", g+1), "-ERR generation is ahead of the server's clock"},
+	})
+}
