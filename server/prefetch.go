@@ -109,25 +109,41 @@ func (s *Server) prefetch(rd *requestReader, scratch []prefetchItem) []prefetchI
 	if len(items) < 2 {
 		return items
 	}
+	// Items of one filter go to its Prefetch together (a pipeline's
+	// requests usually name one key).
 	var (
-		key  []byte
-		e    *entry
-		sink byte
+		key   []byte
+		e     *entry
+		sink  byte
+		group [prefetchMax][]byte
+		n     int
+		gkind prefetchKind
+		ge    *entry
 	)
+	flush := func() {
+		switch {
+		case n == 0 || ge == nil:
+		case gkind == prefetchBloomRead && ge.kind == KindBloom:
+			sink ^= ge.bf.Prefetch(group[:n]...)
+		case gkind != prefetchBloomRead && ge.kind == KindCuckoo:
+			sink ^= ge.cf.Prefetch(gkind == prefetchCuckooWrite, group[:n]...)
+		}
+		n = 0
+	}
 	s.db.mu.Lock()
 	for i := range items {
 		it := &items[i]
 		if key == nil || !bytes.Equal(it.key, key) {
 			e, key = s.db.keys[string(it.key)], it.key
 		}
-		switch {
-		case e == nil:
-		case it.kind >= prefetchCuckooRead && e.kind == KindCuckoo:
-			sink ^= e.cf.Prefetch(it.item, it.kind == prefetchCuckooWrite)
-		case it.kind < prefetchCuckooRead && e.kind == KindBloom:
-			sink ^= e.bf.Prefetch(it.item)
+		if e != ge || it.kind != gkind {
+			flush()
+			ge, gkind = e, it.kind
 		}
+		group[n] = it.item
+		n++
 	}
+	flush()
 	s.db.mu.Unlock()
 	prefetchSink ^= sink
 	return items
