@@ -666,3 +666,24 @@ func TestNativeAdvanceClockBack(t *testing.T) {
 		{fmt.Sprint("BF.ADVANCE w ", g+1), "-ERR generation is ahead of the server's clock"},
 	})
 }
+
+// BenchmarkNativeIdleWindowMove is the write that moves a window idle for
+// longer than its period: 65 generations of 1 MB (b.N windows, each moved
+// once, so that no generation was ever touched: the first move of a new
+// window). Before rotations skipped clean generations it cleared all 65 in
+// place with the keyspace locked.
+func BenchmarkNativeIdleWindowMove(b *testing.B) {
+	clock := newFakeClock(time.Unix(1_800_000_000, 0))
+	s := startServer(b, Config{NoPersistence: true, Now: clock.Now})
+	c := &Session{authed: true}
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		doArgs(s, c, "DEL", "w")
+		if got := doArgs(s, c, strings.Fields("BF.RESERVE w 0.01 720000 WINDOW 64s GENERATIONS 64 SEED 1")...); got != "+OK\r\n" {
+			b.Fatal(got)
+		}
+		clock.Add(time.Hour)
+		b.StartTimer()
+		doArgs(s, c, "BF.ADD", "w", "x")
+	}
+}
