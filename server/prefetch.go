@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"sync"
+	"sync/atomic"
 )
 
 // Prefetching a pipeline's filter memory.
@@ -64,7 +65,8 @@ func prefetchKindOf(cmd *command) prefetchKind {
 }
 
 // prefetchSink keeps the bytes read (so the reads are not optimized away).
-var prefetchSink byte
+// Atomic: every event loop prefetches (one add per pass, not per item).
+var prefetchSink atomic.Uint32
 
 // prefetchItem is one item a peeked request will look up; key and item
 // alias the reader's buffer.
@@ -152,6 +154,6 @@ func (s *Server) prefetch(rd *requestReader, scratch []prefetchItem) []prefetchI
 	}
 	flush()
 	s.db.mu.Unlock()
-	prefetchSink ^= sink
+	prefetchSink.Add(uint32(sink))
 	return items
 }
