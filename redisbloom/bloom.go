@@ -557,15 +557,16 @@ func (b *Bloom) Clone(allow func(uint64) error) (*Bloom, error) {
 	return c, nil
 }
 
-// Prefetch reads the byte of the filter that Exists of item reads first
-// (its first bit position in the newest link) and returns it, so the read
-// cannot be optimized away. A caller about to look up many items can call
-// it for each of them in one tight loop first: the cache misses of that
-// loop overlap (the CPU runs ahead of them), where the lookups, each with
-// other work in between, would pay them one at a time. (Add needs no such
-// help: the loads of its bit positions are independent of each other and
-// overlap anyway.) It changes nothing and its result means nothing.
-func (b *Bloom) Prefetch(item []byte) byte {
+// Prefetch reads the bytes of the filter that Exists of each item reads
+// first (its first bit position in the newest link) and returns them
+// combined, so the reads cannot be optimized away. A caller about to look
+// up many items calls it once for all of them: the positions are computed
+// first and read after, so the cache misses overlap (the CPU runs ahead of
+// them), where the lookups, each with other work in between, would pay
+// them one at a time. (Add needs no such help: the loads of an item's bit
+// positions are independent of each other and overlap anyway.) It changes
+// nothing and its result means nothing.
+func (b *Bloom) Prefetch(items ...[]byte) byte {
 	if len(b.Links) == 0 {
 		return 0
 	}
@@ -574,9 +575,23 @@ func (b *Bloom) Prefetch(item []byte) byte {
 	if mod == 0 {
 		return 0
 	}
-	x := bloomHash(item).a % mod
-	if x>>3 >= uint64(len(l.Data)) {
-		return 0
+	var (
+		pos [16]uint64
+		v   byte
+	)
+	for len(items) > 0 {
+		n := min(len(items), len(pos))
+		for i, item := range items[:n] {
+			// The first position needs only the first of bloomHash's
+			// two hashes.
+			pos[i] = (MurmurHash64A(item, 0xc6a4a7935bd1e995) % mod) >> 3
+		}
+		for _, p := range pos[:n] {
+			if p < uint64(len(l.Data)) {
+				v ^= l.Data[p]
+			}
+		}
+		items = items[n:]
 	}
-	return l.Data[x>>3]
+	return v
 }

@@ -532,13 +532,13 @@ func (c *Cuckoo) LoadChunk(pos int64, data []byte) error {
 	return ErrCFChunk
 }
 
-// Prefetch reads the candidate buckets of item that Exists (write false:
-// both buckets in every sub-filter, up to eight of them) or Insert (write
-// true: both buckets in the newest sub-filter, where it looks for a free
-// slot first) reads, and returns a byte of them combined, so the reads
-// cannot be optimized away; see Bloom.Prefetch for why. It changes
+// Prefetch reads the candidate buckets of each item that Exists (write
+// false: both buckets in every sub-filter, up to eight of them) or Insert
+// (write true: both buckets in the newest sub-filter, where it looks for a
+// free slot first) reads, and returns a byte of them combined, so the
+// reads cannot be optimized away; see Bloom.Prefetch for why. It changes
 // nothing and its result means nothing.
-func (c *Cuckoo) Prefetch(item []byte, write bool) byte {
+func (c *Cuckoo) Prefetch(write bool, items ...[]byte) byte {
 	if len(c.Filters) == 0 || c.BucketSize == 0 {
 		return 0
 	}
@@ -548,11 +548,26 @@ func (c *Cuckoo) Prefetch(item []byte, write bool) byte {
 	} else if len(subs) > 8 {
 		subs = subs[:8]
 	}
-	p := cuckooLookup(item)
-	var v byte
+	var (
+		pos [16]uint64
+		v   byte
+	)
 	for _, sub := range subs {
-		if c.nb(sub) > 0 {
-			v ^= c.bucket(sub, p.h1)[0] ^ c.bucket(sub, p.h2)[0]
+		if c.nb(sub) == 0 {
+			continue
+		}
+		for rest := items; len(rest) > 0; {
+			n := min(len(rest), len(pos)/2)
+			for i, item := range rest[:n] {
+				p := cuckooLookup(item)
+				pos[2*i], pos[2*i+1] = c.index(sub, p.h1), c.index(sub, p.h2)
+			}
+			for _, at := range pos[:2*n] {
+				if at < uint64(len(sub)) {
+					v ^= sub[at]
+				}
+			}
+			rest = rest[n:]
 		}
 	}
 	return v

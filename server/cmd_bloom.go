@@ -406,16 +406,26 @@ func cmdBFInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 			r.Int(int64(b.Growth))
 		}
 	}
-	fields := []struct {
-		word, name string
-		val        func()
-	}{
+	infoReply(r, args, []infoField{
 		{"capacity", "Capacity", func() { r.Uint(b.Capacity()) }},
 		{"size", "Size", func() { r.Uint(b.MemUsage()) }},
 		{"filters", "Number of filters", func() { r.Int(int64(len(b.Links))) }},
 		{"items", "Number of items inserted", func() { r.Uint(b.Size) }},
 		{"expansion", "Expansion rate", expansion},
-	}
+	})
+}
+
+// infoField is one field of BF.INFO: the word that asks for it alone, its
+// name in the full reply, and its value's writer.
+type infoField struct {
+	word, name string
+	val        func()
+}
+
+// infoReply is BF.INFO's reply: with a field word (args[2]) that field
+// alone — a one-element array, a one-entry map in RESP3 — else every field
+// as a map (a flat array in RESP2).
+func infoReply(r *Reply, args [][]byte, fields []infoField) {
 	if len(args) == 3 {
 		for _, f := range fields {
 			if strings.EqualFold(string(args[2]), f.word) {

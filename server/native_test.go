@@ -491,21 +491,8 @@ func TestNativeSnapshotIsPointInTime(t *testing.T) {
 	keys := []string{"big", "win", "small"}
 	want := dumpAll(t, s, c, keys...)
 
-	s.db.mu.Lock()
-	snap := s.db.beginSnapshot(7)
-	s.db.mu.Unlock()
-	pr, pw := io.Pipe()
-	go func() {
-		err := s.writeSnapshot(pw, snap)
-		s.db.mu.Lock()
-		s.db.endSnapshot(snap)
-		s.db.mu.Unlock()
-		pw.CloseWithError(err)
-	}()
-	var out bytes.Buffer
-	if _, err := io.CopyN(&out, pr, 300<<10); err != nil {
-		t.Fatal(err)
-	}
+	rs := startSnapshot(s)
+	rs.read(t, 300<<10)
 	for i := 0; i < 20000; i++ {
 		doArgs(s, c, "BF.ADD", "big", fmt.Sprint("b", i))
 	}
@@ -515,14 +502,11 @@ func TestNativeSnapshotIsPointInTime(t *testing.T) {
 	}
 	must("+OK", "BF.MERGE", "small", "small")
 	doArgs(s, c, "BF.ADD", "small", "b")
-	if _, err := io.Copy(&out, pr); err != nil {
-		t.Fatal(err)
-	}
-	if snap.copied.Load() == 0 {
+	data := rs.finish(t)
+	if rs.snap.copied.Load() == 0 {
 		t.Error("no chunk was copied on write: the test did not race the writer")
 	}
 	s2 := startServer(t, Config{NoPersistence: true, Now: clock.Now})
-	data := out.Bytes()
 	if _, n, err := loadSnapshot(s2, data); err != nil || n != len(keys) {
 		t.Fatalf("reading the snapshot: %d keys, %v", n, err)
 	}

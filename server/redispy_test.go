@@ -109,3 +109,48 @@ func TestRedisPyBloomSuite(t *testing.T) {
 		t.Fatalf("pytest: %v\n%s", err, out)
 	}
 }
+
+// redis-py's Bloom helpers on bloomkit's own keys: created with a raw
+// BF.RESERVE (a window and a blocked key with a given seed), then used
+// through r.bf() as RedisBloom keys are — add, madd, exists, mexists,
+// insert, info (BF.CARD raw: redis-py 4.3 has no card) — and moved with
+// scandump/loadchunk.
+func TestRedisPyNative(t *testing.T) {
+	py := findPython(t, "redis", "python3-redis")
+	s := startServer(t, Config{NoPersistence: true})
+	host, port, _ := net.SplitHostPort(s.Addr())
+	out, err := exec.Command(py, "-c", redisPyNativeScript, host, port).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "ok" {
+		t.Fatalf("redis-py: %v\n%s", err, out)
+	}
+}
+
+const redisPyNativeScript = `
+import sys, redis
+r = redis.Redis(host=sys.argv[1], port=int(sys.argv[2]))
+bf = r.bf()
+assert r.execute_command("BF.RESERVE", "seen", 0.01, 1000, "WINDOW", "24h") in (b"OK", True)
+assert r.execute_command("BF.RESERVE", "urls", 0.001, 1000, "LAYOUT", "blocked", "SEED", 7) in (b"OK", True)
+for key in ("seen", "urls"):
+    assert bf.add(key, "a") == 1
+    assert bf.add(key, "a") == 0
+    assert bf.madd(key, "b", "c") == [1, 1]
+    assert bf.exists(key, "a") == 1
+    assert bf.mexists(key, "a", "zz") == [1, 0]
+    assert bf.insert(key, ["d", "a"]) == [1, 0]
+    assert r.execute_command("BF.CARD", key) == 4
+    info = bf.info(key)
+    assert info.capacity == 1000 and info.insertedNum == 4 and info.filterNum in (1, 5), vars(info)
+    assert r.type(key) == b"BKbloom--"
+    chunks, it = [], 0
+    while True:
+        it, data = bf.scandump(key, it)
+        if it == 0:
+            break
+        chunks.append((it, data))
+    for it, data in chunks:
+        bf.loadchunk(key + "-copy", it, data)
+    assert bf.mexists(key + "-copy", "a", "b", "c", "d", "zz") == [1, 1, 1, 1, 0]
+    assert r.execute_command("BF.CARD", key + "-copy") == 4
+print("ok")
+`

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -314,4 +315,28 @@ func TestCommandLatencyHistogram(t *testing.T) {
 		}
 	}
 	t.Fatal("no histogram for bf.add")
+}
+
+// Close right after Serve starts: Serve's background goroutine is added
+// to the wait group only if Close has not begun waiting (the race
+// detector flagged an Add concurrent with Close's Wait here).
+func TestCloseWhileServeStarts(t *testing.T) {
+	for i := 0; i < 50; i++ {
+		s, err := New(Config{NoPersistence: true, Addr: "127.0.0.1:0", Logger: testLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Listen(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- s.Serve() }()
+		for j := 0; j < i%20; j++ {
+			runtime.Gosched() // vary how far Serve gets
+		}
+		s.Close()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
 }

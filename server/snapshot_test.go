@@ -77,21 +77,8 @@ func TestSnapshotIsPointInTime(t *testing.T) {
 	keys := []string{"big", "cf", "gone", "moved"}
 	want := dumpAll(t, s, c, keys...)
 
-	s.db.mu.Lock()
-	snap := s.db.beginSnapshot(7)
-	s.db.mu.Unlock()
-	pr, pw := io.Pipe()
-	go func() {
-		err := s.writeSnapshot(pw, snap)
-		s.db.mu.Lock()
-		s.db.endSnapshot(snap)
-		s.db.mu.Unlock()
-		pw.CloseWithError(err)
-	}()
-	var out bytes.Buffer
-	if _, err := io.CopyN(&out, pr, 300<<10); err != nil {
-		t.Fatal(err)
-	}
+	rs := startSnapshot(s)
+	rs.read(t, 300<<10)
 	// The writer is inside "big" now: change it ahead of and behind it.
 	for i := 0; i < 20000; i++ {
 		doArgs(s, c, "BF.ADD", "big", fmt.Sprint("b", i))
@@ -103,19 +90,14 @@ func TestSnapshotIsPointInTime(t *testing.T) {
 	must("+OK", "RENAME", "moved", "moved2")
 	must(":1", "BF.ADD", "moved2", "y")
 	must(":1", "BF.ADD", "new", "z")
-	if _, err := io.CopyN(&out, pr, 1<<20); err != nil {
-		t.Fatal(err)
-	}
+	rs.read(t, 1<<20)
 	must("+OK", "FLUSHALL")
-	if _, err := io.Copy(&out, pr); err != nil {
-		t.Fatal(err)
-	}
-	if snap.copied.Load() == 0 {
+	data := rs.finish(t)
+	if rs.snap.copied.Load() == 0 {
 		t.Error("no chunk was copied on write: the test did not race the writer")
 	}
 
 	s2 := startServer(t, Config{NoPersistence: true})
-	data := out.Bytes()
 	if _, n, err := loadSnapshot(s2, data); err != nil || n != len(keys) {
 		t.Fatalf("reading the snapshot: %d keys, %v", n, err)
 	}
@@ -156,21 +138,8 @@ func TestSnapshotManyKeysIsPointInTime(t *testing.T) {
 			for _, k := range keys {
 				want[k] = keyState(t, s, c, k)
 			}
-			s.db.mu.Lock()
-			snap := s.db.beginSnapshot(3)
-			s.db.mu.Unlock()
-			pr, pw := io.Pipe()
-			go func() {
-				err := s.writeSnapshot(pw, snap)
-				s.db.mu.Lock()
-				s.db.endSnapshot(snap)
-				s.db.mu.Unlock()
-				pw.CloseWithError(err)
-			}()
-			var out bytes.Buffer
-			if _, err := io.CopyN(&out, pr, 40<<10); err != nil { // the writer is under way
-				t.Fatal(err)
-			}
+			rs := startSnapshot(s)
+			rs.read(t, 40<<10) // the writer is under way
 			rng := rand.New(rand.NewPCG(1, 2))
 			for i := 0; i < 4000; i++ {
 				k := keys[rng.IntN(n)]
@@ -194,11 +163,8 @@ func TestSnapshotManyKeysIsPointInTime(t *testing.T) {
 					doArgs(s, c, "FLUSHALL")
 				}
 			}
-			if _, err := io.Copy(&out, pr); err != nil {
-				t.Fatal(err)
-			}
+			data := rs.finish(t)
 			s2 := startServer(t, Config{NoPersistence: true})
-			data := out.Bytes()
 			_, got, err := loadSnapshot(s2, data)
 			if err != nil || got != n {
 				t.Fatalf("reading the snapshot: %d keys, %v", got, err)
@@ -253,19 +219,7 @@ func TestSnapshotCopiesOutsideHeap(t *testing.T) {
 	if got := doArgs(s, c, "BF.RESERVE", "big", "0.001", "10000000"); got != "+OK\r\n" { // 17 MiB
 		t.Fatal(got)
 	}
-	s.db.mu.Lock()
-	snap := s.db.beginSnapshot(7)
-	s.db.mu.Unlock()
-	pr, pw := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		err := s.writeSnapshot(pw, snap)
-		s.db.mu.Lock()
-		s.db.endSnapshot(snap)
-		s.db.mu.Unlock()
-		pw.CloseWithError(err)
-		done <- err
-	}()
+	rs := startSnapshot(s)
 	// The writer waits for the pipe with the first block staged; every
 	// add below lands in a chunk it still needs.
 	var before, after runtime.MemStats
@@ -278,22 +232,65 @@ func TestSnapshotCopiesOutsideHeap(t *testing.T) {
 		s.Do(c, args, &r)
 	}
 	runtime.ReadMemStats(&after)
-	copied := snap.copied.Load()
+	copied := rs.snap.copied.Load()
 	if copied < 8<<20 {
 		t.Fatalf("only %d bytes copied on write: the adds did not race the writer", copied)
 	}
 	if heap := int64(after.TotalAlloc - before.TotalAlloc); heap > copied/4 {
 		t.Errorf("the heap grew by %d bytes while %d were copied on write: the copies are on the heap", heap, copied)
 	}
-	if _, err := io.Copy(io.Discard, pr); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	rs.finish(t)
 	s.db.mu.Lock()
 	defer s.db.mu.Unlock()
 	if e := s.db.keys["big"]; e.img != nil || e.bf.Guard != nil {
 		t.Error("the filter still holds the snapshot's image")
 	}
+}
+
+// racingSnapshot is a snapshot of a server being written into a pipe that
+// the test drains by hand: the writer waits for the pipe between its holds
+// of the lock, so the test's commands between reads race it.
+type racingSnapshot struct {
+	snap *snapshot
+	pr   *io.PipeReader
+	out  bytes.Buffer
+	err  chan error
+}
+
+// startSnapshot begins a snapshot of s and starts its writer.
+func startSnapshot(s *Server) *racingSnapshot {
+	s.db.mu.Lock()
+	rs := &racingSnapshot{snap: s.db.beginSnapshot(7), err: make(chan error, 1)}
+	s.db.mu.Unlock()
+	pr, pw := io.Pipe()
+	rs.pr = pr
+	go func() {
+		err := s.writeSnapshot(pw, rs.snap)
+		s.db.mu.Lock()
+		s.db.endSnapshot(rs.snap)
+		s.db.mu.Unlock()
+		pw.CloseWithError(err)
+		rs.err <- err
+	}()
+	return rs
+}
+
+// read lets the writer go on by n bytes.
+func (rs *racingSnapshot) read(t *testing.T, n int64) {
+	t.Helper()
+	if _, err := io.CopyN(&rs.out, rs.pr, n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// finish drains the rest and returns the snapshot's bytes.
+func (rs *racingSnapshot) finish(t *testing.T) []byte {
+	t.Helper()
+	if _, err := io.Copy(&rs.out, rs.pr); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-rs.err; err != nil {
+		t.Fatal(err)
+	}
+	return rs.out.Bytes()
 }

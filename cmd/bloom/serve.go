@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"strconv"
 	"strings"
@@ -28,7 +31,7 @@ and to snapshots (SAVE, BGSAVE, and on SIGTERM/SIGINT); start-up loads them.
 
 Every flag can also be set by an environment variable: BLOOMKIT_ADDR, BLOOMKIT_DIR,
 BLOOMKIT_APPENDFSYNC, BLOOMKIT_REQUIREPASS, BLOOMKIT_TLS_CERT, BLOOMKIT_TLS_KEY,
-BLOOMKIT_MAXMEMORY, BLOOMKIT_METRICS_ADDR, BLOOMKIT_METRICS_PASSWORD, BLOOMKIT_MAXCLIENTS,
+BLOOMKIT_MAXMEMORY, BLOOMKIT_METRICS_ADDR, BLOOMKIT_METRICS_PASSWORD, BLOOMKIT_PPROF_ADDR, BLOOMKIT_MAXCLIENTS,
 BLOOMKIT_TIMEOUT, BLOOMKIT_CLIENT_WRITE_TIMEOUT, BLOOMKIT_PROTO_MAX_BULK_LEN,
 BLOOMKIT_CLIENT_QUERY_BUFFER_LIMIT, BLOOMKIT_EVENT_LOOPS, BLOOMKIT_CONFIG, BLOOMKIT_LOG_LEVEL, BLOOMKIT_LOG_FORMAT.
 Flags win over the environment, which wins over --config FILE.
@@ -69,6 +72,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	key := fs.String("tls-key", env("BLOOMKIT_TLS_KEY", ""), "TLS private key (PEM)")
 	maxmem := fs.String("maxmemory", env("BLOOMKIT_MAXMEMORY", "0"), "memory limit for filters, e.g. 4GiB, 512mb (0: 90% of RAM)")
 	metrics := fs.String("metrics-addr", env("BLOOMKIT_METRICS_ADDR", ""), "serve Prometheus /metrics and /healthz here")
+	pprofAddr := fs.String("pprof-addr", env("BLOOMKIT_PPROF_ADDR", ""), "serve Go's /debug/pprof profiles here (no auth: bind it to loopback)")
 	metricsPass := fs.String("metrics-password", env("BLOOMKIT_METRICS_PASSWORD", ""), "require HTTP basic auth with this password for /metrics")
 	maxclients := fs.Int("maxclients", envInt("BLOOMKIT_MAXCLIENTS", 10000), "maximum open client connections")
 	timeout := fs.Duration("timeout", envDuration("BLOOMKIT_TIMEOUT", 0), "close clients idle this long, e.g. 300s (0: never)")
@@ -185,6 +189,16 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		srv.Close()
 		return failf(stderr, "serve", "%v", err)
 	}
+	if *pprofAddr != "" {
+		ln, err := net.Listen("tcp", *pprofAddr)
+		if err != nil {
+			srv.Close()
+			return failf(stderr, "serve", "--pprof-addr: %v", err)
+		}
+		defer ln.Close()
+		go http.Serve(ln, pprofMux())
+		logger.Info("profiling on /debug/pprof/", "addr", ln.Addr().String())
+	}
 	// The process's signal handler (output.go) hands SIGTERM/SIGINT to us.
 	sig := make(chan os.Signal, 1)
 	setSignalHook(sig)
@@ -207,6 +221,18 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
+}
+
+// pprofMux serves net/http/pprof's handlers (CPU, heap, allocation, goroutine
+// profiles and traces) without touching http.DefaultServeMux.
+func pprofMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }
 
 // parseMemory reads sizes like Redis's maxmemory: plain bytes, or with a

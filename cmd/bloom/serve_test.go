@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,7 +18,8 @@ import (
 )
 
 // bloom serve --config FILE reads the file, a flag wins over it, and
-// CONFIG REWRITE writes CONFIG SET's changes back to it.
+// CONFIG REWRITE writes CONFIG SET's changes back to it; --pprof-addr
+// serves Go's profiles.
 func TestServeConfigFile(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -31,10 +34,16 @@ func TestServeConfigFile(t *testing.T) {
 	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	pl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pprofAddr := pl.Addr().String()
+	pl.Close()
 	var stderr bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- runServe([]string{"--config", file, "--timeout", "50s"}, nil, &bytes.Buffer{}, &stderr)
+		done <- runServe([]string{"--config", file, "--timeout", "50s", "--pprof-addr", pprofAddr}, nil, &bytes.Buffer{}, &stderr)
 	}()
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port), Protocol: 2})
 	defer c.Close()
@@ -54,6 +63,16 @@ func TestServeConfigFile(t *testing.T) {
 		if got[k] != want {
 			t.Errorf("CONFIG GET %s = %q, want %q", k, got[k], want)
 		}
+	}
+	// --pprof-addr serves Go's profiles.
+	resp, err := http.Get("http://" + pprofAddr + "/debug/pprof/heap?debug=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "# HeapAlloc") {
+		t.Errorf("--pprof-addr heap profile: %d %.200q", resp.StatusCode, body)
 	}
 	if err := c.ConfigSet(ctx, "maxclients", "44").Err(); err != nil {
 		t.Fatal(err)

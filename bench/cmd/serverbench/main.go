@@ -26,13 +26,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/csv"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -44,6 +41,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/bloomkit/bloomkit/bench/internal/bloomproc"
 )
 
 // ops are the measured commands, in the order each repetition runs them:
@@ -542,22 +541,8 @@ func freeAddr() string {
 
 // bench runs redis-benchmark --csv for one command.
 func bench(tool, addr string, n, c, p, r int, args []string) (sample, error) {
-	h, port, _ := net.SplitHostPort(addr)
-	full := []string{"-h", h, "-p", port, "-n", strconv.Itoa(n), "-c", strconv.Itoa(c), "-P", strconv.Itoa(p),
-		"-r", strconv.Itoa(r), "--csv"}
-	cmd := exec.Command(tool, append(full, args...)...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return sample{}, fmt.Errorf("redis-benchmark: %v: %s", err, stderr.String())
-	}
-	rows, err := csv.NewReader(strings.NewReader(string(out))).ReadAll()
-	if err != nil || len(rows) < 2 || len(rows[1]) < 7 {
-		return sample{}, fmt.Errorf("unexpected redis-benchmark output %q %s", out, stderr.String())
-	}
-	f := func(i int) float64 { v, _ := strconv.ParseFloat(rows[1][i], 64); return v }
-	return sample{rps: f(1), avg: f(2), p50: f(4), p99: f(6)}, nil
+	m, err := bloomproc.RedisBenchmark(tool, addr, n, c, p, r, args)
+	return sample{rps: m.RPS, avg: m.Avg, p50: m.P50, p99: m.P99}, err
 }
 
 // cpuTime is the CPU time (user + system, all threads) a process has used,
@@ -582,22 +567,7 @@ func cpuTime(pid int) time.Duration {
 }
 
 // rss is a process's resident set size in bytes.
-func rss(pid int) (int64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), "VmRSS:") {
-			fs := strings.Fields(sc.Text())
-			kb, _ := strconv.ParseInt(fs[1], 10, 64)
-			return kb * 1024, nil
-		}
-	}
-	return 0, io.EOF
-}
+func rss(pid int) (int64, error) { return bloomproc.RSS(pid) }
 
 // memResult is the resident memory a server needs per 10M filter.
 type memResult struct {

@@ -4,8 +4,9 @@
 // each round:
 //
 //   - N clients (-clients) write unique items with BF.ADD, BF.MADD,
-//     BF.INSERT (into three shared filters — auto-created, small and
-//     scaling, large and non-scaling — and into new keys it creates),
+//     BF.INSERT (into five shared filters — auto-created, small and
+//     scaling, large and non-scaling, and bloomkit's own blocked and
+//     time-window filters — and into new keys it creates),
 //     CF.ADD, CF.DEL and BF.LOADCHUNK (copying a dumped source filter into a
 //     new key chunk by chunk), recording every write whose reply arrived;
 //   - another client sends BGSAVE and BGREWRITEAOF at random moments
@@ -456,6 +457,8 @@ func setup(ctx context.Context, addr, run string, timeout time.Duration) (*fixtu
 	for _, a := range [][]any{
 		{"BF.RESERVE", bfScaling, "0.001", 1000, "EXPANSION", 2},
 		{"BF.RESERVE", bfFixed, "0.01", 2000000, "NONSCALING"},
+		{"BF.RESERVE", bfBlocked, "0.01", 2000000, "LAYOUT", "blocked"},
+		{"BF.RESERVE", bfWindow, "0.01", 200000, "WINDOW", "30m", "GENERATIONS", 60},
 		{"BF.RESERVE", srcKey, "0.01", 100, "EXPANSION", 2},
 	} {
 		if err := do(a...).Err(); err != nil {

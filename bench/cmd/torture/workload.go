@@ -20,15 +20,21 @@ import (
 // Shared Bloom keys every worker writes to: bfAuto is created by the first
 // BF.ADD with the server's defaults (capacity 100, scaling), bfScaling is
 // reserved small so it grows many links, bfFixed is one large
-// non-scaling link.
+// non-scaling link; bfBlocked and bfWindow are bloomkit's own filters
+// (BF.RESERVE … LAYOUT blocked, and WINDOW 30m of 60 generations: it
+// moves every 30 s, each move a logged BF.ADVANCE that replay must repeat
+// and a snapshot must keep, while every item of a run is younger than the
+// 30 minutes it keeps).
 const (
 	bfAuto    = "bf:auto"
 	bfScaling = "bf:scaling"
 	bfFixed   = "bf:fixed"
+	bfBlocked = "bf:blocked"
+	bfWindow  = "bf:window"
 	srcKey    = "lc:src"
 )
 
-var sharedBF = []string{bfAuto, bfScaling, bfFixed}
+var sharedBF = []string{bfAuto, bfScaling, bfFixed, bfBlocked, bfWindow}
 
 // cfPerKey caps the items one cuckoo key receives. Every item of a key has
 // its own odd 8-bit fingerprint (128 exist); 100 keeps the search for an
