@@ -85,7 +85,6 @@ type blockedEntry struct {
 func blockedMany[K batch.Key](f *Blocked, keys []K, out []bool) {
 	var ring [blockedRing]blockedEntry
 	seed := f.params.Seed
-	salts := blockSalts[:f.params.K]
 	for i := range keys {
 		var h xxh3.Uint128
 		if seed == 0 {
@@ -100,17 +99,9 @@ func blockedMany[K batch.Key](f *Blocked, keys []K, out []bool) {
 		if j := i - blockedAhead; j >= 0 {
 			e := &ring[j%blockedRing]
 			if out == nil {
-				for _, s := range salts {
-					pos := (e.lo * s) >> 55
-					e.blk[pos>>6] |= 1 << (pos & 63)
-				}
+				f.addIn(e.blk, e.lo)
 			} else {
-				acc := uint64(1)
-				for _, s := range salts {
-					pos := (e.lo * s) >> 55
-					acc &= e.blk[pos>>6] >> (pos & 63)
-				}
-				out[j] = acc != 0
+				out[j] = f.testInUnrolled(e.blk, e.lo)
 			}
 		}
 	}
@@ -119,7 +110,7 @@ func blockedMany[K batch.Key](f *Blocked, keys []K, out []bool) {
 		if out == nil {
 			f.addIn(e.blk, e.lo)
 		} else {
-			out[j] = f.testIn(e.blk, e.lo)
+			out[j] = f.testInUnrolled(e.blk, e.lo)
 		}
 	}
 }
@@ -144,12 +135,11 @@ func filterMany[K batch.Key](f *Filter, keys []K, out []bool) {
 		x, y := h.Lo, h.Hi
 		e := &ring[i%filterRing]
 		for t := range e[:k] {
-			pos, _ := bits.Mul64(x, m)
-			batch.Prefetch(&w[pos>>6])
-			e[t] = pos
+			e[t], _ = bits.Mul64(x, m)
 			x += y
 			y += uint64(t)
 		}
+		batch.PrefetchBits(w, e[:k])
 		if j := i - filterAhead; j >= 0 {
 			e := &ring[j%filterRing]
 			if out == nil {

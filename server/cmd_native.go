@@ -24,6 +24,10 @@ import (
 // nativeChunk is the most SCANDUMP returns of a native key per call.
 const nativeChunk = 1 << 20
 
+// errGenRange answers a START or BF.ADVANCE generation whose window's
+// start times would not fit in int64 nanoseconds.
+const errGenRange = "ERR generation out of range"
+
 const errMergeShape = "ERR BF.MERGE needs filters of one layout with identical parameters (size, hashes, seed and window)"
 
 // bloomEntry looks key up for a BF command: a RedisBloom or a native key.
@@ -193,6 +197,10 @@ func (s *Server) reserveNative(c *Session, args [][]byte, r *Reply) {
 			r.Error("ERR generation is ahead of the server's clock")
 			return
 		}
+		if !n.validGen(startGen) {
+			r.Error(errGenRange)
+			return
+		}
 		now = time.Unix(0, startGen*n.genLen)
 	}
 	if !s.placeNative(args[1], n, now, r) {
@@ -229,6 +237,7 @@ func (s *Server) placeNative(key []byte, n *nativeFilter, now time.Time, r *Repl
 	if n.arrays == nil {
 		err = n.allocate(now)
 	} else {
+		n.dirty = make([]bool, len(n.arrays)) // fresh arrays
 		for i := range n.arrays {
 			if n.arrays[i], err = redisbloom.AllocArray(n.arrayBytes()); err != nil {
 				n.free()
@@ -325,13 +334,19 @@ func cmdBFAdvance(s *Server, c *Session, args [][]byte, r *Reply) {
 		return
 	}
 	n := e.nf
+	// Already there first: with the clock gone back behind the window,
+	// a move to where it stands is 0, as documented, not an error.
+	if g <= n.cur {
+		c.skipLog = true
+		r.Int(0)
+		return
+	}
 	if !s.db.loading && g > n.genAt(s.db.now()) {
 		r.Error("ERR generation is ahead of the server's clock")
 		return
 	}
-	if g <= n.cur {
-		c.skipLog = true
-		r.Int(0)
+	if !n.validGen(g) { // only while loading: the clock's generation is valid
+		r.Error(errGenRange)
 		return
 	}
 	n.advance(g)
@@ -488,6 +503,7 @@ func (s *Server) nativeLoadChunk(n *nativeFilter, it int64, data []byte, r *Repl
 	if n.typ == format.TypeWindow {
 		slot = n.slot(n.cur - int64(n.gens) + int64(i))
 	}
+	n.markDirty(slot)
 	n.counts[slot] += popcount(data)
 	if lo+uint64(len(data)) == size {
 		n.counts[slot] = estimateFromBits(n.counts[slot], size*8, n.params)
@@ -527,7 +543,13 @@ func (s *Server) nativeMerge(args [][]byte, dest *entry, srcs []*entry, r *Reply
 		}
 	}
 	if shape.typ == format.TypeWindow {
-		g := shape.genAt(s.db.now())
+		// While replaying, the BF.ADVANCE records logged before the merge
+		// have moved the windows where it moved them: the replaying
+		// server's clock must not move them further.
+		g := int64(math.MinInt64)
+		if !s.db.loading {
+			g = shape.genAt(s.db.now())
+		}
 		if dest != nil {
 			g = max(g, dest.nf.cur)
 		}

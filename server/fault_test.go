@@ -14,10 +14,14 @@ import (
 
 // faultWorkload drives a server over TCP with BF.ADD, CF.ADD + CF.DEL,
 // MULTI/EXEC and rewrites (SAVE, BGREWRITEAOF) and records what was
-// acknowledged. Every reply must be an acknowledgement or one of the
+// acknowledged. With a clock it also adds to a native window key "nw"
+// (reserved by the caller) while the clock moves a minute a round, so
+// that the window rotates and its BF.ADVANCE records meet the faults. Every reply must be an acknowledgement or one of the
 // errors a failing disk may cause.
 type faultWorkload struct {
 	bf, txn      []string // acknowledged BF.ADD items of f, and of t (in EXEC)
+	native       []string // acknowledged BF.ADD items of nw (alone or in EXEC)
+	clock        *fakeClock
 	cfDeleted    []string // items of c whose CF.ADD and CF.DEL were acknowledged
 	errs         int      // error replies (MISCONF, IOERR, failed saves)
 	saveFailures int
@@ -37,12 +41,22 @@ func (w *faultWorkload) run(t *testing.T, rc *rawConn, rounds int) {
 	}
 	for i := 0; i < rounds; i++ {
 		item := fmt.Sprintf("item-%d", i)
+		if w.clock != nil {
+			w.clock.Add(time.Minute)
+		}
 		switch i % 6 {
 		case 0, 1, 2:
 			if got := rc.do("BF.ADD", "f", item); got == ":1" || got == ":0" {
 				w.bf = append(w.bf, item)
 			} else {
 				expectErr("BF.ADD", got)
+			}
+			if w.clock != nil && i%6 == 1 {
+				if got := rc.do("BF.ADD", "nw", item); got == ":1" || got == ":0" {
+					w.native = append(w.native, item)
+				} else {
+					expectErr("BF.ADD", got)
+				}
 			}
 		case 3:
 			got := rc.do("CF.ADD", "c", item)
@@ -59,12 +73,22 @@ func (w *faultWorkload) run(t *testing.T, rc *rawConn, rounds int) {
 			rc.send("MULTI")
 			rc.send("BF.ADD", "t", item)
 			rc.send("BF.ADD", "t", item+"-x")
+			want := "[:1 :1]"
+			if w.clock != nil {
+				w.clock.Add(time.Minute)
+				rc.send("BF.ADD", "nw", item+"-n")
+				rc.read()
+				want = "[:1 :1 :1]"
+			}
 			rc.send("EXEC")
 			rc.read()
 			rc.read()
 			rc.read()
-			if got := rc.read(); got == "[:1 :1]" {
+			if got := rc.read(); got == want {
 				w.txn = append(w.txn, item, item+"-x")
+				if w.clock != nil {
+					w.native = append(w.native, item+"-n")
+				}
 			} else if strings.HasPrefix(got, "[") {
 				t.Fatalf("EXEC: %s", got)
 			} else {
@@ -118,6 +142,7 @@ func (w *faultWorkload) verify(t *testing.T, rc *rawConn) {
 	}
 	check("f", w.bf, ":1")
 	check("t", w.txn, ":1")
+	check("nw", w.native, ":1")
 	for _, it := range w.cfDeleted {
 		if got := rc.do("CF.EXISTS", "c", it); got != ":0" {
 			t.Errorf("acknowledged CF.DEL c %s undone by the crash: CF.EXISTS %s", it, got)
@@ -163,11 +188,17 @@ func TestFaultInjectionProcessCrash(t *testing.T) {
 
 func faultRun(t *testing.T, rule failRule, fsync string, processCrash bool) {
 	dir := newMemDir()
-	cfg := Config{dataDir: dir, AppendFsync: fsync, retryMin: 5 * time.Millisecond, AutoSaveLogBytes: -1, Logger: quietLogger()}
+	clock := newFakeClock(time.Unix(1_800_000_000, 0))
+	cfg := Config{dataDir: dir, AppendFsync: fsync, retryMin: 5 * time.Millisecond, AutoSaveLogBytes: -1, Logger: quietLogger(), Now: clock.Now}
 	s := startServer(t, cfg)
 	rc := dialRaw(t, s.Addr())
+	// A window of 4 generations of 15 min: the 36 rounds (one minute
+	// each, two in a transaction) rotate it 3 times, and keep every item.
+	if got := rc.do("BF.RESERVE", "nw", "0.01", "1000", "WINDOW", "1h", "SEED", "7"); got != "+OK" {
+		t.Fatalf("BF.RESERVE nw: %s", got)
+	}
 	dir.arm(rule)
-	var w faultWorkload
+	w := faultWorkload{clock: clock}
 	w.run(t, rc, 36)
 	fired := dir.firedCount()
 	if fired > 0 && w.errs == 0 {
@@ -195,7 +226,7 @@ func faultRun(t *testing.T, rule failRule, fsync string, processCrash bool) {
 	} else {
 		img = dir.crash()
 	}
-	s2, err := New(Config{dataDir: img, Addr: "127.0.0.1:0", Logger: quietLogger()})
+	s2, err := New(Config{dataDir: img, Addr: "127.0.0.1:0", Logger: quietLogger(), Now: clock.Now})
 	if err != nil {
 		t.Fatalf("restart after the crash: %v (files %v)", err, img.files())
 	}

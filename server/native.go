@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
+	"math/bits"
 	"time"
 
 	"github.com/bloomkit/bloomkit/bloom"
@@ -48,7 +50,16 @@ type nativeFilter struct {
 	arrays [][]byte
 	// counts[i] counts the adds into arrays[i] that answered 1 (new).
 	counts []uint64
-	guard  redisbloom.Guard
+	// dirty[i] is false while arrays[i] is known to be all zeros (fresh,
+	// or emptied since its last write), so that a rotation need not touch
+	// it: clearing a never-written generation in place faulted in all its
+	// pages, G+1 of them when an idle window moved (tens of ms with the
+	// keyspace locked, and the window's whole size made resident). nil:
+	// not known, every array may hold bits.
+	dirty []bool
+	// wiped counts the bytes rotations cleared in place (tests).
+	wiped uint64
+	guard redisbloom.Guard
 }
 
 // Native layouts as BF.INFO and BF.RESERVE name them.
@@ -131,6 +142,7 @@ func (n *nativeFilter) allocate(now time.Time) error {
 	}
 	n.arrays = make([][]byte, slots)
 	n.counts = make([]uint64, slots)
+	n.dirty = make([]bool, slots)
 	for i := range n.arrays {
 		a, err := redisbloom.AllocArray(n.arrayBytes())
 		if err != nil {
@@ -159,6 +171,17 @@ func (n *nativeFilter) genAt(t time.Time) int64 {
 		g--
 	}
 	return g
+}
+
+// validGen reports whether a window can stand at generation g: the start
+// times of its generations g-G … g+1 are whole int64 nanoseconds. The
+// loops over a window's generations (g ≤ cur) and its start times
+// (g·genLen) rely on it; a START, BF.ADVANCE or file header outside it is
+// refused, or a forged header with cur = MaxInt64 would loop forever with
+// the keyspace locked, and a start time that overflows would write a
+// snapshot that cannot be read back.
+func (n *nativeFilter) validGen(g int64) bool {
+	return g >= math.MinInt64/n.genLen+int64(n.gens) && g < math.MaxInt64/n.genLen
 }
 
 // slot is the array generation g lives in.
@@ -196,8 +219,19 @@ func (n *nativeFilter) advance(g int64) {
 func (n *nativeFilter) empty(i int) {
 	a := n.arrays[i]
 	n.counts[i] = 0
+	if n.dirty == nil {
+		n.dirty = make([]bool, len(n.arrays))
+		for j := range n.dirty {
+			n.dirty[j] = true
+		}
+	}
+	if !n.dirty[i] {
+		return
+	}
+	n.dirty[i] = false
 	if n.guard == nil && len(a) <= smallClear {
 		clear(a)
+		n.wiped += uint64(len(a))
 		return
 	}
 	fresh, err := redisbloom.AllocArray(uint64(len(a)))
@@ -206,6 +240,7 @@ func (n *nativeFilter) empty(i int) {
 			n.guard.Write(a, 0, len(a))
 		}
 		clear(a)
+		n.wiped += uint64(len(a))
 		return
 	}
 	n.arrays[i] = fresh
@@ -272,6 +307,45 @@ func (n *nativeFilter) set(a []byte, p *probe) {
 	}
 }
 
+// prefetch reads, for each of items, the first byte of the 64-byte block
+// it will probe in every generation a read at now looks at (a classic
+// filter: the byte of its first bit), all hashes first and the reads
+// after, so that the cache misses overlap (prefetch.go). It returns what
+// it read, so that the reads are not optimized away.
+func (n *nativeFilter) prefetch(now time.Time, items [][]byte) byte {
+	var (
+		pos [16]uint64
+		v   byte
+	)
+	lo, hi := int64(0), int64(0)
+	if n.typ == format.TypeWindow {
+		lo, hi = n.live(now)
+	}
+	for len(items) > 0 {
+		k := min(len(items), len(pos))
+		for i, item := range items[:k] {
+			h := bloom.Hash(n.params.Seed, item)
+			if n.typ == format.TypeClassic {
+				b, _ := bits.Mul64(h.Lo, n.params.M)
+				pos[i] = b >> 3
+			} else {
+				b, _ := bits.Mul64(h.Hi, n.params.M/bloom.BlockBits)
+				pos[i] = b * 64
+			}
+		}
+		for g := hi; g >= lo; g-- {
+			a := n.arrays[n.slot(g)]
+			for _, p := range pos[:k] {
+				if p < uint64(len(a)) {
+					v ^= a[p]
+				}
+			}
+		}
+		items = items[k:]
+	}
+	return v
+}
+
 // test reports whether the key tests present at now.
 func (n *nativeFilter) test(key []byte, now time.Time, p *probe) bool {
 	n.locate(key, p)
@@ -298,11 +372,19 @@ func (n *nativeFilter) add(key []byte, now time.Time, p *probe) bool {
 	}
 	if !present || !n.has(n.arrays[i], p) {
 		n.set(n.arrays[i], p)
+		n.markDirty(i)
 	}
 	if !present {
 		n.counts[i]++
 	}
 	return !present
+}
+
+// markDirty records that slot i may hold bits.
+func (n *nativeFilter) markDirty(i int) {
+	if n.dirty != nil {
+		n.dirty[i] = true
+	}
 }
 
 // card is BF.CARD: the adds that answered 1, in the generations still live.
@@ -402,6 +484,11 @@ func parseFileHeader(b []byte) (*nativeFilter, int, error) {
 		if first%n.genLen != 0 {
 			return nil, 0, errors.New("window header: a start time is not a multiple of the generation length")
 		}
+		// first/genLen ≥ MinInt64/genLen: only the newest can be out of
+		// range (checked before the sums below, which could wrap).
+		if first/n.genLen >= math.MaxInt64/n.genLen-int64(n.gens) {
+			return nil, 0, errors.New("window header: start times out of range")
+		}
 		for j := 1; j <= n.gens; j++ {
 			st := int64(binary.LittleEndian.Uint64(b[size+16+8*j:]))
 			if st != first+int64(j)*n.genLen {
@@ -481,11 +568,15 @@ func (n *nativeFilter) merge(src *nativeFilter) {
 		if g < n.cur-int64(n.gens) || g > n.cur {
 			continue
 		}
+		if src.dirty != nil && !src.dirty[src.slot(g)] {
+			continue // all zeros: nothing to OR
+		}
 		d := n.arrays[n.slot(g)]
 		if n.guard != nil {
 			n.guard.Write(d, 0, len(d))
 		}
 		orBytes(d, src.arrays[src.slot(g)])
+		n.markDirty(n.slot(g))
 		// As for RedisBloom-layout keys: the larger of the two counts and
 		// of the count the merged bits imply, so that an item in both is
 		// not counted twice.

@@ -9,7 +9,7 @@ import (
 
 // A pipeline the event loop looks ahead in (prefetch) gets exactly the
 // replies the same commands get one at a time: filter reads and writes
-// on Bloom and cuckoo filters, missing keys, keys of another type, a key
+// on Bloom, cuckoo and native (blocked, classic, window) filters, missing keys, keys of another type, a key
 // deleted and re-created within the pipeline, inline commands (not looked
 // ahead in), and requests split across reads.
 func TestPrefetchedPipelineAnswersAsUnpipelined(t *testing.T) {
@@ -20,7 +20,9 @@ func TestPrefetchedPipelineAnswersAsUnpipelined(t *testing.T) {
 			[]string{"BF.ADD", "bf", it}, []string{"BF.EXISTS", "bf", it + "x"}, []string{"BF.MEXISTS", "bf", it, "nope"},
 			[]string{"CF.ADD", "cf", it}, []string{"CF.EXISTS", "cf", it}, []string{"CF.ADDNX", "cf", it},
 			[]string{"CF.MEXISTS", "cf", it, "nope"}, []string{"BF.EXISTS", "cf", it}, []string{"CF.EXISTS", "bf", it},
-			[]string{"BF.EXISTS", "str", it}, []string{"CF.EXISTS", "missing", it}, []string{"BF.EXISTS"})
+			[]string{"BF.EXISTS", "str", it}, []string{"CF.EXISTS", "missing", it}, []string{"BF.EXISTS"},
+			[]string{"BF.ADD", "nb", it}, []string{"BF.MEXISTS", "nb", it, "nope"}, []string{"BF.EXISTS", "nw", it + "x"},
+			[]string{"BF.ADD", "nw", it}, []string{"BF.MEXISTS", "nw", it, "nope"}, []string{"BF.EXISTS", "nc", it})
 		if i%10 == 9 {
 			cmds = append(cmds, []string{"DEL", "bf"}, []string{"BF.RESERVE", "bf", "0.01", "1000"}, []string{"SET", "str", it})
 		}
@@ -39,7 +41,10 @@ func TestPrefetchedPipelineAnswersAsUnpipelined(t *testing.T) {
 	run := func(pipelined bool) []string {
 		s := startServer(t, Config{NoPersistence: true})
 		rc := dialRaw(t, s.Addr())
-		for _, c := range [][]string{{"BF.RESERVE", "bf", "0.01", "1000"}, {"CF.RESERVE", "cf", "1000"}, {"SET", "str", "v"}} {
+		for _, c := range [][]string{{"BF.RESERVE", "bf", "0.01", "1000"}, {"CF.RESERVE", "cf", "1000"}, {"SET", "str", "v"},
+			{"BF.RESERVE", "nb", "0.01", "1000", "LAYOUT", "blocked", "SEED", "1"},
+			{"BF.RESERVE", "nc", "0.01", "1000", "LAYOUT", "classic", "SEED", "1"},
+			{"BF.RESERVE", "nw", "0.01", "1000", "WINDOW", "1h", "SEED", "1"}} {
 			rc.do(c...)
 		}
 		var out []string

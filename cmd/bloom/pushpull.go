@@ -32,7 +32,8 @@ Cluster — to FILE.
 A key bloom serve made with BF.RESERVE … LAYOUT or WINDOW (a bloomkit
 filter) is saved as a bloomkit filter file, byte for byte what the bloom
 package writes for the same filter: bloom.Read, bloom info, bloom test and
-bloom merge read it. Any other key is saved as a RedisBloom dump file: the
+bloom merge read it (a window that moves to a new generation while it is
+pulled is an error: pull again). Any other key is saved as a RedisBloom dump file: the
 BF.SCANDUMP/CF.SCANDUMP stream with a checksum (docs/formats-interop.md),
 which bloom info and bloom test read and Go code reads with
 redisbloom.ReadDump. --format names the one expected; by default it follows

@@ -4,13 +4,19 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/bloomkit/bloomkit/bloom"
+	"github.com/bloomkit/bloomkit/server"
 )
 
 // TestPushPullBloomkit: bloomkit files (bloom build's classic and blocked,
@@ -108,5 +114,60 @@ func TestPushPullBloomkit(t *testing.T) {
 	}
 	if n := c.Exists(ctx, "k2", "k3", "k4", "k4.bloom-load").Val(); n != 0 {
 		t.Errorf("refused pushes left %d keys", n)
+	}
+}
+
+// A window that moves to a new generation while it is pulled (a write
+// between two BF.SCANDUMP calls rotates its arrays) is not written as a
+// file: the file would pair the old start times with the rotated arrays,
+// so that items sat in the wrong generations — forgotten early or kept
+// too long. pull says so instead.
+func TestPullWindowMovedWhilePulled(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Unix(1_800_000_000, 0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	s, err := server.New(server.Config{Addr: "127.0.0.1:0", NoPersistence: true, Now: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve()
+	t.Cleanup(func() { s.Close() })
+	ctx := context.Background()
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), Protocol: 2})
+	t.Cleanup(func() { c.Close() })
+	// 4 generations of 2.3 MB: the pull takes several chunks.
+	if err := c.Do(ctx, "BF.RESERVE", "w", "0.001", "1000000", "WINDOW", "4s", "SEED", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	c.BFAdd(ctx, "w", "old")
+	srv, err := dial(ctx, s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.close()
+	chunks := 0
+	var file bytes.Buffer
+	_, err = pullNative(ctx, srv, "w", &file, func(int) {
+		if chunks++; chunks == 3 {
+			mu.Lock()
+			now = now.Add(time.Second)
+			mu.Unlock()
+			c.BFAdd(ctx, "w", "new") // moves the window one generation
+		}
+	})
+	if err == nil || !strings.Contains(err.Error(), "a window moved to a new generation") {
+		t.Fatalf("pull of a window that moved meanwhile: %v", err)
+	}
+	// Unchanged, it pulls.
+	file.Reset()
+	if _, err := pullNative(ctx, srv, "w", &file, func(int) {}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := bloom.Read(&file)
+	if err != nil || !r.Test([]byte("old")) || !r.Test([]byte("new")) {
+		t.Fatalf("bloom.Read of the pulled window: %v", err)
 	}
 }

@@ -157,6 +157,7 @@ func (s *remote) scanDump(ctx context.Context, f family, key string, fn func(ite
 	if next == 0 {
 		return errEmptyCuckoo
 	}
+	header := data
 	if err := fn(next, data); err != nil {
 		return err
 	}
@@ -169,6 +170,9 @@ func (s *remote) scanDump(ctx context.Context, f family, key string, fn func(ite
 		if err != nil {
 			return err
 		}
+		if next == 0 && f == familyNative {
+			return s.sameHeader(ctx, key, header)
+		}
 		if next == 0 {
 			return nil
 		}
@@ -177,6 +181,26 @@ func (s *remote) scanDump(ctx context.Context, f family, key string, fn func(ite
 		}
 		it = next
 	}
+}
+
+// sameHeader checks, after a bloomkit key's stream was read, that its
+// header is still the one read first. A window that moved to a new
+// generation meanwhile rotated its arrays under the start times the
+// header gave: the stream would hold items in the wrong generations —
+// forgotten early or kept too long — in a pulled file or a migrated key.
+// A window moves at most once a generation, so reading again works.
+func (s *remote) sameHeader(ctx context.Context, key string, header []byte) error {
+	v, err := s.c.Do(ctx, "BF.SCANDUMP", key, 0).Slice()
+	if err != nil {
+		return fmt.Errorf("BF.SCANDUMP %s 0: %w", key, err)
+	}
+	if len(v) != 2 {
+		return fmt.Errorf("BF.SCANDUMP %s 0: a reply of %d elements", key, len(v))
+	}
+	if h, _ := v[1].(string); h != string(header) {
+		return fmt.Errorf("BF.SCANDUMP %s: the key changed while it was read (a window moved to a new generation, or the key was replaced); try again", key)
+	}
+	return nil
 }
 
 // putKey loads a SCANDUMP stream into key: feed calls load with each

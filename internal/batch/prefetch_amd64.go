@@ -10,3 +10,11 @@ func Prefetch(addr *uint64)
 // HasPrefetch reports whether Prefetch does anything on this platform;
 // where it does not, a layout may load the words instead.
 const HasPrefetch = true
+
+// PrefetchBits prefetches, for each bit position p in pos, the word of w
+// that holds bit p (w[p/64]): one call for all k probes of a key instead of
+// k calls of Prefetch, which measured 0.75 ns a call. A position beyond w
+// is harmless (a prefetch never faults) but wasted.
+//
+//go:noescape
+func PrefetchBits(w []uint64, pos []uint64)

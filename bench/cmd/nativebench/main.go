@@ -51,6 +51,9 @@ var kinds = []kind{
 	{"RedisBloom layout", func(key, rate string, capacity int) []any {
 		return []any{"BF.RESERVE", key, rate, capacity}
 	}},
+	{"RedisBloom NONSCALING", func(key, rate string, capacity int) []any {
+		return []any{"BF.RESERVE", key, rate, capacity, "NONSCALING"}
+	}},
 	{"LAYOUT blocked", func(key, rate string, capacity int) []any {
 		return []any{"BF.RESERVE", key, rate, capacity, "LAYOUT", "blocked"}
 	}},
@@ -245,7 +248,7 @@ func run(cfg config) error {
 	fmt.Fprintf(&b, "# bloomkit's own filters on bloom serve vs RedisBloom-layout keys\n\n")
 	fmt.Fprintf(&b, "Written by `go run ./cmd/nativebench` in bench/ on %s (bloom serve built from commit %s), %d CPUs, load average %.1f before and %.1f after the throughput runs. ",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), commit(cfg.repo), runtime.NumCPU(), load0, load1)
-	fmt.Fprintf(&b, "One bloom serve (appendfsync everysec); every key has capacity %s. A `RedisBloom layout` key is `BF.RESERVE key rate capacity` (RedisBloom's own sizing and hashing); the others add `LAYOUT blocked`, `LAYOUT classic` or `WINDOW 24h` (docs/commands.md, \"bloomkit's own filters\").\n\n", commas(cfg.capacity))
+	fmt.Fprintf(&b, "One bloom serve (appendfsync everysec); every key has capacity %s. A `RedisBloom layout` key is `BF.RESERVE key rate capacity` (RedisBloom's own sizing and hashing: a scaling filter, whose first link gets half the rate), `RedisBloom NONSCALING` adds `NONSCALING` (one link at the full rate, the fair comparison for bits per item); the others add `LAYOUT blocked`, `LAYOUT classic` or `WINDOW 24h` (docs/commands.md, \"bloomkit's own filters\").\n\n", commas(cfg.capacity))
 	fmt.Fprintf(&b, "## Requests per second (redis-benchmark)\n\n")
 	fmt.Fprintf(&b, "redis-benchmark -c %d -r %s, -n %s at -P 1 and ×10 deeper, rate 0.01; each ADD run into a freshly reserved key, the EXISTS run on it; the kinds in a new random order each time, %d interleaved repetitions; medians, and the ratio to the RedisBloom-layout key's median.\n\n",
 		cfg.c, commas(cfg.r), commas(cfg.n), cfg.reps)
