@@ -314,6 +314,10 @@ func (m *migration) copyKey(ctx context.Context, k filterKey) result2 {
 		m.sent.Delete(k.name)
 		err = m.reserveEmptyCuckoo(ctx, k.name)
 	}
+	if err != nil && k.fam == familyNative && n == 0 {
+		// The header chunk was refused: DST is not bloom serve.
+		return fail("%v — a bloomkit filter (made with BF.RESERVE … LAYOUT or WINDOW) can only be copied to bloom serve", err)
+	}
 	if err != nil {
 		return fail("%v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/bloomkit/bloomkit/bloom"
+	"github.com/bloomkit/bloomkit/internal/redistest"
 	"github.com/bloomkit/bloomkit/server"
 )
 
@@ -169,5 +170,44 @@ func TestPullWindowMovedWhilePulled(t *testing.T) {
 	r, err := bloom.Read(&file)
 	if err != nil || !r.Test([]byte("old")) || !r.Test([]byte("new")) {
 		t.Fatalf("bloom.Read of the pulled window: %v", err)
+	}
+}
+
+// TestMigrateNative: bloom migrate copies bloomkit keys (blocked and window)
+// between two bloom serves exactly — dump, BF.INFO with BF.CARD, answers —
+// and, to a server that is not bloom serve, fails on them with the reason.
+func TestMigrateNative(t *testing.T) {
+	srcAddr, src := startServe(t)
+	dstAddr, dst := startServe(t)
+	ctx := context.Background()
+	for _, cmd := range [][]any{
+		{"BF.RESERVE", "n:blocked", "0.01", 10000, "LAYOUT", "blocked"},
+		{"BF.RESERVE", "n:window", "0.01", 10000, "WINDOW", "1h"},
+	} {
+		if err := src.Do(ctx, cmd...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 3000; i++ {
+		src.BFAdd(ctx, "n:blocked", fmt.Sprint("x", i))
+		src.BFAdd(ctx, "n:window", fmt.Sprint("x", i))
+	}
+	dir := t.TempDir()
+	r := bloomIn(t, dir, "", "migrate", "--samples", "64", srcAddr, dstAddr).want(t, 0, "migrate")
+	if !strings.Contains(r.stdout, "verified:  2 of 2") {
+		t.Errorf("report:\n%s", r.stdout)
+	}
+	for _, k := range []string{"n:blocked", "n:window"} {
+		if a, b := src.BFCard(ctx, k).Val(), dst.BFCard(ctx, k).Val(); a != b || a < 2900 {
+			t.Errorf("%s: BF.CARD %d on SRC, %d on DST", k, a, b)
+		}
+		if typ := dst.Type(ctx, k).Val(); typ != "BKbloom--" {
+			t.Errorf("%s: TYPE on DST %s", k, typ)
+		}
+	}
+	plain := redistest.Start(t)
+	r = bloomIn(t, dir, "", "migrate", "--match", "n:blocked", srcAddr, plain.Addr)
+	if r.code != 2 || !strings.Contains(r.stdout+r.stderr, "can only be copied to bloom serve") {
+		t.Errorf("migrate of a bloomkit key to plain Redis: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
