@@ -348,29 +348,37 @@ func (n *nativeFilter) prefetch(now time.Time, items [][]byte) byte {
 
 // test reports whether the key tests present at now.
 func (n *nativeFilter) test(key []byte, now time.Time, p *probe) bool {
+	_, ok := n.find(key, now, p)
+	return ok
+}
+
+// find locates the key's bits and returns the slot of the newest
+// generation (the only array, for a blocked or classic filter) that has
+// them all, if any does.
+func (n *nativeFilter) find(key []byte, now time.Time, p *probe) (int, bool) {
 	n.locate(key, p)
 	if n.typ != format.TypeWindow {
-		return n.has(n.arrays[0], p)
+		return 0, n.has(n.arrays[0], p)
 	}
 	lo, hi := n.live(now)
 	for g := hi; g >= lo; g-- {
-		if n.has(n.arrays[n.slot(g)], p) {
-			return true
+		if i := n.slot(g); n.has(n.arrays[i], p) {
+			return i, true
 		}
 	}
-	return false
+	return 0, false
 }
 
 // add adds the key (a window into its newest generation, which the caller
 // has moved to the clock) and reports whether it was new: it did not test
 // present before.
 func (n *nativeFilter) add(key []byte, now time.Time, p *probe) bool {
-	present := n.test(key, now, p)
+	at, present := n.find(key, now, p)
 	i := 0
 	if n.typ == format.TypeWindow {
 		i = n.slot(n.cur)
 	}
-	if !present || !n.has(n.arrays[i], p) {
+	if !present || at != i {
 		n.set(n.arrays[i], p)
 		n.markDirty(i)
 	}

@@ -635,16 +635,7 @@ func TestNativeSnapshotWhileKeysMove(t *testing.T) {
 		must(":1", "BF.ADD", keys[i+3], "new")
 	}
 	data := rs.finish(t)
-	s2 := startServer(t, Config{NoPersistence: true, Now: clock.Now})
-	if _, n, err := loadSnapshot(s2, data); err != nil || n != len(keys) {
-		t.Fatalf("reading the snapshot: %d keys, %v", n, err)
-	}
-	got := dumpAll(t, s2, c, keys...)
-	for _, k := range keys {
-		if got[k] != want[k] {
-			t.Errorf("key %s differs from its state when the snapshot started", k)
-		}
-	}
+	holdsPointInTime(t, data, clock.Now, want, keys...)
 }
 
 // BF.ADVANCE to where a window stands is 0 even when the clock has gone

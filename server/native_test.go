@@ -506,16 +506,7 @@ func TestNativeSnapshotIsPointInTime(t *testing.T) {
 	if rs.snap.copied.Load() == 0 {
 		t.Error("no chunk was copied on write: the test did not race the writer")
 	}
-	s2 := startServer(t, Config{NoPersistence: true, Now: clock.Now})
-	if _, n, err := loadSnapshot(s2, data); err != nil || n != len(keys) {
-		t.Fatalf("reading the snapshot: %d keys, %v", n, err)
-	}
-	got := dumpAll(t, s2, &Session{authed: true}, keys...)
-	for _, k := range keys {
-		if got[k] != want[k] {
-			t.Errorf("key %s differs from its state when the snapshot started", k)
-		}
-	}
+	holdsPointInTime(t, data, clock.Now, want, keys...)
 }
 
 // A dump taken with BF.SCANDUMP loads back with BF.LOADCHUNK into a new

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // doArgs runs one command through the command layer.
@@ -97,16 +98,7 @@ func TestSnapshotIsPointInTime(t *testing.T) {
 		t.Error("no chunk was copied on write: the test did not race the writer")
 	}
 
-	s2 := startServer(t, Config{NoPersistence: true})
-	if _, n, err := loadSnapshot(s2, data); err != nil || n != len(keys) {
-		t.Fatalf("reading the snapshot: %d keys, %v", n, err)
-	}
-	got := dumpAll(t, s2, &Session{authed: true}, keys...)
-	for _, k := range keys {
-		if got[k] != want[k] {
-			t.Errorf("key %s differs from its state when the snapshot started", k)
-		}
-	}
+	holdsPointInTime(t, data, nil, want, keys...)
 }
 
 // A snapshot of many small keys starts in O(1) and walks the keyspace
@@ -293,4 +285,21 @@ func (rs *racingSnapshot) finish(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return rs.out.Bytes()
+}
+
+// holdsPointInTime loads a snapshot's bytes into a fresh server (with the
+// given clock) and checks that it holds exactly keys, each as want has it
+// (dumpAll at the snapshot's point in time).
+func holdsPointInTime(t *testing.T, data []byte, now func() time.Time, want map[string]string, keys ...string) {
+	t.Helper()
+	s2 := startServer(t, Config{NoPersistence: true, Now: now})
+	if _, n, err := loadSnapshot(s2, data); err != nil || n != len(keys) {
+		t.Fatalf("reading the snapshot: %d keys, %v", n, err)
+	}
+	got := dumpAll(t, s2, &Session{authed: true}, keys...)
+	for _, k := range keys {
+		if got[k] != want[k] {
+			t.Errorf("key %s differs from its state when the snapshot started", k)
+		}
+	}
 }

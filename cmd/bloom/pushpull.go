@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"flag"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -78,6 +79,11 @@ func checkFormat(f string) error {
 	return fmt.Errorf("--format %q: want bloomkit (a bloomkit filter file) or scandump (a RedisBloom dump file)", f)
 }
 
+// addAddrFlag is pull's and push's --addr.
+func addAddrFlag(fs *flag.FlagSet) *string {
+	return fs.String("addr", "127.0.0.1:6479", "server `ADDR`: host:port or redis://[user:password@]host:port")
+}
+
 // signalContext is cancelled by Ctrl-C or SIGTERM.
 func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt)
@@ -85,7 +91,7 @@ func signalContext() (context.Context, context.CancelFunc) {
 
 func runPull(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlags("pull")
-	addr := fs.String("addr", "127.0.0.1:6479", "server `ADDR`: host:port or redis://[user:password@]host:port")
+	addr := addAddrFlag(fs)
 	formatFlag := fs.String("format", "", "file `FORMAT`: bloomkit or scandump (default: bloomkit for a bloomkit key, else scandump)")
 	out := fs.String("o", "", "write to `FILE` (required; - for stdout)")
 	fb := addFeedbackFlags(fs)
@@ -163,7 +169,7 @@ func runPull(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 func runPush(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlags("push")
-	addr := fs.String("addr", "127.0.0.1:6479", "server `ADDR`: host:port or redis://[user:password@]host:port")
+	addr := addAddrFlag(fs)
 	formatFlag := fs.String("format", "", "file `FORMAT` expected: bloomkit or scandump (default: read from the file)")
 	replace := fs.Bool("replace", false, "replace KEY when it exists")
 	fb := addFeedbackFlags(fs)
