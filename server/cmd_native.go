@@ -10,7 +10,6 @@ import (
 
 	"github.com/bloomkit/bloomkit/bloom"
 	"github.com/bloomkit/bloomkit/internal/format"
-	"github.com/bloomkit/bloomkit/redisbloom"
 )
 
 // The BF.* commands on native keys (native.go). Every RedisBloom command a
@@ -203,7 +202,10 @@ func (s *Server) reserveNative(c *Session, args [][]byte, r *Reply) {
 		}
 		now = time.Unix(0, startGen*n.genLen)
 	}
-	if !s.placeNative(args[1], n, now, r) {
+	if n.typ == format.TypeWindow {
+		n.cur = n.genAt(now)
+	}
+	if !s.placeNative(args[1], n, r) {
 		return
 	}
 	la := [][]byte{[]byte("BF.RESERVE"), args[1], args[2], args[3], []byte("LAYOUT"), []byte(layoutBlocked)}
@@ -219,33 +221,15 @@ func (s *Server) reserveNative(c *Session, args [][]byte, r *Reply) {
 	r.OK()
 }
 
-// placeNative gives n its arrays, within --maxmemory, and stores it at key.
-// A new window starts in the generation of now.
-func (s *Server) placeNative(key []byte, n *nativeFilter, now time.Time, r *Reply) bool {
-	size := n.arrayBytes() * uint64(len(n.arrays))
-	if n.arrays == nil {
-		size = n.arrayBytes()
-		if n.typ == format.TypeWindow {
-			size *= uint64(n.gens) + 1
-		}
-	}
+// placeNative gives n (a window already placed in time: n.cur) empty
+// arrays, within --maxmemory, and stores it at key.
+func (s *Server) placeNative(key []byte, n *nativeFilter, r *Reply) bool {
+	size := n.arrayBytes() * uint64(n.slots())
 	if err := s.db.allow(size); err != nil {
 		r.Error(errNoMemory)
 		return false
 	}
-	var err error
-	if n.arrays == nil {
-		err = n.allocate(now)
-	} else {
-		n.dirty = make([]bool, len(n.arrays)) // fresh arrays
-		for i := range n.arrays {
-			if n.arrays[i], err = redisbloom.AllocArray(n.arrayBytes()); err != nil {
-				n.free()
-				break
-			}
-		}
-	}
-	if err != nil {
+	if err := n.allocate(); err != nil {
 		s.db.used -= size
 		r.Error(errNoMemory)
 		return false
@@ -459,7 +443,7 @@ func (s *Server) nativeLoadHeader(key []byte, data []byte, r *Reply) {
 		r.Error("ERR the header chunk of a bloomkit dump is " + strconv.Itoa(size) + " bytes, got " + strconv.Itoa(len(data)))
 		return
 	}
-	if s.placeNative(key, n, s.db.now(), r) {
+	if s.placeNative(key, n, r) {
 		r.OK()
 	}
 }
@@ -566,8 +550,8 @@ func (s *Server) nativeMerge(args [][]byte, dest *entry, srcs []*entry, r *Reply
 	if dest == nil {
 		first := srcs[0].nf
 		n := &nativeFilter{typ: first.typ, params: first.params, period: first.period, gens: first.gens,
-			genLen: first.genLen, cur: first.cur, arrays: make([][]byte, len(first.arrays)), counts: make([]uint64, len(first.arrays))}
-		if !s.placeNative(args[1], n, s.db.now(), r) {
+			genLen: first.genLen, cur: first.cur}
+		if !s.placeNative(args[1], n, r) {
 			return
 		}
 		dest = s.db.getb(args[1])

@@ -133,13 +133,18 @@ func nativeParams(typ uint8, capacity uint64, rate float64, period time.Duration
 	return n, nil
 }
 
-// allocate gives the filter its zeroed arrays; now places a window.
-func (n *nativeFilter) allocate(now time.Time) error {
-	slots := 1
+// slots is the number of arrays: 1, or G+1 for a window.
+func (n *nativeFilter) slots() int {
 	if n.typ == format.TypeWindow {
-		slots = n.gens + 1
-		n.cur = n.genAt(now)
+		return n.gens + 1
 	}
+	return 1
+}
+
+// allocate gives the filter fresh zeroed arrays, zero counts and nothing
+// dirty.
+func (n *nativeFilter) allocate() error {
+	slots := n.slots()
 	n.arrays = make([][]byte, slots)
 	n.counts = make([]uint64, slots)
 	n.dirty = make([]bool, slots)
