@@ -123,11 +123,7 @@ func nativeParams(typ uint8, capacity uint64, rate float64, period time.Duration
 	if n.params.M == 0 || n.params.K == 0 || n.params.K > bloom.MaxK {
 		return nil, errNativeParams
 	}
-	slots := uint64(1)
-	if typ == format.TypeWindow {
-		slots = uint64(gens) + 1
-	}
-	if n.params.M > bloom.MaxBits/slots {
+	if n.params.M > bloom.MaxBits/uint64(n.slots()) {
 		return nil, errNativeParams
 	}
 	return n, nil
@@ -469,7 +465,6 @@ func parseFileHeader(b []byte) (*nativeFilter, int, error) {
 		return nil, 0, errors.New("bloomkit header: bad parameters")
 	}
 	size := format.HeaderSize
-	slots := uint64(1)
 	switch h.Type {
 	case format.TypeClassic:
 	case format.TypeBlocked, format.TypeWindow:
@@ -510,8 +505,8 @@ func parseFileHeader(b []byte) (*nativeFilter, int, error) {
 		}
 		n.cur = first/n.genLen + int64(n.gens)
 		size += int(windowPrefix(n.gens))
-		slots = uint64(n.gens) + 1
 	}
+	slots := uint64(n.slots())
 	if n.params.M > bloom.MaxBits/slots {
 		return nil, 0, errors.New("bloomkit header: too large")
 	}
