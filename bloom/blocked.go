@@ -6,6 +6,8 @@ import (
 	"math/bits"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/bloomkit/bloomkit/internal/mem"
 )
 
 // Blocked is a blocked Bloom filter: the bits are cut into 512-bit blocks,
@@ -54,8 +56,7 @@ func NewBlockedFromParams(p Params) (*Blocked, error) {
 
 // alignedWords returns n zero words whose first word starts a cache line.
 func alignedWords(n uint64) []uint64 {
-	w := make([]uint64, n+7)
-	adviseHugePages(w)
+	w := mem.Words(n + 7)
 	off := (64 - uintptr(unsafe.Pointer(&w[0]))%64) % 64 / 8
 	return w[off : off+uintptr(n) : off+uintptr(n)]
 }

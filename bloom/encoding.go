@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/bloomkit/bloomkit/internal/format"
+	"github.com/bloomkit/bloomkit/internal/mem"
 )
 
 // The file format is described in docs/format.md. In short: an 80-byte
@@ -65,13 +66,7 @@ func paramsHeader(typ uint8, p Params) format.Header {
 	return format.Header{Type: typ, Seed: p.Seed, M: p.M, K: p.K, N: p.N, P: p.P}
 }
 
-func plainAlloc(n uint64) []uint64 {
-	w := make([]uint64, n)
-	if n > 0 {
-		adviseHugePages(w)
-	}
-	return w
-}
+func plainAlloc(n uint64) []uint64 { return mem.Words(n) }
 
 func classicWords(h format.Header) (uint64, error) {
 	p, err := headerParams(h)

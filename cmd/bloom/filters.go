@@ -35,6 +35,9 @@ type newFilter struct {
 	params bloom.Params
 	// blocked: the estimate's noise is the blocked layout's.
 	blocked bool
+	// exact: stats.ApproxCount is an exact count of the distinct keys
+	// stored (cuckoo), so any count above n is an overfill.
+	exact bool
 	// grows: the type grows past n by design (scalable, cuckoo), so holding
 	// more keys than planned is no overfill.
 	grows bool
@@ -205,18 +208,39 @@ func makeScalable(n uint64, p float64, seed uint64) (*newFilter, error) {
 	}, nil
 }
 
+// makeCuckoo builds a cuckoo filter of distinct keys: a key that tests
+// present is not stored again (AddUnique), so that n counts distinct keys
+// as for the other types and a repeated line takes no slot. The filter
+// grows past n (up to cuckoo.DefaultMaxBytes or 4x its first table), but
+// more than n keys is an overfill, warned of or refused with --strict.
 func makeCuckoo(n uint64, p float64, seed uint64) (*newFilter, error) {
 	f, err := cuckoo.NewWith(cuckoo.Config{Capacity: n, Rate: p, Seed: seed})
 	if err != nil {
 		return nil, err
 	}
+	add := func(k []byte) error { _, err := f.AddUnique(k); return err }
 	return &newFilter{
-		add:      f.Add,
-		addMany:  func(k [][]byte) error { _, err := cuckoo.AddMany(f, k); return err },
+		add: add,
+		addMany: func(keys [][]byte) error {
+			for _, k := range keys {
+				if err := add(k); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
 		WriterTo: f,
-		grows:    true,
+		stats:    cuckooStats{f},
+		exact:    true,
 	}, nil
 }
+
+// cuckooStats is the filterStats of a cuckoo filter: its item count, which
+// build keeps to distinct keys, and its rate now.
+type cuckooStats struct{ f *cuckoo.Filter }
+
+func (c cuckooStats) ApproxCount() uint64   { return c.f.Len() }
+func (c cuckooStats) EstimatedFPR() float64 { return c.f.Stats().EstimatedFPR }
 
 func addEach(add func([]byte), keys [][]byte) {
 	for _, k := range keys {
