@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bloomkit/bloomkit/bloom"
+	"github.com/bloomkit/bloomkit/internal/bitcount"
 	"github.com/bloomkit/bloomkit/internal/format"
 	"github.com/bloomkit/bloomkit/internal/generation"
 	"github.com/bloomkit/bloomkit/redisbloom"
@@ -577,7 +578,7 @@ func (n *nativeFilter) merge(src *nativeFilter) {
 		// of the count the merged bits imply, so that an item in both is
 		// not counted twice.
 		i := n.slot(g)
-		n.counts[i] = max(n.counts[i], src.counts[src.slot(g)], estimateFromBits(popcount(d), uint64(len(d))*8, n.params))
+		n.counts[i] = max(n.counts[i], src.counts[src.slot(g)], n.keysFromBits(bitcount.Ones(d)))
 	}
 }
 
