@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/bloomkit/bloomkit/redisbloom"
+	"github.com/bloomkit/bloomkit/server/internal/resp"
 )
 
 // RedisBloom 8.x defaults and limits.
@@ -119,7 +120,7 @@ func cmdBFReserve(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error(wrongArity("bf.reserve"))
 		return
 	}
-	e, ok := parseFloat(args[2])
+	e, ok := resp.ParseFloat(args[2])
 	if !ok {
 		r.Error("ERR bad error rate")
 		return
@@ -131,7 +132,7 @@ func cmdBFReserve(s *Server, c *Session, args [][]byte, r *Reply) {
 	if e > bfErrorCap {
 		e = bfErrorCap
 	}
-	capacity, ok := parseInt(args[3])
+	capacity, ok := resp.ParseInt(args[3])
 	if !ok {
 		r.Error("ERR bad capacity")
 		return
@@ -147,7 +148,7 @@ func cmdBFReserve(s *Server, c *Session, args [][]byte, r *Reply) {
 			r.Error("ERR no expansion")
 			return
 		}
-		if expansion, ok = parseInt(args[loc+1]); !ok {
+		if expansion, ok = resp.ParseInt(args[loc+1]); !ok {
 			r.Error("ERR bad expansion")
 			return
 		}
@@ -314,7 +315,7 @@ func cmdBFInsert(s *Server, c *Session, args [][]byte, r *Reply) {
 				return
 			}
 			if len(a) > 1 && lowerByte(a[1]) == 'r' {
-				v, ok := parseFloat(args[pos])
+				v, ok := resp.ParseFloat(args[pos])
 				if !ok || !(v > 0 && v < 1) {
 					r.Error("Bad error rate")
 					return
@@ -324,7 +325,7 @@ func cmdBFInsert(s *Server, c *Session, args [][]byte, r *Reply) {
 				}
 				o.errorRate = v
 			} else {
-				v, ok := parseInt(args[pos])
+				v, ok := resp.ParseInt(args[pos])
 				if !ok || v < 0 || v > bfMaxExpansion {
 					r.Error("Bad expansion")
 					return
@@ -338,7 +339,7 @@ func cmdBFInsert(s *Server, c *Session, args [][]byte, r *Reply) {
 				r.Error(wrongArity("bf.insert"))
 				return
 			}
-			v, ok := parseInt(args[pos])
+			v, ok := resp.ParseInt(args[pos])
 			if !ok || v < 1 || v > bfMaxCapacity {
 				r.Error("Bad capacity")
 				return
@@ -456,7 +457,7 @@ func infoReply(r *Reply, args [][]byte, fields []infoField) {
 	if len(args) == 3 {
 		for _, f := range fields {
 			if strings.EqualFold(string(args[2]), f.word) {
-				if r.resp3 {
+				if r.w.RESP3() {
 					r.Map(1)
 					r.Simple(f.name)
 				} else {
@@ -487,7 +488,7 @@ func cmdBFScanDump(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error(statusErr(st))
 		return
 	}
-	it, ok := parseInt(args[2])
+	it, ok := resp.ParseInt(args[2])
 	if !ok {
 		r.Error("Second argument must be numeric")
 		return
@@ -514,7 +515,7 @@ func cmdBFLoadChunk(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error(wrongArity("bf.loadchunk"))
 		return
 	}
-	it, ok := parseInt(args[2])
+	it, ok := resp.ParseInt(args[2])
 	if !ok {
 		r.Error("ERR Second argument must be numeric")
 		return

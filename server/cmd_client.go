@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bloomkit/bloomkit/server/internal/resp"
 )
 
 func validClientName(b []byte) bool {
@@ -184,7 +186,7 @@ func clientList(s *Server, c *Session, args [][]byte, r *Reply) {
 			}
 			ids = map[int64]bool{}
 			for i++; i < len(args); i++ {
-				id, ok := parseInt(args[i])
+				id, ok := resp.ParseInt(args[i])
 				if !ok || id <= 0 {
 					r.Error("ERR Invalid client ID")
 					return
@@ -252,7 +254,7 @@ func clientKill(s *Server, c *Session, args [][]byte, r *Reply) {
 		v := args[i+1]
 		switch strings.ToLower(string(args[i])) {
 		case "id":
-			n, ok := parseInt(v)
+			n, ok := resp.ParseInt(v)
 			if !ok || n <= 0 {
 				r.Error("ERR client-id should be greater than 0")
 				return
@@ -285,7 +287,7 @@ func clientKill(s *Server, c *Session, args [][]byte, r *Reply) {
 				return
 			}
 		case "maxage":
-			n, ok := parseInt(v)
+			n, ok := resp.ParseInt(v)
 			if !ok || n < 0 {
 				r.Error("ERR syntax error")
 				return

@@ -4,6 +4,8 @@ package server
 
 import (
 	"strings"
+
+	"github.com/bloomkit/bloomkit/server/internal/resp"
 )
 
 // Version is the server version reported by HELLO and INFO
@@ -32,7 +34,7 @@ func cmdQuit(s *Server, c *Session, args [][]byte, r *Reply) {
 }
 
 func cmdSelect(s *Server, c *Session, args [][]byte, r *Reply) {
-	n, ok := parseInt(args[1])
+	n, ok := resp.ParseInt(args[1])
 	if !ok || n < -2147483648 || n > 2147483647 {
 		r.Error("ERR value is not an integer or out of range")
 		return
@@ -98,7 +100,7 @@ func cmdHello(s *Server, c *Session, args [][]byte, r *Reply) {
 		proto = 3
 	}
 	if len(args) >= 2 {
-		v, ok := parseInt(args[1])
+		v, ok := resp.ParseInt(args[1])
 		if !ok {
 			r.Error("ERR Protocol version is not an integer or out of range")
 			return
@@ -148,7 +150,7 @@ func cmdHello(s *Server, c *Session, args [][]byte, r *Reply) {
 	}
 	c.authed = authed
 	c.resp3 = proto == 3
-	r.resp3 = c.resp3
+	r.w.SetRESP3(c.resp3)
 	r.Map(7)
 	r.BulkString("server")
 	r.BulkString("redis")
@@ -179,6 +181,6 @@ func cmdReset(s *Server, c *Session, args [][]byte, r *Reply) {
 	c.resp3 = false
 	c.authed = s.requirePass() == ""
 	s.db.mu.Unlock()
-	r.resp3 = false
+	r.w.SetRESP3(false)
 	r.Simple("RESET")
 }

@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/bloomkit/bloomkit/redisbloom"
+	"github.com/bloomkit/bloomkit/server/internal/resp"
 )
 
 func (s *Server) createCuckoo(key []byte, capacity uint64, bucketSize, maxIter, expansion uint16) (*redisbloom.Cuckoo, string) {
@@ -29,7 +30,7 @@ func cmdCFReserve(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error(wrongArity("cf.reserve"))
 		return
 	}
-	capacity, ok := parseInt(args[2])
+	capacity, ok := resp.ParseInt(args[2])
 	if !ok {
 		r.Error("Bad capacity")
 		return
@@ -43,7 +44,7 @@ func cmdCFReserve(s *Server, c *Session, args [][]byte, r *Reply) {
 			r.Error("Couldn't parse " + name)
 			return 0, false
 		}
-		v, ok := parseInt(args[loc+1])
+		v, ok := resp.ParseInt(args[loc+1])
 		if !ok {
 			r.Error("Couldn't parse " + name)
 			return 0, false
@@ -114,7 +115,7 @@ func (s *Server) cfInsertCommon(c *Session, args, items [][]byte, o cfInsertOpts
 		r.Array(len(items))
 	}
 	// RESP3 booleans for CF.ADD, CF.ADDNX and CF.INSERT; CF.INSERTNX keeps integers.
-	boolReply := r.resp3 && (!o.nx || !o.multi)
+	boolReply := r.w.RESP3() && (!o.nx || !o.multi)
 	var logged [][]byte // the command with the items that did not fail, once one failed
 	for i, it := range items {
 		var res redisbloom.InsertStatus
@@ -144,7 +145,7 @@ func (s *Server) cfInsertCommon(c *Session, args, items [][]byte, o cfInsertOpts
 				}
 				return
 			}
-			if r.resp3 && !o.nx {
+			if r.w.RESP3() && !o.nx {
 				r.Bool(false)
 			} else {
 				r.Int(-1)
@@ -193,7 +194,7 @@ func cmdCFInsert(s *Server, c *Session, args [][]byte, r *Reply) {
 				r.Error(wrongArity(name))
 				return
 			}
-			v, ok := parseInt(args[pos])
+			v, ok := resp.ParseInt(args[pos])
 			if !ok {
 				r.Error("Bad capacity")
 				return
@@ -318,7 +319,7 @@ func cmdCFScanDump(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error(wrongArity("cf.scandump"))
 		return
 	}
-	pos, ok := parseInt(args[2])
+	pos, ok := resp.ParseInt(args[2])
 	if !ok || pos < 0 {
 		r.Error("Invalid position")
 		return
@@ -356,7 +357,7 @@ func cmdCFLoadChunk(s *Server, c *Session, args [][]byte, r *Reply) {
 		return
 	}
 	cf, st := s.cuckooKey(args[1])
-	pos, ok := parseInt(args[2])
+	pos, ok := resp.ParseInt(args[2])
 	if !ok || pos == 0 {
 		r.Error("Invalid position")
 		return

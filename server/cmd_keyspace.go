@@ -5,6 +5,8 @@ package server
 import (
 	"strconv"
 	"strings"
+
+	"github.com/bloomkit/bloomkit/server/internal/resp"
 )
 
 func cmdDel(s *Server, c *Session, args [][]byte, r *Reply) {
@@ -76,7 +78,7 @@ func cmdScan(s *Server, c *Session, args [][]byte, r *Reply) {
 		}
 		switch opt {
 		case "count":
-			v, ok := parseInt(args[i+1])
+			v, ok := resp.ParseInt(args[i+1])
 			if !ok {
 				r.Error("ERR value is not an integer or out of range")
 				return
@@ -137,7 +139,7 @@ func cmdRename(s *Server, c *Session, args [][]byte, r *Reply) {
 // EXPIRE/PEXPIRE/EXPIREAT/PEXPIREAT key time [NX|XX|GT|LT]
 func cmdExpire(s *Server, c *Session, args [][]byte, r *Reply) {
 	name := lowerName(args[0])
-	v, ok := parseInt(args[2])
+	v, ok := resp.ParseInt(args[2])
 	if !ok {
 		r.Error("ERR value is not an integer or out of range")
 		return

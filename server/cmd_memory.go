@@ -6,6 +6,8 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+
+	"github.com/bloomkit/bloomkit/server/internal/resp"
 )
 
 // MEMORY USAGE reports what Redis 7 with RedisBloom reports for the same
@@ -113,7 +115,7 @@ func cmdMemory(s *Server, c *Session, args [][]byte, r *Reply) {
 				r.Error(errSyntax)
 				return
 			}
-			n, ok := parseInt(args[j+1])
+			n, ok := resp.ParseInt(args[j+1])
 			if !ok {
 				r.Error(errNotInt)
 				return

@@ -11,6 +11,7 @@ import (
 	"github.com/bloomkit/bloomkit/bloom"
 	"github.com/bloomkit/bloomkit/internal/bitcount"
 	"github.com/bloomkit/bloomkit/internal/format"
+	"github.com/bloomkit/bloomkit/server/internal/resp"
 )
 
 // The BF.* commands on native keys (native.go). Every RedisBloom command a
@@ -57,7 +58,7 @@ func nativeOption(args [][]byte) bool {
 // parseWindow reads WINDOW's argument: a Go duration ("24h", "90m",
 // "1h30m", "500ms") or a whole number of seconds.
 func parseWindow(b []byte) (time.Duration, bool) {
-	if v, ok := parseInt(b); ok {
+	if v, ok := resp.ParseInt(b); ok {
 		if v <= 0 || v > int64(100*365*24*time.Hour/time.Second) {
 			return 0, false
 		}
@@ -80,7 +81,7 @@ func parseWindow(b []byte) (time.Duration, bool) {
 // in (START, which clients leave out: it defaults to the clock's, and may
 // not be ahead of it), so that replay does not place it by its own clock.
 func (s *Server) reserveNative(c *Session, args [][]byte, r *Reply) {
-	rate, ok := parseFloat(args[2])
+	rate, ok := resp.ParseFloat(args[2])
 	if !ok {
 		r.Error("ERR bad error rate")
 		return
@@ -89,7 +90,7 @@ func (s *Server) reserveNative(c *Session, args [][]byte, r *Reply) {
 		r.Error("ERR error rate must be in the range (0.000000, 1.000000)")
 		return
 	}
-	capacity, ok := parseInt(args[3])
+	capacity, ok := resp.ParseInt(args[3])
 	if !ok {
 		r.Error("ERR bad capacity")
 		return
@@ -139,14 +140,14 @@ func (s *Server) reserveNative(c *Session, args [][]byte, r *Reply) {
 				return
 			}
 		case "generations":
-			g, ok := parseInt(v)
+			g, ok := resp.ParseInt(v)
 			if !ok || g < 1 || g > bloom.MaxGenerations {
 				r.Error("ERR GENERATIONS must be in the range [1, 64]")
 				return
 			}
 			gens = int(g)
 		case "start":
-			if startGen, startSet = parseInt(v); !startSet {
+			if startGen, startSet = resp.ParseInt(v); !startSet {
 				r.Error("ERR START must be an integer (a generation: Unix time / generation length)")
 				return
 			}
@@ -303,7 +304,7 @@ func cmdBFAdvance(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error(wrongArity("bf.advance"))
 		return
 	}
-	g, ok := parseInt(args[2])
+	g, ok := resp.ParseInt(args[2])
 	if !ok {
 		r.Error("ERR generation must be an integer")
 		return

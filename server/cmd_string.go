@@ -4,6 +4,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/bloomkit/bloomkit/server/internal/resp"
 )
 
 // Plain strings: SET, GET, GETDEL, STRLEN, MSET, MGET, as Redis 7 answers
@@ -102,7 +104,7 @@ func cmdSet(s *Server, c *Session, args [][]byte, r *Reply) {
 	now := s.db.nowMs()
 	var at int64
 	if exp != expNone && exp != expKeep {
-		v, ok := parseInt(expArg)
+		v, ok := resp.ParseInt(expArg)
 		if !ok {
 			r.Error(errNotInt)
 			return

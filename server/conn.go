@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/bloomkit/bloomkit/server/internal/resp"
 )
 
 // Connections.
@@ -119,15 +121,15 @@ func (s *Server) serveConn(nc net.Conn) {
 	defer nc.Close()
 	defer s.endSession(c)
 
-	p := newRequestReader(nc, s.readLimits(c))
+	p := resp.NewReader(nc, s.readLimits(c))
 	for {
-		args, err := p.next()
+		args, err := p.Next()
 		if err != nil {
-			var pe *protocolError
+			var pe *resp.ProtocolError
 			if errors.As(err, &pe) {
 				s.protoErrors.Add(1)
 				s.log.Debug("protocol error; closing the connection", "addr", c.Addr, "err", err)
-				c.reply.next()
+				c.reply.w.Next()
 				c.reply.Error("ERR " + pe.Error())
 				c.batched++
 				s.flush(c)
@@ -136,7 +138,7 @@ func (s *Server) serveConn(nc net.Conn) {
 		}
 		if args == nil {
 			// The pipeline is drained: answer it, then wait for more.
-			if len(c.reply.buf) > 0 && !s.flush(c) {
+			if len(c.reply.w.Pending()) > 0 && !s.flush(c) {
 				return
 			}
 			if c.closing.Load() {
@@ -145,9 +147,9 @@ func (s *Server) serveConn(nc net.Conn) {
 			if t := s.idleTimeout(); t > 0 {
 				nc.SetReadDeadline(time.Now().Add(t))
 			}
-			if err := p.fill(); err != nil {
-				if errors.Is(err, errQueryLimit) {
-					c.reply.next()
+			if err := p.Fill(); err != nil {
+				if errors.Is(err, resp.ErrQueryLimit) {
+					c.reply.w.Next()
 					c.reply.Error("ERR Protocol error: request larger than the query buffer limit")
 					c.batched++
 					s.flush(c)
@@ -161,29 +163,29 @@ func (s *Server) serveConn(nc net.Conn) {
 			continue
 		}
 		wasAuthed := c.authed
-		c.reply.next()
+		c.reply.w.Next()
 		s.Do(c, args, &c.reply)
 		c.batched++
 		if c.authed != wasAuthed {
-			p.lim = s.readLimits(c)
+			p.SetLimits(s.readLimits(c))
 		}
 		if c.quit || c.closing.Load() {
 			// QUIT: its reply goes out, nothing after it runs.
 			s.flush(c)
 			return
 		}
-		if len(c.reply.buf) >= flushAt && !s.flush(c) {
+		if len(c.reply.w.Pending()) >= flushAt && !s.flush(c) {
 			return
 		}
 	}
 }
 
 // readLimits are the request limits for c: tiny until it authenticates.
-func (s *Server) readLimits(c *Session) readLimits {
+func (s *Server) readLimits(c *Session) resp.Limits {
 	if !c.authed {
-		return preAuthLimits
+		return resp.PreAuthLimits
 	}
-	return readLimits{maxArgs: s.cfg.MaxArgs, maxBulk: s.cfg.MaxBulk, maxInline: 64 << 10, maxQuery: s.cfg.MaxQuery}
+	return resp.Limits{MaxArgs: s.cfg.MaxArgs, MaxBulk: s.cfg.MaxBulk, MaxInline: 64 << 10, MaxQuery: s.cfg.MaxQuery}
 }
 
 // flush sends the replies encoded so far, after the log holds what they
@@ -193,17 +195,17 @@ func (s *Server) flush(c *Session) bool {
 		// The log failed before the writes these replies acknowledge
 		// were durable: their outcome is unknown, and nothing may say
 		// they happened.
-		c.reply.drain()
-		c.reply.buf = appendInDoubt(c.reply.buf, c.batched, err)
+		c.reply.w.Drain()
+		c.reply.w.Replace(appendInDoubt(c.reply.w.Pending(), c.batched, err))
 	}
 	c.batched = 0
 	c.clock = 0 // the next command reads the clock itself, after this write
-	if len(c.reply.buf) == 0 {
+	if len(c.reply.w.Pending()) == 0 {
 		return true
 	}
 	c.conn.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
-	_, err := c.conn.Write(c.reply.buf)
-	c.reply.drain()
+	_, err := c.conn.Write(c.reply.w.Pending())
+	c.reply.w.Drain()
 	if err != nil {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
@@ -267,7 +269,7 @@ func (c *Session) setKill(kill func()) {
 func appendInDoubt(buf []byte, n int, err error) []byte {
 	for i := 0; i < n; i++ {
 		buf = append(buf, "-IOERR the append-only log failed ("...)
-		buf = appendClean(buf, errText(err))
+		buf = resp.AppendClean(buf, errText(err))
 		buf = append(buf, "); the outcome of this command is unknown\r\n"...)
 	}
 	return buf

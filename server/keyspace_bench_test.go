@@ -53,8 +53,8 @@ func BenchmarkKeyspace500kScan(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		cur := strconv.FormatUint(rng.Uint64()>>1, 10)
 		s.Do(c, [][]byte{[]byte("SCAN"), []byte(cur), []byte("COUNT"), []byte("10")}, &r)
-		if r.failed {
-			b.Fatal(string(r.buf))
+		if r.w.Failed() {
+			b.Fatal(string(r.Bytes()))
 		}
 	}
 }

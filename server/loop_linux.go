@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/bloomkit/bloomkit/server/internal/resp"
 )
 
 // Event loops (Linux).
@@ -51,8 +53,8 @@ type loopConn struct {
 	loop *eventLoop
 	fd   int
 	sess *Session
-	rd   *requestReader
-	// Output: sess.reply.buf holds replies; bytes before wpos are written,
+	rd   *resp.Reader
+	// Output: sess.reply.w.Pending() holds replies; bytes before wpos are written,
 	// replies before checked have passed endBatch.
 	wpos, checked int
 	watchOut      bool // registered for EPOLLOUT (output blocked)
@@ -194,7 +196,7 @@ func (s *Server) adoptable(nc net.Conn, c *Session) *loopConn {
 	now := monoNow()
 	l := s.loops[int(c.ID)%len(s.loops)]
 	c.setKill(l.wakeUp)
-	return &loopConn{loop: l, fd: fd, sess: c, rd: newRequestReader(fdReader{fd}, s.readLimits(c)), lastRead: now, lastWrite: now}
+	return &loopConn{loop: l, fd: fd, sess: c, rd: resp.NewReader(fdReader{fd}, s.readLimits(c)), lastRead: now, lastWrite: now}
 }
 
 // hand gives a prepared connection to its loop.
@@ -302,12 +304,12 @@ func (l *eventLoop) woken() {
 
 // read reads what the client sent and runs its complete requests.
 func (l *eventLoop) read(c *loopConn) {
-	err := c.rd.fill()
+	err := c.rd.Fill()
 	switch {
 	case err == errAgain:
 		return
-	case errors.Is(err, errQueryLimit):
-		c.sess.reply.next()
+	case errors.Is(err, resp.ErrQueryLimit):
+		c.sess.reply.w.Next()
 		c.sess.reply.Error("ERR Protocol error: request larger than the query buffer limit")
 		c.sess.batched++
 		c.closeAfter = true
@@ -331,17 +333,17 @@ func (l *eventLoop) runRequests(c *loopConn) {
 	s := l.s
 	c.sess.clock = monoNow() // the first command's start; each later one starts at its predecessor's end
 	for !c.closeAfter {
-		if len(c.sess.reply.buf)-c.wpos >= flushAt {
+		if len(c.sess.reply.w.Pending())-c.wpos >= flushAt {
 			l.markDirty(c)
 			l.rerun = append(l.rerun, c) // continue after this round's write
 			return
 		}
-		args, err := c.rd.next()
+		args, err := c.rd.Next()
 		if err != nil {
-			var pe *protocolError
+			var pe *resp.ProtocolError
 			if errors.As(err, &pe) {
 				s.protoErrors.Add(1)
-				c.sess.reply.next()
+				c.sess.reply.w.Next()
 				c.sess.reply.Error("ERR " + pe.Error())
 				c.sess.batched++
 			}
@@ -357,11 +359,11 @@ func (l *eventLoop) runRequests(c *loopConn) {
 		}
 		sess := c.sess
 		wasAuthed := sess.authed
-		sess.reply.next()
+		sess.reply.w.Next()
 		s.Do(sess, args, &sess.reply)
 		sess.batched++
 		if sess.authed != wasAuthed {
-			c.rd.lim = s.readLimits(sess)
+			c.rd.SetLimits(s.readLimits(sess))
 		}
 		l.markDirty(c)
 		if sess.quit || sess.closing.Load() {
@@ -392,10 +394,10 @@ func (l *eventLoop) flushAll() {
 		if sess.batched > 0 {
 			if err := l.s.endBatch(sess); err != nil {
 				// As in flush: nothing may say these commands happened.
-				sess.reply.buf = appendInDoubt(sess.reply.buf[:c.checked], sess.batched, err)
+				sess.reply.w.Replace(appendInDoubt(sess.reply.w.Pending()[:c.checked], sess.batched, err))
 			}
 			sess.batched = 0
-			c.checked = len(sess.reply.buf)
+			c.checked = len(sess.reply.w.Pending())
 		}
 		if !c.watchOut {
 			l.write(c)
@@ -406,7 +408,7 @@ func (l *eventLoop) flushAll() {
 // write writes c's pending output; if the socket is full it waits for
 // writability (and reads nothing more meanwhile).
 func (l *eventLoop) write(c *loopConn) {
-	buf := c.sess.reply.buf[:c.checked]
+	buf := c.sess.reply.w.Pending()[:c.checked]
 	for c.wpos < len(buf) {
 		n, err := rawWrite(c.fd, buf[c.wpos:])
 		if n > 0 {
@@ -430,14 +432,7 @@ func (l *eventLoop) write(c *loopConn) {
 	}
 	// Everything checked is out; keep replies not yet checked (none
 	// normally) for the next round.
-	rest := len(c.sess.reply.buf) - c.checked
-	if rest == 0 {
-		c.sess.reply.drain()
-	} else {
-		copy(c.sess.reply.buf, c.sess.reply.buf[c.checked:])
-		c.sess.reply.buf = c.sess.reply.buf[:rest]
-		c.sess.reply.start = 0
-	}
+	c.sess.reply.w.Consume(c.checked)
 	c.wpos, c.checked = 0, 0
 	if c.closeAfter {
 		l.close(c)
@@ -446,7 +441,7 @@ func (l *eventLoop) write(c *loopConn) {
 	if c.watchOut {
 		c.watchOut = false
 		syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_MOD, c.fd, &syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(c.fd)})
-		if c.rd.buffered() {
+		if c.rd.Buffered() {
 			l.rerun = append(l.rerun, c)
 		}
 	}

@@ -423,7 +423,7 @@ func (s *Server) replayCommand(c *Session, args [][]byte, r *Reply) error {
 	c.skipLog, c.logArgs = false, nil
 	cmd.fn(s, c, args, r)
 	s.db.mu.Unlock()
-	if r.failed {
+	if r.w.Failed() {
 		return errors.New(strings.TrimSpace(strings.TrimPrefix(string(r.Bytes()), "-")))
 	}
 	return nil

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"sync"
 	"sync/atomic"
+
+	"github.com/bloomkit/bloomkit/server/internal/resp"
 )
 
 // Prefetching a pipeline's filter memory.
@@ -81,8 +83,8 @@ type prefetchItem struct {
 // The requests are parsed first and the filters read after, in a loop of
 // its own: parsing between two reads would keep the CPU from overlapping
 // them.
-func (s *Server) prefetch(rd *requestReader, scratch []prefetchItem) []prefetchItem {
-	if !rd.severalRequests() {
+func (s *Server) prefetch(rd *resp.Reader, scratch []prefetchItem) []prefetchItem {
+	if !rd.SeveralRequests() {
 		return scratch
 	}
 	items := scratch[:0]
@@ -90,7 +92,7 @@ func (s *Server) prefetch(rd *requestReader, scratch []prefetchItem) []prefetchI
 		name []byte
 		kind prefetchKind
 	)
-	rd.peek(prefetchMax, func(args [][]byte) bool {
+	rd.Peek(prefetchMax, func(args [][]byte) bool {
 		if len(args) < 3 {
 			return true
 		}

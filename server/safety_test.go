@@ -285,7 +285,7 @@ func TestCommandLatencyHistogram(t *testing.T) {
 		s.stats.executedLocked(cmd, d, r)
 	}
 	s.db.mu.Unlock()
-	r.failed = true
+	r.Error("ERR the command failed") // counted as an error
 	s.stats.rejected(cmd, 7*time.Millisecond, r)
 	got := s.tallies()[cmd.idx]
 	want := cmdTally{calls: 5, errs: 1, sum: 2*time.Second + 7*time.Millisecond + 4500*time.Nanosecond}

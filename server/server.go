@@ -605,7 +605,7 @@ func (s *Server) Do(c *Session, args [][]byte, r *Reply) {
 		if c.skipReplies > 0 {
 			c.skipReplies--
 		}
-		r.buf = r.buf[:r.start]
+		r.w.Discard()
 	}
 }
 
@@ -760,7 +760,7 @@ func (s *Server) run(c *Session, cmd *command, args [][]byte, r *Reply) {
 		return
 	}
 	logged := false
-	if cmd.write && !r.failed && !c.skipLog {
+	if cmd.write && !r.w.Failed() && !c.skipLog {
 		la := args
 		if c.logArgs != nil {
 			la = c.logArgs
@@ -844,7 +844,7 @@ func (s *Server) exec(c *Session, r *Reply) {
 		t := time.Now()
 		s.run(c, e.cmd, e.args, &sub)
 		s.stats.executedInTxn(e.cmd, time.Since(t), &sub)
-		r.buf = append(r.buf, sub.buf...)
+		r.w.Raw(sub.w.Pending())
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/bloomkit/bloomkit/server/internal/resp"
 )
 
 // Redis's slow log: commands whose execution took at least
@@ -137,7 +139,7 @@ func cmdSlowlog(s *Server, c *Session, args [][]byte, r *Reply) {
 		}
 		count := 10
 		if len(args) == 3 {
-			v, ok := parseInt(args[2])
+			v, ok := resp.ParseInt(args[2])
 			if !ok || v < -1 {
 				r.Error("ERR count should be greater than or equal to -1")
 				return

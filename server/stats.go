@@ -90,7 +90,7 @@ func newServerStats() *serverStats {
 // executedLocked counts one execution of cmd that took d and answered r
 // (db.mu held).
 func (st *serverStats) executedLocked(cmd *command, d time.Duration, r *Reply) {
-	st.tally[cmd.idx].add(d, r.failed)
+	st.tally[cmd.idx].add(d, r.w.Failed())
 	st.executedInTxn(cmd, d, r)
 }
 
@@ -100,7 +100,7 @@ func (st *serverStats) executedInTxn(cmd *command, d time.Duration, r *Reply) {
 	cs := &st.perCmd[cmd.idx]
 	cs.calls++
 	cs.usec += d.Microseconds()
-	if r.failed {
+	if r.w.Failed() {
 		cs.failed++
 		st.countError(r)
 	}
@@ -109,12 +109,12 @@ func (st *serverStats) executedInTxn(cmd *command, d time.Duration, r *Reply) {
 // executed counts one execution of a command run without the lock.
 func (st *serverStats) executed(cmd *command, d time.Duration, r *Reply) {
 	st.tmu.Lock()
-	st.utally[cmd.idx].add(d, r.failed)
+	st.utally[cmd.idx].add(d, r.w.Failed())
 	st.tmu.Unlock()
 	cs := &st.perCmd[cmd.idx]
 	cs.ucalls.Add(1)
 	cs.uusec.Add(d.Microseconds())
-	if r.failed {
+	if r.w.Failed() {
 		cs.ufailed.Add(1)
 		st.countError(r)
 	}
@@ -153,7 +153,7 @@ func (s *Server) tallies() []cmdTally {
 // countError counts the error reply in r by its code, the first word.
 func (st *serverStats) countError(r *Reply) {
 	st.errorsTotal.Add(1)
-	b := r.buf[r.start:]
+	b := r.Bytes()
 	if len(b) < 2 || b[0] != '-' {
 		return
 	}

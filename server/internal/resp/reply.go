@@ -1,13 +1,14 @@
-package server
+package resp
 
 import (
 	"strconv"
 )
 
-// Reply accumulates one command's reply in RESP2 or RESP3 encoding.
-// Types RESP2 lacks are downgraded the way Redis does it: booleans become
-// integers 0/1, maps become flat arrays, null becomes the null bulk string.
-type Reply struct {
+// Writer accumulates a connection's replies in RESP2 or RESP3 encoding,
+// one after another. Types RESP2 lacks are downgraded the way Redis does
+// it: booleans become integers 0/1, maps become flat arrays, null becomes
+// the null bulk string.
+type Writer struct {
 	buf []byte
 	// start is where this reply begins in buf: a connection encodes the
 	// replies of a whole pipeline into one buffer, one after another.
@@ -19,29 +20,66 @@ type Reply struct {
 	started bool
 }
 
-// next starts a new reply after the ones already in the buffer.
-func (r *Reply) next() {
+// Next starts a new reply after the ones already in the buffer.
+func (r *Writer) Next() {
 	r.start = len(r.buf)
 	r.failed, r.started = false, false
 }
 
-// drain empties the buffer after its replies were sent.
-func (r *Reply) drain() {
+// Drain empties the buffer after its replies were sent.
+func (r *Writer) Drain() {
 	if cap(r.buf) > 1<<20 {
 		r.buf = nil
 	}
 	r.buf, r.start = r.buf[:0], 0
 }
 
-func (r *Reply) mark() {
+func (r *Writer) mark() {
 	r.started = true
 }
 
-// Bytes returns the encoded reply.
-func (r *Reply) Bytes() []byte { return r.buf[r.start:] }
+// Pending returns every encoded byte not yet drained: the replies of the
+// whole batch, to be sent.
+func (r *Writer) Pending() []byte { return r.buf }
+
+// Replace replaces the pending bytes with b (a batch whose replies must
+// all change, such as when the log failed under them).
+func (r *Writer) Replace(b []byte) { r.buf, r.start = b, 0 }
+
+// Consume drops the first n pending bytes, which were sent, and keeps the
+// rest at the front of the buffer.
+func (r *Writer) Consume(n int) {
+	rest := len(r.buf) - n
+	if rest == 0 {
+		r.Drain()
+		return
+	}
+	copy(r.buf, r.buf[n:])
+	r.buf = r.buf[:rest]
+	r.start = 0
+}
+
+// Discard drops the reply being written (CLIENT REPLY OFF).
+func (r *Writer) Discard() { r.buf = r.buf[:r.start] }
+
+// Raw appends bytes that are already a reply, or several.
+func (r *Writer) Raw(b []byte) { r.buf = append(r.buf, b...) }
+
+// Failed reports whether the reply is an error at the top level.
+func (r *Writer) Failed() bool { return r.failed }
+
+// RESP3 reports whether the reply is encoded in RESP3.
+func (r *Writer) RESP3() bool { return r.resp3 }
+
+// SetRESP3 switches the protocol of what is written from now on (HELLO
+// answers in the protocol it chose).
+func (r *Writer) SetRESP3(on bool) { r.resp3 = on }
+
+// Bytes returns the encoded reply: what was written since Reset or Next.
+func (r *Writer) Bytes() []byte { return r.buf[r.start:] }
 
 // Reset empties the reply for reuse with the given protocol.
-func (r *Reply) Reset(resp3 bool) {
+func (r *Writer) Reset(resp3 bool) {
 	if r.start == 0 && cap(r.buf) > 1<<20 {
 		r.buf = nil // don't keep a big dump chunk's buffer per connection
 	}
@@ -52,28 +90,30 @@ func (r *Reply) Reset(resp3 bool) {
 }
 
 // Simple writes a simple string (+OK).
-func (r *Reply) Simple(s string) {
+func (r *Writer) Simple(s string) {
 	r.mark()
 	r.buf = append(r.buf, '+')
-	r.buf = appendClean(r.buf, s)
+	r.buf = AppendClean(r.buf, s)
 	r.buf = append(r.buf, '\r', '\n')
 }
 
 // OK writes +OK.
-func (r *Reply) OK() { r.Simple("OK") }
+func (r *Writer) OK() { r.Simple("OK") }
 
 // Error writes an error reply; text is sent verbatim after '-'.
-func (r *Reply) Error(s string) {
+func (r *Writer) Error(s string) {
 	if !r.started {
 		r.failed = true
 	}
 	r.mark()
 	r.buf = append(r.buf, '-')
-	r.buf = appendClean(r.buf, s)
+	r.buf = AppendClean(r.buf, s)
 	r.buf = append(r.buf, '\r', '\n')
 }
 
-func appendClean(b []byte, s string) []byte {
+// AppendClean appends s to b with CR and LF turned into spaces, so text
+// from anywhere can stand in a one-line reply.
+func AppendClean(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c == '\r' || c == '\n' {
@@ -85,7 +125,7 @@ func appendClean(b []byte, s string) []byte {
 }
 
 // Int writes an integer.
-func (r *Reply) Int(n int64) {
+func (r *Writer) Int(n int64) {
 	r.mark()
 	r.buf = append(r.buf, ':')
 	r.buf = strconv.AppendInt(r.buf, n, 10)
@@ -93,7 +133,7 @@ func (r *Reply) Int(n int64) {
 }
 
 // Uint writes a non-negative integer (clamped to int64).
-func (r *Reply) Uint(n uint64) {
+func (r *Writer) Uint(n uint64) {
 	if n > 1<<63-1 {
 		n = 1<<63 - 1
 	}
@@ -101,7 +141,7 @@ func (r *Reply) Uint(n uint64) {
 }
 
 // Bool writes a RESP3 boolean, or integer 0/1 under RESP2.
-func (r *Reply) Bool(v bool) {
+func (r *Writer) Bool(v bool) {
 	if !r.resp3 {
 		if v {
 			r.Int(1)
@@ -119,7 +159,7 @@ func (r *Reply) Bool(v bool) {
 }
 
 // Bulk writes a bulk string.
-func (r *Reply) Bulk(b []byte) {
+func (r *Writer) Bulk(b []byte) {
 	r.mark()
 	r.buf = append(r.buf, '$')
 	r.buf = strconv.AppendInt(r.buf, int64(len(b)), 10)
@@ -129,7 +169,7 @@ func (r *Reply) Bulk(b []byte) {
 }
 
 // BulkString writes a bulk string.
-func (r *Reply) BulkString(s string) {
+func (r *Writer) BulkString(s string) {
 	r.mark()
 	r.buf = append(r.buf, '$')
 	r.buf = strconv.AppendInt(r.buf, int64(len(s)), 10)
@@ -139,7 +179,7 @@ func (r *Reply) BulkString(s string) {
 }
 
 // Null writes the null bulk string (RESP2) or null (RESP3).
-func (r *Reply) Null() {
+func (r *Writer) Null() {
 	r.mark()
 	if r.resp3 {
 		r.buf = append(r.buf, "_\r\n"...)
@@ -149,7 +189,7 @@ func (r *Reply) Null() {
 }
 
 // NullArray writes the null array (RESP2) or null (RESP3).
-func (r *Reply) NullArray() {
+func (r *Writer) NullArray() {
 	r.mark()
 	if r.resp3 {
 		r.buf = append(r.buf, "_\r\n"...)
@@ -159,7 +199,7 @@ func (r *Reply) NullArray() {
 }
 
 // Array writes an array header of n elements.
-func (r *Reply) Array(n int) {
+func (r *Writer) Array(n int) {
 	r.mark()
 	r.buf = append(r.buf, '*')
 	r.buf = strconv.AppendInt(r.buf, int64(n), 10)
@@ -167,7 +207,7 @@ func (r *Reply) Array(n int) {
 }
 
 // Map writes a map header of n pairs (a flat array of 2n under RESP2).
-func (r *Reply) Map(n int) {
+func (r *Writer) Map(n int) {
 	if !r.resp3 {
 		r.Array(2 * n)
 		return
@@ -179,7 +219,7 @@ func (r *Reply) Map(n int) {
 }
 
 // Set writes a set header (an array under RESP2).
-func (r *Reply) Set(n int) {
+func (r *Writer) Set(n int) {
 	if !r.resp3 {
 		r.Array(n)
 		return
@@ -191,7 +231,7 @@ func (r *Reply) Set(n int) {
 }
 
 // Verbatim writes a RESP3 verbatim text string (a bulk string under RESP2).
-func (r *Reply) Verbatim(s string) {
+func (r *Writer) Verbatim(s string) {
 	if !r.resp3 {
 		r.BulkString(s)
 		return

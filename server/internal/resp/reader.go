@@ -1,4 +1,4 @@
-package server
+package resp
 
 import (
 	"bytes"
@@ -6,7 +6,7 @@ import (
 	"io"
 )
 
-// requestReader reads Redis requests from a connection the way Redis's
+// Reader reads Redis requests from a connection the way Redis's
 // processMultibulkBuffer and processInlineBuffer do — a request starting
 // with '*' is a RESP array of bulk strings, anything else is an inline
 // command (a line of words) — and it is the only reader, so the limits it
@@ -14,55 +14,60 @@ import (
 // about where a request starts or how long it is.
 //
 // Arguments alias the reader's buffer and are valid until the next call of
-// next; the buffer grows to hold one whole request, never more than the
+// Next; the buffer grows to hold one whole request, never more than the
 // limits allow.
-type requestReader struct {
+type Reader struct {
 	rd   io.Reader
 	buf  []byte
 	r, w int // unread data is buf[r:w]
 	args [][]byte
 	// need is how many unread bytes the request being parsed needs at
-	// least (a hint for fill, so a large argument is read in few calls).
+	// least (a hint for Fill, so a large argument is read in few calls).
 	need int
-	lim  readLimits
+	lim  Limits
 }
 
-// readLimits are the request limits. Before AUTH the small ones apply, as
+// Limits are the request limits. Before AUTH the small ones apply, as
 // in Redis: at most 10 arguments and 16 KiB per argument.
-type readLimits struct {
-	preAuth   bool
-	maxArgs   int // arguments per command
-	maxBulk   int // bytes per argument
-	maxInline int // bytes of an inline command or of a header line
-	maxQuery  int // bytes of one request in all
+type Limits struct {
+	PreAuth   bool
+	MaxArgs   int // arguments per command
+	MaxBulk   int // bytes per argument
+	MaxInline int // bytes of an inline command or of a header line
+	MaxQuery  int // bytes of one request in all
 }
 
-var (
-	preAuthLimits = readLimits{preAuth: true, maxArgs: 10, maxBulk: 16 << 10, maxInline: 16 << 10, maxQuery: 256 << 10}
-)
+// PreAuthLimits are the limits of a connection that has not authenticated.
+var PreAuthLimits = Limits{PreAuth: true, MaxArgs: 10, MaxBulk: 16 << 10, MaxInline: 16 << 10, MaxQuery: 256 << 10}
 
-// protocolError is a malformed or oversized request: the connection gets
+// ProtocolError is a malformed or oversized request: the connection gets
 // "-ERR Protocol error: <msg>" and is closed, as in Redis.
-type protocolError struct{ msg string }
+type ProtocolError struct{ msg string }
 
-func (e *protocolError) Error() string { return "Protocol error: " + e.msg }
+// Error returns the text after "-ERR ".
+func (e *ProtocolError) Error() string { return "Protocol error: " + e.msg }
 
-func protoErr(msg string) error { return &protocolError{msg} }
+func protoErr(msg string) error { return &ProtocolError{msg} }
 
 const minReadBuf = 16 << 10
 
-func newRequestReader(rd io.Reader, lim readLimits) *requestReader {
-	return &requestReader{rd: rd, buf: make([]byte, minReadBuf), lim: lim}
+// NewReader returns a reader of the requests arriving on rd, within lim.
+func NewReader(rd io.Reader, lim Limits) *Reader {
+	return &Reader{rd: rd, buf: make([]byte, minReadBuf), lim: lim}
 }
 
-// buffered reports whether unread bytes remain (a pipeline continues).
-func (p *requestReader) buffered() bool { return p.r < p.w }
+// SetLimits changes the limits for the requests not yet parsed (a client
+// that authenticated gets the configured ones).
+func (p *Reader) SetLimits(lim Limits) { p.lim = lim }
 
-// next parses one request from the buffered bytes. It returns the
+// Buffered reports whether unread bytes remain (a pipeline continues).
+func (p *Reader) Buffered() bool { return p.r < p.w }
+
+// Next parses one request from the buffered bytes. It returns the
 // arguments, or nil and no error when the buffer holds no complete request
 // (call fill). An empty request (a blank line, "*0") returns an empty,
 // non-nil slice.
-func (p *requestReader) next() ([][]byte, error) {
+func (p *Reader) Next() ([][]byte, error) {
 	p.need = 0
 	if p.r >= p.w {
 		p.r, p.w = 0, 0
@@ -86,9 +91,9 @@ var noArgs = make([][]byte, 0)
 
 // line finds the end of the line starting at i: the index of its '\r' (or
 // -1 when incomplete). Lines are "\r\n"-terminated in RESP.
-func (p *requestReader) line(i int, tooBig string) (int, error) {
+func (p *Reader) line(i int, tooBig string) (int, error) {
 	j := bytes.IndexByte(p.buf[i:p.w], '\r')
-	if j < 0 && p.w-i > p.lim.maxInline || j > p.lim.maxInline {
+	if j < 0 && p.w-i > p.lim.MaxInline || j > p.lim.MaxInline {
 		return 0, protoErr(tooBig)
 	}
 	if j < 0 || i+j+1 >= p.w {
@@ -98,18 +103,18 @@ func (p *requestReader) line(i int, tooBig string) (int, error) {
 	return i + j, nil
 }
 
-func (p *requestReader) multibulk() ([][]byte, error) {
+func (p *Reader) multibulk() ([][]byte, error) {
 	i := p.r
 	e, err := p.line(i, "too big mbulk count string")
 	if e < 0 || err != nil {
 		return nil, err
 	}
-	n, ok := parseInt(p.buf[i+1 : e])
+	n, ok := ParseInt(p.buf[i+1 : e])
 	if !ok || n > 1<<31-1 {
 		return nil, protoErr("invalid multibulk length")
 	}
-	if n > int64(p.lim.maxArgs) {
-		if p.lim.preAuth {
+	if n > int64(p.lim.MaxArgs) {
+		if p.lim.PreAuth {
 			return nil, protoErr("unauthenticated multibulk length")
 		}
 		return nil, protoErr("invalid multibulk length")
@@ -132,16 +137,16 @@ func (p *requestReader) multibulk() ([][]byte, error) {
 		if e < 0 || err != nil {
 			return nil, err
 		}
-		l, ok := parseInt(p.buf[i+1 : e])
-		if !ok || l < 0 || l > int64(p.lim.maxBulk) {
-			if ok && l >= 0 && p.lim.preAuth {
+		l, ok := ParseInt(p.buf[i+1 : e])
+		if !ok || l < 0 || l > int64(p.lim.MaxBulk) {
+			if ok && l >= 0 && p.lim.PreAuth {
 				return nil, protoErr("unauthenticated bulk length")
 			}
 			return nil, protoErr("invalid bulk length")
 		}
 		i = e + 2
 		end := i + int(l)
-		if end-p.r > p.lim.maxQuery {
+		if end-p.r > p.lim.MaxQuery {
 			return nil, protoErr("request larger than the query buffer limit")
 		}
 		if end+2 > p.w {
@@ -156,29 +161,29 @@ func (p *requestReader) multibulk() ([][]byte, error) {
 	return p.args, nil
 }
 
-func (p *requestReader) inline() ([][]byte, error) {
+func (p *Reader) inline() ([][]byte, error) {
 	i := p.r
 	j := bytes.IndexByte(p.buf[i:p.w], '\n')
 	if j < 0 {
-		if p.w-i > p.lim.maxInline {
+		if p.w-i > p.lim.MaxInline {
 			return nil, protoErr("too big inline request")
 		}
 		p.need = p.w - p.r + 1
 		return nil, nil
 	}
-	if j > p.lim.maxInline {
+	if j > p.lim.MaxInline {
 		return nil, protoErr("too big inline request")
 	}
 	line := p.buf[i : i+j]
 	if n := len(line); n > 0 && line[n-1] == '\r' {
 		line = line[:n-1]
 	}
-	args, err := splitArgs(line, p.args[:0], p.lim.maxArgs)
+	args, err := splitArgs(line, p.args[:0], p.lim.MaxArgs)
 	if err != nil {
 		return nil, err
 	}
 	for _, a := range args {
-		if len(a) > p.lim.maxBulk {
+		if len(a) > p.lim.MaxBulk {
 			return nil, protoErr("invalid bulk length")
 		}
 	}
@@ -191,7 +196,7 @@ func (p *requestReader) inline() ([][]byte, error) {
 // does: spaces separate; "double quotes" take \n \r \t \b \a \\ \" and
 // \xHH escapes; 'single quotes' take \'. A closing quote must be followed
 // by a space or the end. Words are written over the line itself.
-func splitArgs(line []byte, args [][]byte, maxArgs int) ([][]byte, error) {
+func splitArgs(line []byte, args [][]byte, MaxArgs int) ([][]byte, error) {
 	i := 0
 	for {
 		for i < len(line) && isSpace(line[i]) {
@@ -200,7 +205,7 @@ func splitArgs(line []byte, args [][]byte, maxArgs int) ([][]byte, error) {
 		if i >= len(line) {
 			return args, nil
 		}
-		if len(args) >= maxArgs {
+		if len(args) >= MaxArgs {
 			return nil, protoErr("too many arguments in inline request")
 		}
 		start, w := i, i // the word is rewritten in place from start
@@ -297,25 +302,25 @@ func unhex(c byte) byte {
 	return c - '0'
 }
 
-// errQueryLimit is returned by fill when one request would not fit the
+// ErrQueryLimit is returned by Fill when one request would not fit the
 // query buffer limit.
-var errQueryLimit = errors.New("query buffer limit")
+var ErrQueryLimit = errors.New("query buffer limit")
 
-// fill reads more bytes from the connection: it moves the unread bytes to
+// Fill reads more bytes from the connection: it moves the unread bytes to
 // the front of the buffer and grows it when the request being parsed
 // needs more room (up to the limits).
-func (p *requestReader) fill() error {
+func (p *Reader) Fill() error {
 	if p.r > 0 {
 		n := copy(p.buf, p.buf[p.r:p.w])
 		p.r, p.w = 0, n
 	}
 	want := max(p.need, p.w+1)
 	if want > len(p.buf) {
-		if want > p.lim.maxQuery+64 {
-			return errQueryLimit
+		if want > p.lim.MaxQuery+64 {
+			return ErrQueryLimit
 		}
 		size := max(2*len(p.buf), want)
-		size = min(size, p.lim.maxQuery+64)
+		size = min(size, p.lim.MaxQuery+64)
 		nb := make([]byte, size)
 		copy(nb, p.buf[:p.w])
 		p.buf = nb
@@ -334,24 +339,24 @@ func (p *requestReader) fill() error {
 	return err
 }
 
-// severalRequests reports whether the buffer holds more than one request:
-// a quick test, before peek, that there is a pipeline to look ahead in.
+// SeveralRequests reports whether the buffer holds more than one request:
+// a quick test, before Peek, that there is a pipeline to look ahead in.
 // It looks for the start of a second multibulk request within the first
 // few KiB only, so a large request arriving in many reads is not scanned
 // again on each of them.
-func (p *requestReader) severalRequests() bool {
+func (p *Reader) SeveralRequests() bool {
 	if p.w-p.r < 32 || p.buf[p.r] != '*' {
 		return false
 	}
 	return bytes.Index(p.buf[p.r+1:min(p.w, p.r+4096)], []byte("\r\n*")) >= 0
 }
 
-// peek calls f with each complete multibulk request in the buffer, at most
+// Peek calls f with each complete multibulk request in the buffer, at most
 // max of them, until f returns false, without consuming anything: the
-// requests are parsed again by next. (Inline requests are not peeked:
+// requests are parsed again by Next. (Inline requests are not peeked:
 // parsing one rewrites its line in place.) The arguments passed to f are
 // valid only during the call.
-func (p *requestReader) peek(max int, f func(args [][]byte) bool) {
+func (p *Reader) Peek(max int, f func(args [][]byte) bool) {
 	r, need := p.r, p.need
 	defer func() { p.r, p.need = r, need }()
 	for i := 0; i < max && p.r < p.w && p.buf[p.r] == '*'; i++ {
