@@ -202,6 +202,10 @@ type Session struct {
 	// txnLen mirrors len(multi) (0: not in MULTI) for CLIENT LIST,
 	// which other sessions run.
 	txnLen atomic.Int64
+	// inExec is set while EXEC runs this session's queue with the
+	// keyspace lock held: an unlocked command queued there must not take
+	// the lock again (see lockDB).
+	inExec bool
 }
 
 // Server is a bloomkit server. Its methods are safe for concurrent use.
@@ -839,6 +843,8 @@ func (s *Server) exec(c *Session, r *Reply) {
 			c.pendingSync = s.aof.appended.Load()
 		}
 	}()
+	c.inExec = true
+	defer func() { c.inExec = false }()
 	for _, e := range q[1:] {
 		sub.Reset(c.resp3)
 		t := time.Now()
@@ -846,6 +852,18 @@ func (s *Server) exec(c *Session, r *Reply) {
 		s.stats.executedInTxn(e.cmd, time.Since(t), &sub)
 		r.buf = append(r.buf, sub.buf...)
 	}
+}
+
+// lockDB takes the keyspace lock for a command marked unlocked and returns
+// its release. Inside EXEC the lock is already held for the whole queue (the
+// transaction is atomic), so it neither takes nor releases it: taking it
+// again would deadlock the server.
+func (s *Server) lockDB(c *Session) (unlock func()) {
+	if c != nil && c.inExec {
+		return func() {}
+	}
+	s.db.mu.Lock()
+	return s.db.mu.Unlock
 }
 
 // newRunID is 40 random hex digits, as Redis's run_id.
