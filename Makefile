@@ -62,6 +62,14 @@ licenses:
 build:
 	$(GO) build -o bin/bloom ./cmd/bloom
 
+## test-long: the long runs behind flags: the differential replay test for
+## REPLAYTIME (default 5m) of random command streams, each round crashed,
+## restarted and compared.
+REPLAYTIME ?= 5m
+.PHONY: test-long
+test-long:
+	BLOOMKIT_REPLAY_TIME=$(REPLAYTIME) $(GO) test -count=1 -timeout 0 -run '^TestDifferentialReplay$$' -v ./server
+
 ## test-short: the tests without the race detector, for a quick loop.
 test-short:
 	$(GO) test -count=1 $(PKGS)
