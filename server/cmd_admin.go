@@ -183,7 +183,7 @@ func cmdShutdown(s *Server, c *Session, args [][]byte, r *Reply) {
 		}
 	}
 	if s.aof != nil {
-		if err := s.aof.flushTo(0, true); err != nil && !force {
+		if err := s.aof.Sync(); err != nil && !force {
 			s.log.Error("SHUTDOWN: the append-only log could not be fsynced; not shutting down", "err", err)
 			r.Error("ERR Errors trying to SHUTDOWN. Check logs.")
 			return

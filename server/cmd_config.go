@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bloomkit/bloomkit/server/internal/aof"
 )
 
 // setting is one CONFIG parameter. set is nil for a read-only one.
@@ -113,23 +115,13 @@ func configInt(v string, lo, hi int64) (int64, error) {
 }
 
 func setAppendFsync(s *Server, v string) error {
-	want := int32(-1)
-	for i, n := range fsyncNames {
-		if strings.EqualFold(n, v) {
-			want = int32(i)
-		}
-	}
-	if want < 0 {
+	p, ok := aof.ParsePolicy(v)
+	if !ok {
 		return errConfigValue("argument(s) must be one of the following: always, everysec, no")
 	}
-	was := s.set.fsync.Swap(want)
-	if s.aof != nil && was != want {
-		s.aof.keepUnsynced.Store(want == fsyncAlways)
-		if was == fsyncAlways {
-			// Release the buffers kept for appendfsync always: fsync
-			// them now (with "no" nothing else would).
-			s.aof.flushTo(0, true)
-		}
+	s.set.fsync.Store(int32(p))
+	if s.aof != nil {
+		s.aof.SetPolicy(p)
 	}
 	return nil
 }

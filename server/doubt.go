@@ -1,9 +1,10 @@
 package server
 
 import (
-	"encoding/binary"
 	"sync"
 	"sync/atomic"
+
+	"github.com/bloomkit/bloomkit/server/internal/aof"
 )
 
 // doubtSet holds the keys written by commands whose log records were not
@@ -26,16 +27,10 @@ func (d *doubtSet) add(records []byte) {
 	if d.keys == nil {
 		d.keys = map[string]struct{}{}
 	}
-	for len(records) >= recHeaderLen {
-		l := int(binary.LittleEndian.Uint32(records))
-		if l > len(records)-recHeaderLen {
-			break
-		}
-		cmds, err := decodePayload(records[recHeaderLen : recHeaderLen+l])
-		records = records[recHeaderLen+l:]
+	aof.DecodeRecords(records, func(cmds [][][]byte, err error) {
 		if err != nil {
 			d.all = true
-			continue
+			return
 		}
 		for _, args := range cmds {
 			cmd, ok := lookupCommand(args[0])
@@ -45,7 +40,7 @@ func (d *doubtSet) add(records []byte) {
 			}
 			forKeys(cmd, args, func(k []byte) { d.keys[string(k)] = struct{}{} })
 		}
-	}
+	})
 	if len(d.keys) > 0 || d.all {
 		d.active.Store(true)
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/bloomkit/bloomkit/server/internal/aof"
 )
 
 // memDir is an in-memory dataDir that models what survives a power cut: a
@@ -74,7 +76,7 @@ func (d *memDir) hit(op string) error {
 	}
 	if n := d.calls[op]; n == r.n || (r.sticky && n > r.n) {
 		d.fired++
-		if calledFrom("removeOlder") {
+		if calledFrom("RemoveOlder") {
 			d.firedCleanup++
 		}
 		return &os.PathError{Op: op, Path: "memdir", Err: r.err}
@@ -151,7 +153,7 @@ func (d *memDir) files() []string {
 
 func (d *memDir) Path(name string) string { return "mem/" + name }
 
-func (d *memDir) Create(name string) (dataFile, error) {
+func (d *memDir) Create(name string) (aof.File, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.hit("create"); err != nil {
@@ -165,7 +167,7 @@ func (d *memDir) Create(name string) (dataFile, error) {
 	return &memFile{d: d, ino: ino}, nil
 }
 
-func (d *memDir) OpenAppend(name string) (dataFile, error) {
+func (d *memDir) OpenAppend(name string) (aof.File, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	ino, ok := d.names[name]
@@ -175,7 +177,7 @@ func (d *memDir) OpenAppend(name string) (dataFile, error) {
 	return &memFile{d: d, ino: ino}, nil
 }
 
-func (d *memDir) Open(name string) (readFile, error) {
+func (d *memDir) Open(name string) (aof.ReadFile, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	ino, ok := d.names[name]

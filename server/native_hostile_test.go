@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/bloomkit/bloomkit/internal/format"
+	"github.com/bloomkit/bloomkit/server/internal/aof"
 )
 
 // windowHeader is a bloomkit window file's header chunk (what BF.SCANDUMP
@@ -126,7 +127,7 @@ func TestNativeReplayAdvanceInRange(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Seek(0, io.SeekEnd)
-	f.Write(encodeRecord(nil, [][]byte{[]byte("BF.ADVANCE"), []byte("w"), []byte("9223372036854775807")}))
+	f.Write(aof.EncodeRecord(nil, [][]byte{[]byte("BF.ADVANCE"), []byte("w"), []byte("9223372036854775807")}))
 	f.Close()
 	got := within(t, "start-up", func() string {
 		_, err := New(Config{Dir: s.cfg.Dir, Logger: quietLogger()})

@@ -83,13 +83,11 @@ func TestConfigSetAppendFsync(t *testing.T) {
 		if got := rc.do("INFO", "persistence"); !strings.Contains(got, "aof_fsync:"+mode) {
 			t.Fatalf("INFO persistence after appendfsync %s: %s", mode, got)
 		}
-		if s.aof.keepUnsynced.Load() != (mode == "always") {
-			t.Fatalf("appendfsync %s: the log keeps unsynced buffers = %v", mode, s.aof.keepUnsynced.Load())
+		if got := s.aof.Policy().String(); got != mode {
+			t.Fatalf("appendfsync %s: the log's policy is %s", mode, got)
 		}
 	}
-	s.aof.ioMu.Lock()
-	n := len(s.aof.unsynced)
-	s.aof.ioMu.Unlock()
+	n := s.aof.Unsynced()
 	if n != 0 {
 		t.Errorf("%d buffers kept after leaving appendfsync always", n)
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bloomkit/bloomkit/server/internal/aof"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -104,7 +105,7 @@ func TestSnapshotSupersedesOldLog(t *testing.T) {
 func TestTornLogIsCut(t *testing.T) {
 	for name, tail := range map[string][]byte{
 		"partial header": {7, 0, 0},
-		"partial record": encodeRecord(nil, [][]byte{[]byte("BF.ADD"), []byte("b"), []byte("torn")})[:15],
+		"partial record": aof.EncodeRecord(nil, [][]byte{[]byte("BF.ADD"), []byte("b"), []byte("torn")})[:15],
 		"zero tail":      make([]byte, 64),
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -145,12 +146,12 @@ func TestCorruptLogStopsStartup(t *testing.T) {
 	rc.do("BF.ADD", "b", "one")
 	rc.do("BF.ADD", "b", "two")
 	s.Close()
-	aof := filepath.Join(s.cfg.Dir, LogName(1))
-	data, _ := os.ReadFile(aof)
-	data[aofHeaderLen+recHeaderLen+6] ^= 0xff // inside the first record's payload
-	os.WriteFile(aof, data, 0o644)
+	logPath := filepath.Join(s.cfg.Dir, LogName(1))
+	data, _ := os.ReadFile(logPath)
+	data[aof.HeaderLen+aof.RecordHeaderLen+6] ^= 0xff // inside the first record's payload
+	os.WriteFile(logPath, data, 0o644)
 	_, err := New(Config{Dir: s.cfg.Dir, Logger: testLogger(t), NoPersistence: false})
-	if err == nil || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), aof) || !strings.Contains(err.Error(), "checksum") {
+	if err == nil || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), logPath) || !strings.Contains(err.Error(), "checksum") {
 		t.Fatalf("New with a corrupt log: %v", err)
 	}
 }
@@ -355,9 +356,9 @@ func TestSIGTERMSaves(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, SnapshotName(2))); err != nil {
 		t.Fatalf("no snapshot after SIGINT: %v", err)
 	}
-	aof, _ := os.Stat(filepath.Join(dir, LogName(2)))
-	if aof == nil || aof.Size() != aofHeaderLen {
-		t.Errorf("log not rewritten after the snapshot: %v", aof)
+	st, _ := os.Stat(filepath.Join(dir, LogName(2)))
+	if st == nil || st.Size() != aof.HeaderLen {
+		t.Errorf("log not rewritten after the snapshot: %v", st)
 	}
 	if _, err := os.Stat(filepath.Join(dir, LogName(1))); !os.IsNotExist(err) {
 		t.Errorf("the superseded log is still there: %v", err)
@@ -377,16 +378,12 @@ func TestLogWriteFailureWithholdsReplies(t *testing.T) {
 	if got := rc.do("BF.ADD", "other", "ok"); got != ":1" {
 		t.Fatal(got)
 	}
-	s.persist.saveMu.Lock() // hold off the background rewrite for a moment
-	a := s.aof
-	a.ioMu.Lock()
-	good := a.cur.f
-	ro, err := os.Open(filepath.Join(s.cfg.Dir, a.cur.name)) // read-only: writes fail
+	s.persist.saveMu.Lock()                                                   // hold off the background rewrite for a moment
+	ro, err := os.Open(filepath.Join(s.cfg.Dir, LogName(s.aof.Generation()))) // read-only: writes fail
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.cur.f = ro
-	a.ioMu.Unlock()
+	good := s.aof.SwapFile(ro)
 	if got := rc.do("BF.ADD", "b", "unlogged"); !strings.HasPrefix(got, "-IOERR the append-only log failed") {
 		t.Fatalf("a write that was not logged was answered %s", got)
 	}

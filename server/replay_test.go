@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bloomkit/bloomkit/server/internal/aof"
 )
 
 // Replay applies exactly what was logged: a limit lowered between runs
@@ -46,7 +48,7 @@ func TestReplayFailureStopsStartup(t *testing.T) {
 		t.Fatal(err)
 	}
 	off, _ := f.Seek(0, io.SeekEnd)
-	f.Write(encodeRecord(nil, [][]byte{[]byte("BF.RESERVE"), []byte("b"), []byte("0.01"), []byte("100")}))
+	f.Write(aof.EncodeRecord(nil, [][]byte{[]byte("BF.RESERVE"), []byte("b"), []byte("0.01"), []byte("100")}))
 	f.Close()
 	_, err = New(Config{Dir: s.cfg.Dir, Logger: quietLogger()})
 	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "offset "+itoa(off)) || !strings.Contains(err.Error(), "item exists") {
@@ -66,7 +68,7 @@ func TestFlippedLengthBitStopsStartup(t *testing.T) {
 	path := filepath.Join(s.cfg.Dir, LogName(1))
 	data, _ := os.ReadFile(path)
 	good := append([]byte(nil), data...)
-	second := aofHeaderLen + recHeaderLen + int(binary.LittleEndian.Uint32(data[aofHeaderLen:]))
+	second := aof.HeaderLen + aof.RecordHeaderLen + int(binary.LittleEndian.Uint32(data[aof.HeaderLen:]))
 	data[second+1] ^= 0x01 // the second record's length grows by 256 bytes
 	os.WriteFile(path, data, 0o644)
 	_, err := New(Config{Dir: s.cfg.Dir, Logger: quietLogger()})
@@ -109,7 +111,7 @@ func TestTransactionIsOneRecord(t *testing.T) {
 	var kinds [][]string
 	f, _ := os.Open(path)
 	st, _ := f.Stat()
-	sc, err := scanLog(f, st.Size(), func(off int64, cmds [][][]byte) error {
+	sc, err := aof.ScanLog(f, st.Size(), func(off int64, cmds [][][]byte) error {
 		offsets = append(offsets, off)
 		var names []string
 		for _, c := range cmds {
@@ -136,7 +138,7 @@ func TestStaleTempFilesRemoved(t *testing.T) {
 	s := startServer(t, Config{})
 	dialRaw(t, s.Addr()).do("BF.ADD", "b", "x")
 	s.Close()
-	stale := filepath.Join(s.cfg.Dir, SnapshotName(7)+tmpMarker+"abc")
+	stale := filepath.Join(s.cfg.Dir, SnapshotName(7)+aof.TmpMarker+"abc")
 	os.WriteFile(stale, make([]byte, 1000), 0o644)
 	s2 := startServer(t, Config{Dir: s.cfg.Dir})
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
@@ -153,7 +155,7 @@ func TestVersion1FilesAreRead(t *testing.T) {
 	dir := t.TempDir()
 	// A version 1 log of generation 0: 16-byte header, 8-byte record headers.
 	var b []byte
-	b = append(b, aofMagicV1...)
+	b = append(b, "BKAOF001"...)
 	b = binary.LittleEndian.AppendUint64(b, 0)
 	for _, args := range [][]string{{"BF.RESERVE", "b", "0.01", "100"}, {"BF.ADD", "b", "old"}} {
 		var payload []byte
@@ -161,12 +163,12 @@ func TestVersion1FilesAreRead(t *testing.T) {
 		for _, a := range args {
 			argv = append(argv, []byte(a))
 		}
-		payload = appendCommand(payload, argv)
+		payload = aof.AppendCommand(payload, argv)
 		b = binary.LittleEndian.AppendUint32(b, uint32(len(payload)))
-		b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(payload, crcTable))
+		b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(payload, crc32.MakeTable(crc32.Castagnoli)))
 		b = append(b, payload...)
 	}
-	os.WriteFile(filepath.Join(dir, legacyLog), b, 0o644)
+	os.WriteFile(filepath.Join(dir, aof.LegacyLog), b, 0o644)
 	s := startServer(t, Config{Dir: dir, AppendFsync: "always"})
 	rc := dialRaw(t, s.Addr())
 	runSteps(t, rc, []step{
@@ -174,7 +176,7 @@ func TestVersion1FilesAreRead(t *testing.T) {
 		{"BF.ADD b new", ":1"},
 	})
 	s.Close()
-	if _, err := os.Stat(filepath.Join(dir, legacyLog)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(dir, aof.LegacyLog)); !os.IsNotExist(err) {
 		t.Errorf("version 1 log not renamed: %v", err)
 	}
 	// The version 1 log is generation 1 now, and new writes went to a
@@ -198,11 +200,15 @@ func TestMissingLogStopsStartup(t *testing.T) {
 	s.Close()
 	// As after two failed snapshots: logs 1, 2, 3 and no snapshot.
 	for g := uint64(2); g <= 3; g++ {
-		lf, err := createLog(&osDir{dir: s.cfg.Dir}, g)
+		d, err := aof.NewOSDir(s.cfg.Dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		lf.f.Close()
+		lf, err := aof.CreateLog(d, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lf.Close()
 	}
 	os.Remove(filepath.Join(s.cfg.Dir, LogName(2)))
 	_, err := New(Config{Dir: s.cfg.Dir, Logger: quietLogger()})

@@ -33,6 +33,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/bloomkit/bloomkit/server/internal/aof"
 )
 
 // DefaultAddr is where a Server listens unless Config.Addr (or a config
@@ -110,7 +112,7 @@ type Config struct {
 	Now func() time.Time
 
 	// dataDir replaces the data directory (fault-injection tests).
-	dataDir dataDir
+	dataDir aof.Dir
 	// retryMin is the first pause before retrying a failed rewrite after
 	// the log failed (default 1 s; it doubles up to a minute).
 	retryMin time.Duration
@@ -223,8 +225,8 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	db      *DB
-	dir     dataDir
-	aof     *appendLog
+	dir     aof.Dir
+	aof     *aof.Log
 	persist persistState
 	metrics *metrics
 	// set holds the settings CONFIG SET changes; stats and slowlog feed
@@ -485,7 +487,7 @@ func (s *Server) finish0() {
 	s.persist.saveMu.Lock() // let a running rewrite finish
 	defer s.persist.saveMu.Unlock()
 	if s.aof != nil {
-		if err := s.aof.close(); err != nil {
+		if err := s.aof.Close(); err != nil {
 			s.log.Error("closing append-only log", "err", err)
 		}
 	}
@@ -518,15 +520,13 @@ func (s *Server) background() {
 		if s.aof == nil {
 			continue
 		}
-		if fs := s.set.fsync.Load(); fs != fsyncAlways && ticks%10 == 0 && s.aof.failure() == nil {
-			// everysec: fsync once a second; no: write what is buffered.
-			if err := s.aof.flushTo(0, fs == fsyncEverysec); err != nil {
+		if ticks%10 == 0 {
+			// The policy's once-a-second work (everysec: fsync).
+			if err := s.aof.Tick(); err != nil {
 				s.log.Error("append-only log failed; refusing writes (MISCONF) until a snapshot succeeds", "err", err)
-			} else if fs == fsyncNo {
-				s.aof.closeRetired(nil)
 			}
 		}
-		if s.aof.failure() != nil {
+		if s.aof.Failure() != nil {
 			// The log cannot be trusted again: a snapshot must replace it.
 			if now := time.Now(); now.After(retryAt) && !s.persist.saving.Load() {
 				retryAt = now.Add(retryWait)
@@ -592,11 +592,7 @@ func (s *Server) endBatch(c *Session) error {
 	if s.aof == nil || pos == 0 {
 		return nil
 	}
-	always := s.fsyncAlways()
-	if s.aof.durable(pos, always) {
-		return nil
-	}
-	err := s.aof.flushTo(pos, always)
+	err := s.aof.Commit(pos)
 	if err == nil {
 		return nil
 	}
@@ -781,15 +777,15 @@ func (s *Server) run(c *Session, cmd *command, args [][]byte, r *Reply) {
 		}
 		s.logCommand(c, la)
 		c.pendingWrite, logged = true, true
-		if s.txn == nil && s.aof.failed.Load() {
+		if s.txn == nil && s.aof.Failed() {
 			// Appended after the log failed: in doubt, and its reply
 			// will say so (the flush below fails).
-			s.doubt.add(encodeRecord(nil, la))
+			s.doubt.add(aof.EncodeRecord(nil, la))
 		}
 	}
-	if logged || !s.aof.failed.Load() {
+	if logged || !s.aof.Failed() {
 		// The reply waits until everything it could have seen is durable.
-		c.pendingSync = s.aof.appended.Load()
+		c.pendingSync = s.aof.Appended()
 	} else if !cmd.write && s.doubt.has(cmd, args) {
 		// The log failed (and the doubtful keys were recorded before that
 		// became visible): do not reveal a write that may not survive.
@@ -842,15 +838,15 @@ func (s *Server) exec(c *Session, r *Reply) {
 		s.db.now = clock
 		if len(s.txn) > 0 {
 			cmds := s.txn
-			s.aof.append(func(b []byte) []byte { return encodeTransaction(b, cmds) })
+			s.aof.Append(func(b []byte) []byte { return aof.EncodeTransaction(b, cmds) })
 			c.pendingWrite = true
-			if s.aof.failed.Load() {
-				s.doubt.add(encodeTransaction(nil, cmds))
+			if s.aof.Failed() {
+				s.doubt.add(aof.EncodeTransaction(nil, cmds))
 			}
 		}
 		s.txn = nil
 		if s.aof != nil {
-			c.pendingSync = s.aof.appended.Load()
+			c.pendingSync = s.aof.Appended()
 		}
 	}()
 	c.inExec = true

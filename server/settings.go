@@ -3,6 +3,8 @@ package server
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/bloomkit/bloomkit/server/internal/aof"
 )
 
 // settings are the values CONFIG SET changes while the server runs. The
@@ -10,7 +12,7 @@ import (
 // paths that need it (the reply path reads appendfsync, accept reads
 // maxclients, the event loops read timeout).
 type settings struct {
-	fsync       atomic.Int32 // fsyncAlways, fsyncEverysec or fsyncNo
+	fsync       atomic.Int32 // an aof.Policy: the log's, and CONFIG GET's without a log
 	requirePass atomic.Pointer[string]
 	timeout     atomic.Int64 // nanoseconds; 0: never
 	maxClients  atomic.Int64
@@ -19,20 +21,9 @@ type settings struct {
 	maxMemory   atomic.Uint64 // as configured (0: 90% of RAM); db.limit is in force
 }
 
-const (
-	fsyncAlways int32 = iota
-	fsyncEverysec
-	fsyncNo
-)
-
-var fsyncNames = [...]string{fsyncAlways: "always", fsyncEverysec: "everysec", fsyncNo: "no"}
-
 func (st *settings) init(cfg *Config) {
-	for i, n := range fsyncNames {
-		if n == cfg.AppendFsync {
-			st.fsync.Store(int32(i))
-		}
-	}
+	policy, _ := aof.ParsePolicy(cfg.AppendFsync)
+	st.fsync.Store(int32(policy))
 	p := cfg.RequirePass
 	st.requirePass.Store(&p)
 	st.timeout.Store(int64(cfg.Timeout))
@@ -49,10 +40,7 @@ func (st *settings) init(cfg *Config) {
 }
 
 // appendFsync is the appendfsync policy in force.
-func (s *Server) appendFsync() string { return fsyncNames[s.set.fsync.Load()] }
-
-// fsyncAlways reports whether every reply waits for an fsync.
-func (s *Server) fsyncAlways() bool { return s.set.fsync.Load() == fsyncAlways }
+func (s *Server) appendFsync() string { return aof.Policy(s.set.fsync.Load()).String() }
 
 // requirePass is the password in force ("" for none).
 func (s *Server) requirePass() string { return *s.set.requirePass.Load() }

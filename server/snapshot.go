@@ -13,8 +13,12 @@ import (
 	"sync/atomic"
 
 	"github.com/bloomkit/bloomkit/redisbloom"
+	"github.com/bloomkit/bloomkit/server/internal/aof"
 	"github.com/google/btree"
 )
+
+// castagnoli is the snapshot checksum's polynomial (CRC-32C, as the log's).
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Snapshots.
 //
@@ -349,7 +353,7 @@ func (c *crcWriter) Write(p []byte) (int, error) {
 // briefly and often (see the comment at the top of this file); the caller
 // must call db.endSnapshot whatever the outcome.
 func (s *Server) writeSnapshot(w io.Writer, snap *snapshot) error {
-	cw := &crcWriter{w: w, h: crc32.New(crcTable)}
+	cw := &crcWriter{w: w, h: crc32.New(castagnoli)}
 	stage := make([]byte, 0, holdBytes+cowChunk)
 	stage = append(stage, snapMagic...)
 	stage = binary.LittleEndian.AppendUint64(stage, snap.gen)
@@ -445,14 +449,14 @@ func (c *crcReader) Read(p []byte) (int, error) {
 // readSnapshot loads a snapshot into the keyspace and returns its
 // generation and key count. Every length read is bounded by the file size,
 // so a forged header cannot make it allocate more than the file could hold.
-func (s *Server) readSnapshot(f readFile, path string) (uint64, int, error) {
+func (s *Server) readSnapshot(f aof.ReadFile, path string) (uint64, int, error) {
 	fail := func(what string, err error) (uint64, int, error) {
 		if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, ErrCorrupt) {
 			return 0, 0, fmt.Errorf("snapshot %s is damaged (%s); refusing to start with a partial database — restore it or move it away: %w", path, what, ErrCorrupt)
 		}
 		return 0, 0, fmt.Errorf("snapshot %s is damaged (%s: %v); refusing to start with a partial database — restore it or move it away: %w", path, what, err, ErrCorrupt)
 	}
-	cr := &crcReader{r: bufio.NewReaderSize(f, 1<<20), h: crc32.New(crcTable)}
+	cr := &crcReader{r: bufio.NewReaderSize(f, 1<<20), h: crc32.New(castagnoli)}
 	remaining := f.Size()
 	read := func(n int64) ([]byte, error) {
 		if n > remaining {

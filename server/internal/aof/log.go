@@ -1,10 +1,11 @@
-package server
+package aof
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -27,12 +28,12 @@ import (
 // it or none of it. Version 1 logs (magic "BKAOF001", 16-byte header and
 // 8-byte record headers whose length was not checksummed) are still read.
 const (
-	aofMagicV1     = "BKAOF001"
-	aofMagic       = "BKAOF002"
-	aofHeaderLenV1 = 16
-	aofHeaderLen   = 20
-	recHeaderLenV1 = 8
-	recHeaderLen   = 12
+	aofMagicV1      = "BKAOF001"
+	aofMagic        = "BKAOF002"
+	aofHeaderLenV1  = 16
+	HeaderLen       = 20
+	recHeaderLenV1  = 8
+	RecordHeaderLen = 12
 
 	recCommand     = 1
 	recTransaction = 2
@@ -47,15 +48,15 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 var ErrCorrupt = errors.New("corrupt file")
 
 func aofHeader(gen uint64) []byte {
-	h := make([]byte, aofHeaderLen)
+	h := make([]byte, HeaderLen)
 	copy(h, aofMagic)
 	binary.LittleEndian.PutUint64(h[8:], gen)
 	binary.LittleEndian.PutUint32(h[16:], crc32.Checksum(h[:16], crcTable))
 	return h
 }
 
-// appendCommand encodes one command's arguments (argc, then each argument).
-func appendCommand(dst []byte, args [][]byte) []byte {
+// AppendCommand encodes one command's arguments (argc, then each argument).
+func AppendCommand(dst []byte, args [][]byte) []byte {
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(args)))
 	for _, a := range args {
 		dst = binary.LittleEndian.AppendUint32(dst, uint32(len(a)))
@@ -68,32 +69,32 @@ func appendCommand(dst []byte, args [][]byte) []byte {
 // payload after it is complete.
 func beginRecord(dst []byte, kind byte) ([]byte, int) {
 	start := len(dst)
-	dst = append(dst, make([]byte, recHeaderLen)...)
+	dst = append(dst, make([]byte, RecordHeaderLen)...)
 	return append(dst, kind), start
 }
 
 func finishRecord(dst []byte, start int) []byte {
-	payload := dst[start+recHeaderLen:]
-	h := dst[start : start+recHeaderLen]
+	payload := dst[start+RecordHeaderLen:]
+	h := dst[start : start+RecordHeaderLen]
 	binary.LittleEndian.PutUint32(h[0:], uint32(len(payload)))
 	binary.LittleEndian.PutUint32(h[4:], crc32.Checksum(payload, crcTable))
 	binary.LittleEndian.PutUint32(h[8:], crc32.Checksum(h[:8], crcTable))
 	return dst
 }
 
-// encodeRecord appends a one-command record.
-func encodeRecord(dst []byte, args [][]byte) []byte {
+// EncodeRecord appends a one-command record.
+func EncodeRecord(dst []byte, args [][]byte) []byte {
 	dst, start := beginRecord(dst, recCommand)
-	return finishRecord(appendCommand(dst, args), start)
+	return finishRecord(AppendCommand(dst, args), start)
 }
 
-// encodeTransaction appends a record holding the write commands of one
+// EncodeTransaction appends a record holding the write commands of one
 // MULTI/EXEC block.
-func encodeTransaction(dst []byte, cmds [][][]byte) []byte {
+func EncodeTransaction(dst []byte, cmds [][][]byte) []byte {
 	dst, start := beginRecord(dst, recTransaction)
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(cmds)))
 	for _, c := range cmds {
-		dst = appendCommand(dst, c)
+		dst = AppendCommand(dst, c)
 	}
 	return finishRecord(dst, start)
 }
@@ -163,7 +164,7 @@ func decodePayload(p []byte) ([][][]byte, error) {
 	return nil, ErrCorrupt
 }
 
-// appendLog is the append-only log the server writes. Commands append
+// Log is the append-only log the server writes. Commands append
 // records to an in-memory buffer while the keyspace is locked (append);
 // flushTo writes the buffer to the file and, for appendfsync always, fsyncs
 // it, before any reply that depends on those records leaves the server.
@@ -174,26 +175,27 @@ func decodePayload(p []byte) ([][][]byte, error) {
 // of a failed fsync and report success next time, so nothing written to
 // this log is trusted again. The server answers writes with MISCONF until a
 // snapshot (which holds everything in memory) and a new log replace it.
-type appendLog struct {
-	dir dataDir
+type Log struct {
+	dir Dir
 
 	mu       sync.Mutex // buf, spare, rot; appended is written under it
 	buf      []byte
 	spare    []byte
 	appended atomic.Int64
-	rot      *logFile // the file records after rotAt go to
+	rot      *LogFile // the file records after rotAt go to
 	rotAt    int64
 
 	ioMu    sync.Mutex // cur, retired, unsynced, err
-	cur     *logFile
-	retired []*logFile // files rotated away from, not yet fsynced and closed
+	cur     *LogFile
+	retired []*LogFile // files rotated away from, not yet fsynced and closed
 	err     error      // sticky failure
 	errGen  uint64     // generation of the file that failed
-	// With keepUnsynced (appendfsync always) the buffers written but not
-	// yet fsynced are kept until they are: if the fsync fails, the records
-	// in them are in doubt, and onDoubt is told which.
-	keepUnsynced atomic.Bool // CONFIG SET appendfsync changes it
-	unsynced     []pendingBuf
+	// policy is appendfsync (a Policy; CONFIG SET changes it). With
+	// Always the buffers written but not yet fsynced are kept until they
+	// are: if the fsync fails, the records in them are in doubt, and
+	// onDoubt is told which.
+	policy   atomic.Int32
+	unsynced []pendingBuf
 	// onDoubt is given the records that were appended but are not durable
 	// when the log fails: the writes whose outcome is now unknown.
 	onDoubt func(records []byte)
@@ -210,25 +212,117 @@ type pendingBuf struct {
 	b   []byte
 }
 
-// logFile is one log file.
-type logFile struct {
+// LogFile is one log file.
+type LogFile struct {
 	name string
 	gen  uint64
-	f    dataFile
+	f    File
 	size int64 // bytes written to it
 	end  int64 // for a retired file: the position its last byte has
 }
 
-func newAppendLog(dir dataDir, cur *logFile, pos int64) *appendLog {
-	a := &appendLog{dir: dir, cur: cur}
+func newLog(dir Dir, cur *LogFile, pos int64) *Log {
+	a := &Log{dir: dir, cur: cur}
 	a.appended.Store(pos)
 	a.written.Store(pos)
 	a.synced.Store(pos)
 	return a
 }
 
-// append adds a record (built by enc) and returns the position after it.
-func (a *appendLog) append(enc func([]byte) []byte) int64 {
+// Policy is appendfsync: how durable the records a reply depends on are
+// before it leaves.
+type Policy int32
+
+const (
+	// Always: written and fsynced (one fsync for every connection
+	// waiting at once: group commit).
+	Always Policy = iota
+	// Everysec: written; fsynced once a second (Tick).
+	Everysec
+	// No: written; fsynced when the kernel chooses.
+	No
+)
+
+var policyNames = [...]string{Always: "always", Everysec: "everysec", No: "no"}
+
+// String is the policy's appendfsync name.
+func (p Policy) String() string { return policyNames[p] }
+
+// ParsePolicy reads an appendfsync name, in any case.
+func ParsePolicy(name string) (Policy, bool) {
+	for i, n := range policyNames {
+		if strings.EqualFold(n, name) {
+			return Policy(i), true
+		}
+	}
+	return 0, false
+}
+
+// Policy is the appendfsync policy in force.
+func (a *Log) Policy() Policy { return Policy(a.policy.Load()) }
+
+// SetPolicy changes the policy for the replies from now on.
+func (a *Log) SetPolicy(p Policy) {
+	was := Policy(a.policy.Swap(int32(p)))
+	if was == Always && p != Always {
+		// Release the buffers kept for appendfsync always: fsync them
+		// now (with "no" nothing else would).
+		a.flushTo(0, true)
+	}
+}
+
+// Commit makes position pos as durable as the policy promises; a reply
+// that depends on the records before pos may leave once it returns nil.
+// Concurrent callers share the work (group commit). It fails when the log
+// failed first: then nothing that depends on pos may be told.
+func (a *Log) Commit(pos int64) error {
+	always := a.Policy() == Always
+	if a.durable(pos, always) {
+		return nil
+	}
+	return a.flushTo(pos, always)
+}
+
+// Tick is the policy's work once a second: with Everysec the buffer is
+// written and fsynced, with No written (and the files rotated away from
+// closed, which no fsync will do). A failed log is left alone: only a
+// rewrite replaces it.
+func (a *Log) Tick() error {
+	p := a.Policy()
+	if p == Always || a.Failure() != nil {
+		return nil
+	}
+	if err := a.flushTo(0, p == Everysec); err != nil {
+		return err
+	}
+	if p == No {
+		a.closeRetired(nil)
+	}
+	return nil
+}
+
+// Sync writes and fsyncs everything appended so far, whatever the policy
+// (SHUTDOWN).
+func (a *Log) Sync() error { return a.flushTo(0, true) }
+
+// Failed reports whether the log failed (and writes must be refused);
+// it takes no lock.
+func (a *Log) Failed() bool { return a.failed.Load() }
+
+// Appended is the position after the last record appended: what a reply
+// that saw everything so far must wait for.
+func (a *Log) Appended() int64 { return a.appended.Load() }
+
+// Unsynced is the number of written buffers kept until they are fsynced
+// (appendfsync always).
+func (a *Log) Unsynced() int {
+	a.ioMu.Lock()
+	defer a.ioMu.Unlock()
+	return len(a.unsynced)
+}
+
+// Append adds a record (built by enc) and returns the position after it.
+func (a *Log) Append(enc func([]byte) []byte) int64 {
 	a.mu.Lock()
 	before := len(a.buf)
 	a.buf = enc(a.buf)
@@ -237,17 +331,17 @@ func (a *appendLog) append(enc func([]byte) []byte) int64 {
 	return pos
 }
 
-// rotate makes records appended from now on go to f. The records before
+// Rotate makes records appended from now on go to f. The records before
 // it still go to the current file, which is fsynced and closed by the next
 // fsync. Called with the keyspace locked, so the switch is a point in time.
-func (a *appendLog) rotate(f *logFile) {
+func (a *Log) Rotate(f *LogFile) {
 	a.mu.Lock()
 	a.rot, a.rotAt = f, a.appended.Load()
 	a.mu.Unlock()
 }
 
 // durable reports whether position pos is already as durable as sync asks.
-func (a *appendLog) durable(pos int64, sync bool) bool {
+func (a *Log) durable(pos int64, sync bool) bool {
 	if sync {
 		return a.synced.Load() >= pos
 	}
@@ -257,7 +351,7 @@ func (a *appendLog) durable(pos int64, sync bool) bool {
 // flushTo writes buffered records and, with sync, fsyncs, until position
 // pos is written (and durable). Concurrent callers share the work: one
 // write and one fsync cover every connection waiting (group commit).
-func (a *appendLog) flushTo(pos int64, sync bool) error {
+func (a *Log) flushTo(pos int64, sync bool) error {
 	if err := a.write(pos); err != nil {
 		return err
 	}
@@ -272,7 +366,7 @@ func (a *appendLog) flushTo(pos int64, sync bool) error {
 // point go to the old file, which is retired (syncTo fsyncs and closes it).
 // After a failure nothing is written; records appended after a rotation
 // stay buffered for the log that recover revives.
-func (a *appendLog) write(pos int64) error {
+func (a *Log) write(pos int64) error {
 	a.ioMu.Lock()
 	defer a.ioMu.Unlock()
 	if a.err == nil && pos > 0 && a.written.Load() >= pos {
@@ -327,8 +421,8 @@ func (a *appendLog) write(pos int64) error {
 }
 
 // keep holds a written buffer until it is fsynced (keepUnsynced; ioMu held).
-func (a *appendLog) keep(end int64, b []byte) bool {
-	if !a.keepUnsynced.Load() || len(b) == 0 {
+func (a *Log) keep(end int64, b []byte) bool {
+	if a.Policy() != Always || len(b) == 0 {
 		return false
 	}
 	a.unsynced = append(a.unsynced, pendingBuf{end, b})
@@ -336,7 +430,7 @@ func (a *appendLog) keep(end int64, b []byte) bool {
 }
 
 // writeFile writes p to lf; on failure it cuts any partial record off.
-func (a *appendLog) writeFile(lf *logFile, p []byte) error {
+func (a *Log) writeFile(lf *LogFile, p []byte) error {
 	if len(p) == 0 {
 		return nil
 	}
@@ -352,7 +446,7 @@ func (a *appendLog) writeFile(lf *logFile, p []byte) error {
 // records that were being written when it failed. Everything not durable
 // is handed to onDoubt before the failure becomes visible, so whoever sees
 // the failure also sees which writes are in doubt.
-func (a *appendLog) fail(err error, lf *logFile, extra ...[]byte) {
+func (a *Log) fail(err error, lf *LogFile, extra ...[]byte) {
 	if a.err != nil {
 		return
 	}
@@ -376,15 +470,15 @@ func (a *appendLog) fail(err error, lf *logFile, extra ...[]byte) {
 	a.mu.Unlock()
 }
 
-// failedGen is the generation of the file whose write or fsync failed.
-func (a *appendLog) failedGen() uint64 {
+// FailedGen is the generation of the file whose write or fsync failed.
+func (a *Log) FailedGen() uint64 {
 	a.ioMu.Lock()
 	defer a.ioMu.Unlock()
 	return a.errGen
 }
 
-// failure is the log's sticky error, or nil.
-func (a *appendLog) failure() error {
+// Failure is the log's sticky error, or nil.
+func (a *Log) Failure() error {
 	if !a.failed.Load() {
 		return nil
 	}
@@ -395,11 +489,11 @@ func (a *appendLog) failure() error {
 
 // syncTo fsyncs retired files and the current file until pos is durable
 // (pos 0: everything written so far).
-func (a *appendLog) syncTo(pos int64) error {
+func (a *Log) syncTo(pos int64) error {
 	a.syncMu.Lock()
 	defer a.syncMu.Unlock()
 	if pos > 0 && a.synced.Load() >= pos {
-		return a.failure()
+		return a.Failure()
 	}
 	a.ioMu.Lock()
 	retired := a.retired
@@ -446,12 +540,12 @@ func (a *appendLog) syncTo(pos int64) error {
 	return nil
 }
 
-// recover clears the sticky failure once a snapshot holds everything the
+// Recover clears the sticky failure once a snapshot holds everything the
 // failed log was to hold: the current file, created with that snapshot,
 // takes the records appended since its point in time. The files rotated
 // away from are superseded by the snapshot and closed without another
 // fsync (it might fail again, or lie).
-func (a *appendLog) recover() {
+func (a *Log) Recover() {
 	a.write(0) // carry out the rotation if it is still pending
 	a.closeRetired(func() {
 		a.err, a.errGen = nil, 0
@@ -467,7 +561,7 @@ func (a *appendLog) recover() {
 // closeRetired closes the files rotated away from without fsyncing them
 // (appendfsync no, where nothing else would close them; and recover) and
 // then runs also, if given, with syncMu and ioMu still held.
-func (a *appendLog) closeRetired(also func()) {
+func (a *Log) closeRetired(also func()) {
 	a.syncMu.Lock()
 	defer a.syncMu.Unlock()
 	a.ioMu.Lock()
@@ -481,25 +575,25 @@ func (a *appendLog) closeRetired(also func()) {
 	}
 }
 
-// generation is the current file's generation.
-func (a *appendLog) generation() uint64 {
+// Generation is the current file's generation.
+func (a *Log) Generation() uint64 {
 	a.ioMu.Lock()
 	defer a.ioMu.Unlock()
 	return a.cur.gen
 }
 
-// size is the current file's size.
-func (a *appendLog) size() int64 {
+// Size is the current file's size.
+func (a *Log) Size() int64 {
 	a.ioMu.Lock()
 	defer a.ioMu.Unlock()
 	return a.cur.size
 }
 
-// buffered is the number of bytes appended but not yet written.
-func (a *appendLog) buffered() int64 { return a.appended.Load() - a.written.Load() }
+// Buffered is the number of bytes appended but not yet written.
+func (a *Log) Buffered() int64 { return a.appended.Load() - a.written.Load() }
 
-// close writes and fsyncs what is buffered and closes the files.
-func (a *appendLog) close() error {
+// Close writes and fsyncs what is buffered and closes the files.
+func (a *Log) Close() error {
 	err := a.flushTo(0, true)
 	a.syncMu.Lock()
 	a.ioMu.Lock()
@@ -517,3 +611,28 @@ func (a *appendLog) close() error {
 }
 
 var errLogClosed = errors.New("append-only log closed")
+
+// DecodeRecords calls fn with the commands of each record in a run of
+// records as Append encoded them, or with an error for a record that does
+// not decode. An incomplete last record ends the run.
+func DecodeRecords(records []byte, fn func(cmds [][][]byte, err error)) {
+	for len(records) >= RecordHeaderLen {
+		l := int(binary.LittleEndian.Uint32(records))
+		if l > len(records)-RecordHeaderLen {
+			break
+		}
+		cmds, err := decodePayload(records[RecordHeaderLen : RecordHeaderLen+l])
+		records = records[RecordHeaderLen+l:]
+		fn(cmds, err)
+	}
+}
+
+// SwapFile replaces the handle of the file being appended to and returns
+// the one it had (tests make writes fail with a read-only handle).
+func (a *Log) SwapFile(f File) File {
+	a.ioMu.Lock()
+	defer a.ioMu.Unlock()
+	old := a.cur.f
+	a.cur.f = f
+	return old
+}

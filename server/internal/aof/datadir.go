@@ -1,4 +1,4 @@
-package server
+package aof
 
 import (
 	"errors"
@@ -8,18 +8,18 @@ import (
 	"path/filepath"
 )
 
-// dataDir is every file operation persistence performs, on the files of one
+// Dir is every file operation persistence performs, on the files of one
 // directory (names are relative to it). The server touches the disk only
 // through it, so tests can substitute a directory that fails a chosen
 // operation at its Nth call or forgets everything that was not fsynced, as
 // a power cut would (see faultdir_test.go).
-type dataDir interface {
+type Dir interface {
 	// Create makes a new, empty file for writing; it fails if name exists.
-	Create(name string) (dataFile, error)
+	Create(name string) (File, error)
 	// OpenAppend opens an existing file for appending.
-	OpenAppend(name string) (dataFile, error)
+	OpenAppend(name string) (File, error)
 	// Open opens a file for reading.
-	Open(name string) (readFile, error)
+	Open(name string) (ReadFile, error)
 	// Rename replaces to with from.
 	Rename(from, to string) error
 	// Remove deletes name.
@@ -32,8 +32,8 @@ type dataDir interface {
 	Path(name string) string
 }
 
-// dataFile is a file open for writing.
-type dataFile interface {
+// File is a file open for writing.
+type File interface {
 	io.Writer
 	// Sync makes what was written durable (fsync).
 	Sync() error
@@ -42,35 +42,35 @@ type dataFile interface {
 	Close() error
 }
 
-// readFile is a file open for reading.
-type readFile interface {
+// ReadFile is a file open for reading.
+type ReadFile interface {
 	io.Reader
 	io.Closer
 	// Size is the file's length when it was opened.
 	Size() int64
 }
 
-// osDir is a dataDir on the real file system.
-type osDir struct{ dir string }
+// OSDir is a Dir on the real file system.
+type OSDir struct{ dir string }
 
-func newOSDir(dir string) (*osDir, error) {
+func NewOSDir(dir string) (*OSDir, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	return &osDir{dir: dir}, nil
+	return &OSDir{dir: dir}, nil
 }
 
-func (d *osDir) Path(name string) string { return filepath.Join(d.dir, name) }
+func (d *OSDir) Path(name string) string { return filepath.Join(d.dir, name) }
 
-func (d *osDir) Create(name string) (dataFile, error) {
+func (d *OSDir) Create(name string) (File, error) {
 	return os.OpenFile(d.Path(name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 }
 
-func (d *osDir) OpenAppend(name string) (dataFile, error) {
+func (d *OSDir) OpenAppend(name string) (File, error) {
 	return os.OpenFile(d.Path(name), os.O_WRONLY|os.O_APPEND, 0)
 }
 
-func (d *osDir) Open(name string) (readFile, error) {
+func (d *OSDir) Open(name string) (ReadFile, error) {
 	f, err := os.Open(d.Path(name))
 	if err != nil {
 		return nil, err
@@ -90,11 +90,11 @@ type osReadFile struct {
 
 func (f *osReadFile) Size() int64 { return f.size }
 
-func (d *osDir) Rename(from, to string) error { return os.Rename(d.Path(from), d.Path(to)) }
+func (d *OSDir) Rename(from, to string) error { return os.Rename(d.Path(from), d.Path(to)) }
 
-func (d *osDir) Remove(name string) error { return os.Remove(d.Path(name)) }
+func (d *OSDir) Remove(name string) error { return os.Remove(d.Path(name)) }
 
-func (d *osDir) Sync() error {
+func (d *OSDir) Sync() error {
 	f, err := os.Open(d.dir)
 	if err != nil {
 		return err
@@ -111,7 +111,7 @@ func (d *osDir) Sync() error {
 	return err
 }
 
-func (d *osDir) List() ([]string, error) {
+func (d *OSDir) List() ([]string, error) {
 	ents, err := os.ReadDir(d.dir)
 	if err != nil {
 		return nil, err

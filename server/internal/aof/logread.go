@@ -1,4 +1,4 @@
-package server
+package aof
 
 import (
 	"bufio"
@@ -9,8 +9,8 @@ import (
 	"os"
 )
 
-// logScan is what reading a log file found.
-type logScan struct {
+// Scan is what reading a log file found.
+type Scan struct {
 	Version int    // 1 or 2; 0 when the header was incomplete
 	Gen     uint64 // the generation in the header
 	Records int    // good records
@@ -27,14 +27,14 @@ type logScan struct {
 	Corrupt string
 }
 
-// scanLog reads a log file of size bytes from r and calls fn with each good
+// ScanLog reads a log file of size bytes from r and calls fn with each good
 // record's offset and commands. An error from fn stops the scan and is
 // returned. Damage is reported in the result, not as an error: torn tails
 // and corruption are told apart by the rules in the package documentation.
-func scanLog(r io.Reader, size int64, fn func(off int64, cmds [][][]byte) error) (logScan, error) {
-	sc := logScan{Size: size}
+func ScanLog(r io.Reader, size int64, fn func(off int64, cmds [][][]byte) error) (Scan, error) {
+	sc := Scan{Size: size}
 	br := bufio.NewReaderSize(r, 1<<20)
-	head := make([]byte, aofHeaderLen)
+	head := make([]byte, HeaderLen)
 	n, err := io.ReadFull(br, head[:aofHeaderLenV1])
 	if err != nil {
 		if n == 0 && size == 0 || err == io.ErrUnexpectedEOF || err == io.EOF {
@@ -58,13 +58,13 @@ func scanLog(r io.Reader, size int64, fn func(off int64, cmds [][][]byte) error)
 			return sc, nil
 		}
 		sc.Version = 2
-		sc.End = aofHeaderLen
+		sc.End = HeaderLen
 	default:
 		sc.Corrupt = "not a bloomkit append-only log (bad magic)"
 		return sc, nil
 	}
 	sc.Gen = binary.LittleEndian.Uint64(head[8:16])
-	hlen := recHeaderLen
+	hlen := RecordHeaderLen
 	if sc.Version == 1 {
 		hlen = recHeaderLenV1
 	}
@@ -196,7 +196,7 @@ func CheckLog(path string, fix bool) (LogCheck, error) {
 		f.Close()
 		return res, err
 	}
-	sc, err := scanLog(f, st.Size(), nil)
+	sc, err := ScanLog(f, st.Size(), nil)
 	f.Close()
 	if err != nil {
 		return res, fmt.Errorf("read %s: %w", path, err)
