@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test test-short lint bench fuzz deps build
+.PHONY: test test-short lint bench fuzz deps build licenses
 
 ## test: installs redis when missing (as root), checks gofmt and go vet, and
 ## runs every test with the race detector.
@@ -24,6 +24,7 @@ test: deps lint
 	cd examples && $(GO) test -race -count=1 $$($(GO) list ./... | grep -v '/examples/cacheguard$$')
 	cd examples && $(GO) test -count=1 $(NORACE)
 	cd bench && $(GO) test -race -count=1 ./interop
+	cd release && $(GO) test -count=1 ./...
 
 ## deps: install what the tests need from Debian: redis-server, redis-cli and
 ## redis-py with pytest (the server is tested with real clients and redis-py's
@@ -52,9 +53,22 @@ deps:
 	fi
 	@command -v redis-server >/dev/null && redis-server --version || true
 
+## licenses: THIRD_PARTY_LICENSES, the licences of every module the bloom
+## binary links (release/licenses; a test fails when it is out of date).
+licenses:
+	cd release && $(GO) run ./licenses -root .. -o ../THIRD_PARTY_LICENSES
+
 ## build: the bloom binary in ./bin/bloom.
 build:
 	$(GO) build -o bin/bloom ./cmd/bloom
+
+## test-long: the long runs behind flags: the differential replay test for
+## REPLAYTIME (default 5m) of random command streams, each round crashed,
+## restarted and compared.
+REPLAYTIME ?= 5m
+.PHONY: test-long
+test-long:
+	BLOOMKIT_REPLAY_TIME=$(REPLAYTIME) $(GO) test -count=1 -timeout 0 -run '^TestDifferentialReplay$$' -v ./server
 
 ## test-short: the tests without the race detector, for a quick loop.
 test-short:
@@ -68,6 +82,7 @@ lint:
 	$(GO) vet $(PKGS)
 	cd examples && $(GO) vet ./...
 	cd bench && $(GO) vet ./...
+	cd release && $(GO) vet ./...
 
 ## bench: the comparison against other Go filter libraries; writes bench/RESULTS.md.
 ## BENCHFLAGS="-quick" runs a smaller version.
@@ -87,6 +102,7 @@ fuzz:
 	$(GO) test ./cuckoo -run '^$$' -fuzz '^FuzzOperations$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./server -run '^$$' -fuzz '^FuzzCommand$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./server -run '^$$' -fuzz '^FuzzRequestReader$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./server -run '^$$' -fuzz '^FuzzGlob$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./redisbloom -run '^$$' -fuzz '^FuzzLoadHeaders$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/bloom -run '^$$' -fuzz '^FuzzFieldKey$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/bloom -run '^$$' -fuzz '^FuzzChunkReader$$' -fuzztime $(FUZZTIME)

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/bloomkit/bloomkit/internal/bitcount"
 	"github.com/bloomkit/bloomkit/internal/mem"
 )
 
@@ -317,18 +318,8 @@ func (f *Blocked) Stats() Stats {
 }
 
 // approxCount estimates how many distinct keys were added from the number x
-// of bits set. With keys spread over blocks as a Poisson process of mean
-// λ = n/blocks, the expected fill is 1 - exp(-λ(1 - (1-1/512)^k)); this is
-// solved for n.
-func (f *Blocked) approxCount(x uint64) uint64 {
-	if x >= f.params.M {
-		return math.MaxUint64
-	}
-	fill := float64(x) / float64(f.params.M)
-	perKey := -math.Expm1(float64(f.params.K) * math.Log1p(-1.0/BlockBits)) // 1 - (1-1/512)^k
-	lambda := -math.Log1p(-fill) / perKey
-	return uint64(math.Round(lambda * float64(f.blocks)))
-}
+// of bits set (bitcount.Blocked).
+func (f *Blocked) approxCount(x uint64) uint64 { return bitcount.Blocked(x, f.params.M, f.params.K) }
 
 // fill returns the number of bits set and the false-positive rate the
 // filter has now: the mean over blocks of (bits set in the block / 512)^k,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bloomkit/bloomkit/internal/format"
+	"github.com/bloomkit/bloomkit/internal/generation"
 )
 
 // TypeWindow is the file-format type of a Window filter.
@@ -124,7 +125,7 @@ func NewWindowWith(c WindowConfig) (*Window, error) {
 // items keys per period at rate: the filter of all items keys at rate/2
 // (see Window).
 func windowGeneration(items uint64, rate float64) Params {
-	return EstimateBlocked(items, rate/2)
+	return EstimateBlocked(items, generation.Rate(rate))
 }
 
 // newWindowSized returns an empty window configured by c whose generations
@@ -153,7 +154,7 @@ func newWindow(period time.Duration, g int, p Params) *Window {
 		gens:   make([]*Blocked, g+1),
 		g:      g,
 		window: period,
-		d:      int64((uint64(period) + uint64(g) - 1) / uint64(g)),
+		d:      generation.Length(period, g),
 		params: p,
 		clock:  time.Now,
 	}
@@ -185,22 +186,10 @@ func (w *Window) bits() uint64 { return w.params.M * uint64(len(w.gens)) }
 
 // slotAt returns the generation that time t falls in: ⌊t/d⌋, t in Unix
 // nanoseconds.
-func (w *Window) slotAt(t time.Time) int64 {
-	ns := t.UnixNano()
-	s := ns / w.d
-	if ns%w.d < 0 {
-		s--
-	}
-	return s
-}
+func (w *Window) slotAt(t time.Time) int64 { return generation.At(t, w.d) }
 
-func (w *Window) ring(s int64) int {
-	r := s % int64(len(w.gens))
-	if r < 0 {
-		r += int64(len(w.gens))
-	}
-	return int(r)
-}
+// ring returns the index in gens of generation s.
+func (w *Window) ring(s int64) int { return generation.Slot(s, len(w.gens)) }
 
 // now returns the current generation as the clock tells it, never going
 // back before w.cur.
@@ -216,9 +205,9 @@ func (w *Window) rotate() {
 	if now == w.cur {
 		return
 	}
-	for s := max(w.cur+1, now-int64(w.g)); s <= now; s++ {
-		i := w.ring(s)
-		w.gens[i].Reset()
+	lo, hi := generation.Expiring(w.cur, now, w.g)
+	for s := lo; s <= hi; s++ {
+		w.gens[w.ring(s)].Reset()
 	}
 	w.cur = now
 }
@@ -277,8 +266,8 @@ func (w *Window) test(lo, hi uint64) bool {
 	if len(w.gens) == 0 {
 		return false // the zero Window holds nothing
 	}
-	oldest := w.now() - int64(w.g)
-	for i := w.cur; i >= w.cur-int64(w.g) && i >= oldest; i-- {
+	oldest, newest := generation.Live(w.cur, w.slotAt(w.clock()), w.g)
+	for i := newest; i >= oldest; i-- {
 		if w.gens[w.ring(i)].test(lo, hi) {
 			return true
 		}
@@ -291,8 +280,8 @@ func (w *Window) live(fn func(*Blocked)) {
 	if len(w.gens) == 0 {
 		return
 	}
-	oldest := w.now() - int64(w.g)
-	for i := w.cur; i >= w.cur-int64(w.g) && i >= oldest; i-- {
+	oldest, newest := generation.Live(w.cur, w.slotAt(w.clock()), w.g)
+	for i := newest; i >= oldest; i-- {
 		fn(w.gens[w.ring(i)])
 	}
 }

@@ -1,13 +1,12 @@
 package server
 
 import (
-	"encoding/binary"
 	"math"
-	"math/bits"
 	"sync"
 	"time"
 
 	"github.com/bloomkit/bloomkit/cuckoo"
+	"github.com/bloomkit/bloomkit/internal/bitcount"
 )
 
 // Per-filter metric series (fill ratio, implied false-positive rate, items,
@@ -121,7 +120,7 @@ func (s *Server) filterRow(key string) (filterRow, bool) {
 				return filterRow{}, false
 			}
 			if e.kind != KindCuckoo {
-				part += popcount(cur[off:end])
+				part += bitcount.Ones(cur[off:end])
 			} else {
 				part += nonzero(cur[off:end])
 			}
@@ -168,18 +167,6 @@ func (s *Server) filterPart(key string, e *entry, i, n int) ([]byte, bool) {
 		}
 	}
 	return nil, false
-}
-
-func popcount(p []byte) uint64 {
-	var n uint64
-	for len(p) >= 8 {
-		n += uint64(bits.OnesCount64(binary.LittleEndian.Uint64(p)))
-		p = p[8:]
-	}
-	for _, c := range p {
-		n += uint64(bits.OnesCount8(c))
-	}
-	return n
 }
 
 func nonzero(p []byte) uint64 {

@@ -35,9 +35,19 @@ import (
 	"time"
 )
 
+// DefaultAddr is where a Server listens unless Config.Addr (or a config
+// file's bind and port) says otherwise, and where clients of the bloom
+// command look for one.
+const DefaultAddr = defaultHost + ":" + defaultPort
+
+const (
+	defaultHost = "127.0.0.1"
+	defaultPort = "6479"
+)
+
 // Config configures a Server. The zero value of each field means its default.
 type Config struct {
-	// Addr is the listen address (default 127.0.0.1:6479).
+	// Addr is the listen address (default DefaultAddr, 127.0.0.1:6479).
 	Addr string
 	// Dir holds the snapshot and the append-only log (default ./bloomkit-data).
 	// Empty string with NoPersistence disables persistence.
@@ -108,7 +118,7 @@ type Config struct {
 
 func (c *Config) defaults() {
 	if c.Addr == "" {
-		c.Addr = "127.0.0.1:6479"
+		c.Addr = DefaultAddr
 	}
 	if c.Dir == "" && !c.NoPersistence {
 		c.Dir = "bloomkit-data"
@@ -202,6 +212,10 @@ type Session struct {
 	// txnLen mirrors len(multi) (0: not in MULTI) for CLIENT LIST,
 	// which other sessions run.
 	txnLen atomic.Int64
+	// inExec is set while EXEC runs this session's queue with the
+	// keyspace lock held: an unlocked command queued there must not take
+	// the lock again (see lockDB).
+	inExec bool
 }
 
 // Server is a bloomkit server. Its methods are safe for concurrent use.
@@ -839,6 +853,8 @@ func (s *Server) exec(c *Session, r *Reply) {
 			c.pendingSync = s.aof.appended.Load()
 		}
 	}()
+	c.inExec = true
+	defer func() { c.inExec = false }()
 	for _, e := range q[1:] {
 		sub.Reset(c.resp3)
 		t := time.Now()
@@ -846,6 +862,18 @@ func (s *Server) exec(c *Session, r *Reply) {
 		s.stats.executedInTxn(e.cmd, time.Since(t), &sub)
 		r.buf = append(r.buf, sub.buf...)
 	}
+}
+
+// lockDB takes the keyspace lock for a command marked unlocked and returns
+// its release. Inside EXEC the lock is already held for the whole queue (the
+// transaction is atomic), so it neither takes nor releases it: taking it
+// again would deadlock the server.
+func (s *Server) lockDB(c *Session) (unlock func()) {
+	if c != nil && c.inExec {
+		return func() {}
+	}
+	s.db.mu.Lock()
+	return s.db.mu.Unlock
 }
 
 // newRunID is 40 random hex digits, as Redis's run_id.
