@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test test-short lint bench fuzz deps build licenses release
+.PHONY: test test-short lint bench fuzz deps build licenses release image
 
 ## test: installs redis when missing (as root), checks gofmt and go vet, and
 ## runs every test with the race detector.
@@ -77,6 +77,15 @@ build:
 DIST ?= dist
 release:
 	cd release && $(GO) run ./dist -root .. -out $(abspath $(DIST)) -version "$(VERSION)" -commit "$(COMMIT)" -date "$(DATE)"
+
+## image: the container image of the static linux/amd64 binary, built
+## without Docker from an empty base (release/image): dist/bloom-VERSION-image-oci/
+## (OCI layout) and dist/bloom-VERSION-image.tar (docker load), read back and
+## checked. Runs as user 65532, `bloom serve --addr 0.0.0.0:6479 --dir /data`,
+## port 6479, volume /data, health check `bloom ping`. Dockerfile builds the
+## same with Docker.
+image: release
+	cd release && $(GO) run ./image -root .. -out $(abspath $(DIST)) -binary $(abspath $(DIST))/bloom-$(VERSION)-linux-amd64/bloom -version "$(VERSION)" -commit "$(COMMIT)" -date "$(DATE)"
 
 ## test-short: the tests without the race detector, for a quick loop.
 test-short:
