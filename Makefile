@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test test-short lint bench fuzz deps build licenses
+.PHONY: test test-short lint bench fuzz deps build licenses release image
 
 ## test: installs redis when missing (as root), checks gofmt and go vet, and
 ## runs every test with the race detector.
@@ -58,9 +58,34 @@ deps:
 licenses:
 	cd release && $(GO) run ./licenses -root .. -o ../THIRD_PARTY_LICENSES
 
-## build: the bloom binary in ./bin/bloom.
+# The build's identity, stamped into the binary (internal/version): the
+# release tag, git describe after one, or a pseudo-version before the first.
+VPKG := github.com/bloomkit/bloomkit/internal/version
+VERSION ?= $(shell release/version.sh)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+DATE ?= $(shell git log -1 --format=%cI 2>/dev/null)
+LDFLAGS = -X $(VPKG).tag=$(VERSION) -X $(VPKG).commit=$(COMMIT) -X $(VPKG).date=$(DATE)
+BIN ?= bin/bloom
+
+## build: the bloom binary in ./bin/bloom, stamped with its version.
 build:
-	$(GO) build -o bin/bloom ./cmd/bloom
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/bloom
+
+## release: static binaries (CGO_ENABLED=0) for linux and darwin on amd64
+## and arm64, each in dist/bloom-VERSION-OS-ARCH.tar.gz with the licences,
+## and dist/SHA256SUMS; the archives are checked after they are written.
+DIST ?= dist
+release:
+	cd release && $(GO) run ./dist -root .. -out $(abspath $(DIST)) -version "$(VERSION)" -commit "$(COMMIT)" -date "$(DATE)"
+
+## image: the container image of the static linux/amd64 binary, built
+## without Docker from an empty base (release/image): dist/bloom-VERSION-image-oci/
+## (OCI layout) and dist/bloom-VERSION-image.tar (docker load), read back and
+## checked. Runs as user 65532, `bloom serve --addr 0.0.0.0:6479 --dir /data`,
+## port 6479, volume /data, health check `bloom ping`. Dockerfile builds the
+## same with Docker.
+image: release
+	cd release && $(GO) run ./image -root .. -out $(abspath $(DIST)) -binary $(abspath $(DIST))/bloom-$(VERSION)-linux-amd64/bloom -version "$(VERSION)" -commit "$(COMMIT)" -date "$(DATE)"
 
 ## test-long: the long runs behind flags: the differential replay test for
 ## REPLAYTIME (default 5m) of random command streams, each round crashed,
