@@ -4,6 +4,10 @@ PKGS := ./...
 
 .PHONY: test test-short lint bench fuzz deps build licenses release image
 
+# staticcheck, for lint's unused check; make deps installs this version.
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
+
 ## test: installs redis when missing (as root), checks gofmt and go vet, and
 ## runs every test with the race detector.
 # examples/cacheguard embeds SQLite (modernc.org/sqlite, C translated to Go):
@@ -26,7 +30,8 @@ test: deps lint
 	cd bench && $(GO) test -race -count=1 ./interop
 	cd release && $(GO) test -count=1 ./...
 
-## deps: install what the tests need from Debian: redis-server, redis-cli and
+## deps: install staticcheck (for lint) with go install, and what the tests
+## need from Debian: redis-server, redis-cli and
 ## redis-py with pytest (the server is tested with real clients and redis-py's
 ## own Bloom tests), PostgreSQL (for
 ## examples/cacheguard), the wamerican word list (for examples/spell) and
@@ -52,6 +57,9 @@ deps:
 		else echo "javac or Guava missing: run 'sudo make deps' or install default-jdk-headless and libguava-java"; fi; \
 	fi
 	@command -v redis-server >/dev/null && redis-server --version || true
+	@if ! $(STATICCHECK) -version 2>/dev/null | grep -q '$(STATICCHECK_VERSION:v%=%)'; then \
+		$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION); \
+	fi
 
 ## licenses: THIRD_PARTY_LICENSES, the licences of every module the bloom
 ## binary links (release/licenses; a test fails when it is out of date).
@@ -100,11 +108,14 @@ test-short:
 	$(GO) test -count=1 $(PKGS)
 	cd examples && $(GO) test -count=1 ./...
 
-## lint: gofmt and go vet must be clean.
+## lint: gofmt, go vet and staticcheck's unused check (no dead code) must be
+## clean.
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
+	@command -v $(STATICCHECK) >/dev/null || { echo "$(STATICCHECK) missing: run 'make deps'"; exit 1; }
+	$(STATICCHECK) -checks U1000 $(PKGS)
 	cd examples && $(GO) vet ./...
 	cd bench && $(GO) vet ./...
 	cd release && $(GO) vet ./...

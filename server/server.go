@@ -222,7 +222,7 @@ type Session struct {
 type Server struct {
 	cfg     Config
 	log     *slog.Logger
-	db      *DB
+	db      *keyspace
 	dir     dataDir
 	aof     *appendLog
 	persist persistState
