@@ -67,6 +67,9 @@ func (f *Blocked) Params() Params { return f.params }
 
 // block returns the block the key hashed to (_, hi) falls in.
 func (f *Blocked) block(hi uint64) *[8]uint64 {
+	if f.blocks == 0 {
+		panicZero("Blocked")
+	}
 	b, _ := bits.Mul64(hi, f.blocks)
 	return (*[8]uint64)(f.words[b*8 : b*8+8])
 }
@@ -111,7 +114,9 @@ func (f *Blocked) Sync() Sync { return Sync{f} }
 
 func (f *Blocked) add(lo, hi uint64) { f.addIn(f.block(hi), lo) }
 
-func (f *Blocked) test(lo, hi uint64) bool { return f.testIn(f.block(hi), lo) }
+func (f *Blocked) test(lo, hi uint64) bool {
+	return f.blocks != 0 && f.testIn(f.block(hi), lo) // the zero Blocked holds nothing
+}
 
 // addIn and testIn are add and test in the key's block blk.
 func (f *Blocked) addIn(blk *[8]uint64, lo uint64) {
@@ -230,6 +235,9 @@ func (f *Blocked) testAndAdd(lo, hi uint64) bool {
 // not already set.
 
 func (f *Blocked) testSync(lo, hi uint64) bool {
+	if f.blocks == 0 {
+		return false
+	}
 	blk := f.block(hi)
 	acc := uint64(1)
 	for _, s := range blockSalts[:f.params.K] {
@@ -295,6 +303,9 @@ func (f *Blocked) Equal(g *Blocked) bool {
 
 // Stats returns the filter's size and fill (see Stats).
 func (f *Blocked) Stats() Stats {
+	if f.blocks == 0 {
+		return Stats{Capacity: f.params.N} // a zero value
+	}
 	set, fpr := f.fill()
 	return Stats{
 		Bits:         f.params.M,

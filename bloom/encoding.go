@@ -50,6 +50,10 @@ var (
 	ErrTruncated = format.ErrTruncated
 	// ErrTooLarge: the header declares a filter above MaxBits.
 	ErrTooLarge = format.ErrTooLarge
+	// ErrZero: the filter is a zero value, not made by a constructor or
+	// read from a file: it holds nothing, tests every key absent, and
+	// cannot be written or encoded.
+	ErrZero = format.ErrZero
 )
 
 // headerParams returns the Bloom parameters a header records, checking the
@@ -94,6 +98,9 @@ func blockedWords(h format.Header) (uint64, error) {
 // needs no second copy of the filter in memory. It returns the number of
 // bytes written.
 func (f *Filter) WriteTo(w io.Writer) (int64, error) {
+	if f.words == nil {
+		return 0, ErrZero
+	}
 	return format.WriteWordsFile(w, paramsHeader(TypeClassic, f.params), f.words)
 }
 
@@ -116,6 +123,9 @@ func (f *Filter) ReadFrom(r io.Reader) (int64, error) {
 
 // WriteTo writes the filter to w in the bloomkit file format, streaming.
 func (f *Blocked) WriteTo(w io.Writer) (int64, error) {
+	if f.words == nil {
+		return 0, ErrZero
+	}
 	return format.WriteWordsFile(w, paramsHeader(TypeBlocked, f.params), f.words)
 }
 

@@ -106,7 +106,7 @@ func TestDefaultGrowthCeiling(t *testing.T) {
 		t.Errorf("4 GiB first table: limit %d, want 16 GiB", got)
 	}
 	for _, c := range []Config{
-		{Capacity: 1000, MaxBytes: 100},             // below the first table
+		{Capacity: 1000, MaxBytes: 100},              // below the first table
 		{Capacity: 1000, MaxBytes: MaxBits/8 + 1024}, // above MaxBits
 	} {
 		if _, err := NewWith(c); !errors.Is(err, ErrInvalidConfig) {

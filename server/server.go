@@ -224,7 +224,7 @@ type Session struct {
 type Server struct {
 	cfg     Config
 	log     *slog.Logger
-	db      *DB
+	db      *keyspace
 	dir     aof.Dir
 	aof     *aof.Log
 	persist persistState
