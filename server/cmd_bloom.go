@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/bloomkit/bloomkit/redisbloom"
+	"github.com/bloomkit/bloomkit/server/internal/keyspace"
 	"github.com/bloomkit/bloomkit/server/internal/resp"
 )
 
@@ -56,14 +57,14 @@ func statusErr(st status) string {
 }
 
 func (s *Server) cuckooKey(key []byte) (*redisbloom.Cuckoo, status) {
-	e := s.db.getb(key)
+	e := s.db.GetBytes(key)
 	if e == nil {
 		return nil, stEmpty
 	}
-	if e.kind != kindCuckoo {
+	if e.Kind != keyspace.KindCuckoo {
 		return nil, stMismatch
 	}
-	return e.cf, stOK
+	return e.CF, stOK
 }
 
 // argIndex finds word among args[1:] case-insensitively (RMUtil_ArgIndex).
@@ -84,18 +85,18 @@ func (s *Server) createBloom(key []byte, e float64, capacity uint64, expansion u
 		}
 		return nil, "ERR could not create filter"
 	}
-	if err := s.db.allow(n); err != nil {
+	if err := s.db.Allow(n); err != nil {
 		return nil, errNoMemory
 	}
-	s.db.used -= n // NewBloom's own allow call counts it again
-	b, err := redisbloom.NewBloom(capacity, e, expansion, nonScaling, s.db.allow)
+	s.db.Unaccount(n) // NewBloom's own allow call counts it again
+	b, err := redisbloom.NewBloom(capacity, e, expansion, nonScaling, s.db.Allow)
 	if err != nil {
 		if err == redisbloom.ErrInvalid {
 			return nil, "ERR could not create filter"
 		}
 		return nil, errNoMemory
 	}
-	s.db.put(string(key), &entry{kind: kindBloom, bf: b})
+	s.db.Put(string(key), &keyspace.Entry{Kind: keyspace.KindBloom, BF: b})
 	return b, ""
 }
 
@@ -183,13 +184,13 @@ func defaultBFOpts() bfInsertOpts {
 func (s *Server) bfInsertCommon(c *Session, args, items [][]byte, o bfInsertOpts, r *Reply) {
 	key := args[1]
 	e, st := s.bloomEntry(key)
-	if st == stOK && e.kind == kindNative {
-		s.nativeInsert(key, e.nf, items, o.multi, r)
+	if st == stOK && e.Kind == keyspace.KindNative {
+		s.nativeInsert(key, e.NF, items, o.multi, r)
 		return
 	}
 	var b *redisbloom.Bloom
 	if st == stOK {
-		b = e.bf
+		b = e.BF
 	}
 	created := false
 	if st == stEmpty && o.autocreate {
@@ -368,13 +369,13 @@ func cmdBFExists(s *Server, c *Session, args [][]byte, r *Reply) {
 	if multi {
 		r.Array(len(args) - 2)
 	}
-	if st == stOK && e.kind == kindNative {
-		s.nativeExists(e.nf, args[2:], r)
+	if st == stOK && e.Kind == keyspace.KindNative {
+		s.nativeExists(e.NF, args[2:], r)
 		return
 	}
 	var b *redisbloom.Bloom
 	if st == stOK {
-		b = e.bf
+		b = e.BF
 	}
 	for _, it := range args[2:] {
 		r.Bool(st == stOK && b.Exists(it))
@@ -393,10 +394,10 @@ func cmdBFCard(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Int(0)
 	case st == stMismatch:
 		r.Error(errWrongType)
-	case e.kind == kindNative:
-		r.Uint(e.nf.card(s.db.now()))
+	case e.Kind == keyspace.KindNative:
+		r.Uint(e.NF.Card(s.db.Now()))
 	default:
-		r.Uint(e.bf.Size)
+		r.Uint(e.BF.Size)
 	}
 }
 
@@ -411,11 +412,11 @@ func cmdBFInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error(statusErr(st))
 		return
 	}
-	if e.kind == kindNative {
-		s.nativeInfo(e.nf, args, r)
+	if e.Kind == keyspace.KindNative {
+		s.nativeInfo(e.NF, args, r)
 		return
 	}
-	b := e.bf
+	b := e.BF
 	expansion := func() {
 		if b.NonScaling() {
 			r.Null()
@@ -482,11 +483,11 @@ func cmdBFScanDump(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error("Second argument must be numeric")
 		return
 	}
-	if e.kind == kindNative {
-		s.nativeScanDump(e.nf, it, r)
+	if e.Kind == keyspace.KindNative {
+		s.nativeScanDump(e.NF, it, r)
 		return
 	}
-	b := e.bf
+	b := e.BF
 	r.Array(2)
 	if it == 0 {
 		r.Int(1)
@@ -514,30 +515,30 @@ func cmdBFLoadChunk(s *Server, c *Session, args [][]byte, r *Reply) {
 		s.nativeLoadHeader(args[1], args[3], r)
 		return
 	}
-	if st == stOK && e.kind == kindNative {
-		s.nativeLoadChunk(e.nf, it, args[3], r)
+	if st == stOK && e.Kind == keyspace.KindNative {
+		s.nativeLoadChunk(e.NF, it, args[3], r)
 		return
 	}
 	if st == stEmpty && it == 1 {
-		nb, err := redisbloom.LoadBloomHeader(args[3], s.db.allow)
+		nb, err := redisbloom.LoadBloomHeader(args[3], s.db.Allow)
 		if err != nil {
 			r.Error(err.Error())
 			return
 		}
-		nb.AllowAlloc = s.db.allow
-		s.db.put(string(args[1]), &entry{kind: kindBloom, bf: nb})
+		nb.AllowAlloc = s.db.Allow
+		s.db.Put(string(args[1]), &keyspace.Entry{Kind: keyspace.KindBloom, BF: nb})
 		r.OK()
 		return
 	} else if st != stOK {
 		r.Error(statusErr(st))
 		return
 	}
-	b := e.bf
+	b := e.BF
 	if err := b.LoadChunk(it, args[3]); err != nil {
 		r.Error(err.Error())
 		return
 	}
-	s.db.dirty++
+	s.db.Changed()
 	r.OK()
 }
 
@@ -561,7 +562,7 @@ func cmdBFMerge(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error(wrongArity("bf.merge"))
 		return
 	}
-	entries := make([]*entry, 0, len(args)-2)
+	entries := make([]*keyspace.Entry, 0, len(args)-2)
 	native := false
 	for _, k := range args[2:] {
 		e, st := s.bloomEntry(k)
@@ -570,24 +571,24 @@ func cmdBFMerge(s *Server, c *Session, args [][]byte, r *Reply) {
 			return
 		}
 		entries = append(entries, e)
-		native = native || e.kind == kindNative
+		native = native || e.Kind == keyspace.KindNative
 	}
 	de, st := s.bloomEntry(args[1])
 	if st == stMismatch {
 		r.Error(errWrongType)
 		return
 	}
-	if native || (de != nil && de.kind == kindNative) {
+	if native || (de != nil && de.Kind == keyspace.KindNative) {
 		s.nativeMerge(args, de, entries, r)
 		return
 	}
 	srcs := make([]*redisbloom.Bloom, len(entries))
 	for i, e := range entries {
-		srcs[i] = e.bf
+		srcs[i] = e.BF
 	}
 	var dest *redisbloom.Bloom
 	if de != nil {
-		dest = de.bf
+		dest = de.BF
 	}
 	layout := srcs[0]
 	if dest != nil {
@@ -600,12 +601,12 @@ func cmdBFMerge(s *Server, c *Session, args [][]byte, r *Reply) {
 		}
 	}
 	if dest == nil {
-		nb, err := srcs[0].Clone(s.db.allow)
+		nb, err := srcs[0].Clone(s.db.Allow)
 		if err != nil {
 			r.Error(errNoMemory)
 			return
 		}
-		s.db.put(string(args[1]), &entry{kind: kindBloom, bf: nb})
+		s.db.Put(string(args[1]), &keyspace.Entry{Kind: keyspace.KindBloom, BF: nb})
 		dest, srcs = nb, srcs[1:]
 	}
 	for _, b := range srcs {
@@ -613,6 +614,6 @@ func cmdBFMerge(s *Server, c *Session, args [][]byte, r *Reply) {
 			dest.Merge(b)
 		}
 	}
-	s.db.dirty++
+	s.db.Changed()
 	r.OK()
 }

@@ -57,9 +57,9 @@ var settingList = []setting{
 		return err
 	}},
 	{name: "maxmemory", get: func(s *Server) string {
-		s.db.mu.Lock()
-		defer s.db.mu.Unlock()
-		return strconv.FormatUint(s.db.limit, 10)
+		s.db.Lock()
+		defer s.db.Unlock()
+		return strconv.FormatUint(s.db.Limit(), 10)
 	}, set: setMaxMemory},
 	{name: "maxmemory-policy", get: func(s *Server) string { return "noeviction" }},
 	{name: "port", get: func(s *Server) string { _, p := splitHostPort(s.Addr()); return p }},
@@ -136,10 +136,10 @@ func setMaxMemory(s *Server, v string) error {
 		limit = defaultMemoryLimit()
 	}
 	s.set.maxMemory.Store(n)
-	s.db.mu.Lock()
-	s.db.limit = limit
-	used := s.db.used
-	s.db.mu.Unlock()
+	s.db.Lock()
+	s.db.SetLimit(limit)
+	used := s.db.Used()
+	s.db.Unlock()
 	if limit != 0 && used > limit {
 		s.log.Warn("the new maxmemory is below the memory in use; writes that allocate are refused until keys are deleted", "maxmemory", limit, "used", used)
 	}
@@ -365,15 +365,15 @@ func configQuote(v string) string {
 // resetStats is CONFIG RESETSTAT: the counters INFO stats, commandstats and
 // errorstats report start again from zero (the slow log stays).
 func (s *Server) resetStats() {
-	s.db.mu.Lock()
+	s.db.Lock()
 	s.stats.reset()
-	s.db.mu.Unlock()
+	s.db.Unlock()
 	s.totalCmds.Store(0)
 	s.totalConns.Store(0)
 	s.rejectedConns.Store(0)
 	s.protoErrors.Store(0)
 	s.slowClients.Store(0)
-	s.db.mu.Lock()
-	s.db.expired = 0
-	s.db.mu.Unlock()
+	s.db.Lock()
+	s.db.ResetExpired()
+	s.db.Unlock()
 }

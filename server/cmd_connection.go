@@ -177,7 +177,7 @@ func cmdHello(s *Server, c *Session, args [][]byte, r *Reply) {
 // discarded, replies on, RESP2, no name, and not authenticated when a
 // password is required.
 func cmdReset(s *Server, c *Session, args [][]byte, r *Reply) {
-	s.db.mu.Lock() // other sessions' CLIENT LIST reads these fields
+	s.db.Lock() // other sessions' CLIENT LIST reads these fields
 	c.multi, c.multiErr = nil, false
 	c.txnLen.Store(0)
 	c.replyOff, c.skipReplies = false, 0
@@ -185,7 +185,7 @@ func cmdReset(s *Server, c *Session, args [][]byte, r *Reply) {
 	c.noEvict = false
 	c.resp3 = false
 	c.authed = s.requirePass() == ""
-	s.db.mu.Unlock()
+	s.db.Unlock()
 	r.w.SetRESP3(false)
 	r.Simple("RESET")
 }

@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/bloomkit/bloomkit/redisbloom"
+	"github.com/bloomkit/bloomkit/server/internal/keyspace"
 	"github.com/bloomkit/bloomkit/server/internal/resp"
 )
 
@@ -12,15 +13,15 @@ func (s *Server) createCuckoo(key []byte, capacity uint64, bucketSize, maxIter, 
 		return nil, "ERR Could not create filter"
 	}
 	n := redisbloom.CuckooCreateBytes(capacity, bucketSize)
-	if err := s.db.allow(n); err != nil {
+	if err := s.db.Allow(n); err != nil {
 		return nil, errNoMemory
 	}
-	s.db.used -= n // NewCuckoo's own allow call counts it again
-	cf, err := redisbloom.NewCuckoo(capacity, bucketSize, maxIter, expansion, s.db.allow)
+	s.db.Unaccount(n) // NewCuckoo's own allow call counts it again
+	cf, err := redisbloom.NewCuckoo(capacity, bucketSize, maxIter, expansion, s.db.Allow)
 	if err != nil {
 		return nil, errNoMemory
 	}
-	s.db.put(string(key), &entry{kind: kindCuckoo, cf: cf})
+	s.db.Put(string(key), &keyspace.Entry{Kind: keyspace.KindCuckoo, CF: cf})
 	return cf, ""
 }
 
@@ -278,7 +279,7 @@ func cmdCFCompact(s *Server, c *Session, args [][]byte, r *Reply) {
 	before := cf.MemUsage()
 	cf.Compact(true)
 	if after := cf.MemUsage(); after < before {
-		s.db.used -= min(before-after, s.db.used)
+		s.db.Unaccount(before - after)
 	}
 	r.OK()
 }
@@ -367,13 +368,13 @@ func cmdCFLoadChunk(s *Server, c *Session, args [][]byte, r *Reply) {
 			r.Error(statusErr(st))
 			return
 		}
-		ncf, err := redisbloom.LoadCuckooHeader(args[3], 65536, s.db.allow)
+		ncf, err := redisbloom.LoadCuckooHeader(args[3], 65536, s.db.Allow)
 		if err != nil {
 			r.Error(err.Error())
 			return
 		}
-		ncf.AllowAlloc = s.db.allow
-		s.db.put(string(args[1]), &entry{kind: kindCuckoo, cf: ncf})
+		ncf.AllowAlloc = s.db.Allow
+		s.db.Put(string(args[1]), &keyspace.Entry{Kind: keyspace.KindCuckoo, CF: ncf})
 		r.OK()
 		return
 	}

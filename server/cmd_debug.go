@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/bloomkit/bloomkit/redisbloom"
+	"github.com/bloomkit/bloomkit/server/internal/keyspace"
 )
 
 // BF.DEBUG and CF.DEBUG answer with RedisBloom's text byte for byte
@@ -52,11 +53,11 @@ func cmdBFDebug(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error(statusErr(st))
 		return
 	}
-	if e.kind == kindNative {
-		s.nativeDebug(e.nf, r)
+	if e.Kind == keyspace.KindNative {
+		s.nativeDebug(e.NF, r)
 		return
 	}
-	b := e.bf
+	b := e.BF
 	r.Array(1 + len(b.Links))
 	r.BulkString("size:" + strconv.FormatUint(b.Size, 10))
 	for i := range b.Links {

@@ -112,13 +112,13 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		return []string{
-			"used_memory:" + strconv.FormatUint(s.db.used, 10),
-			"used_memory_human:" + human(s.db.used),
+			"used_memory:" + strconv.FormatUint(s.db.Used(), 10),
+			"used_memory_human:" + human(s.db.Used()),
 			"used_memory_rss:" + strconv.FormatUint(processRSS(ms.Sys), 10),
 			"used_memory_rss_human:" + human(processRSS(ms.Sys)),
 			"used_memory_go_heap:" + strconv.FormatUint(ms.HeapAlloc, 10),
-			"maxmemory:" + strconv.FormatUint(s.db.limit, 10),
-			"maxmemory_human:" + human(s.db.limit),
+			"maxmemory:" + strconv.FormatUint(s.db.Limit(), 10),
+			"maxmemory_human:" + human(s.db.Limit()),
 			"maxmemory_configured:" + strconv.FormatUint(s.set.maxMemory.Load(), 10),
 			"maxmemory_policy:noeviction",
 		}
@@ -129,7 +129,7 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 			"total_connections_received:" + itoa(s.totalConns.Load()),
 			"total_commands_processed:" + itoa(s.totalCmds.Load()),
 			"rejected_connections:" + itoa(s.rejectedConns.Load()),
-			"expired_keys:" + strconv.FormatUint(s.db.expired, 10),
+			"expired_keys:" + strconv.FormatUint(s.db.Expired(), 10),
 			"evicted_keys:0",
 			"total_error_replies:" + itoa(s.stats.errorsTotal.Load()),
 			"total_protocol_errors:" + itoa(s.protoErrors.Load()),
@@ -143,10 +143,10 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 	section("Errorstats", s.stats.errorLines)
 	section("Cluster", func() []string { return []string{"cluster_enabled:0"} })
 	section("Keyspace", func() []string {
-		if len(s.db.keys) == 0 {
+		if s.db.Len() == 0 {
 			return nil
 		}
-		return []string{fmt.Sprintf("db0:keys=%d,expires=%d,avg_ttl=0", len(s.db.keys), s.db.expires)}
+		return []string{fmt.Sprintf("db0:keys=%d,expires=%d,avg_ttl=0", s.db.Len(), s.db.Expires())}
 	})
 	r.Verbatim(b.String())
 }

@@ -6,14 +6,15 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bloomkit/bloomkit/server/internal/keyspace"
 	"github.com/bloomkit/bloomkit/server/internal/resp"
 )
 
 func cmdDel(s *Server, c *Session, args [][]byte, r *Reply) {
 	n := int64(0)
 	for _, k := range args[1:] {
-		if e := s.db.get(string(k)); e != nil {
-			s.db.drop(string(k), e)
+		if e := s.db.Get(string(k)); e != nil {
+			s.db.Drop(string(k), e)
 			n++
 		}
 	}
@@ -26,7 +27,7 @@ func cmdDel(s *Server, c *Session, args [][]byte, r *Reply) {
 func cmdExists(s *Server, c *Session, args [][]byte, r *Reply) {
 	n := int64(0)
 	for _, k := range args[1:] {
-		if s.db.get(string(k)) != nil {
+		if s.db.Get(string(k)) != nil {
 			n++
 		}
 	}
@@ -34,12 +35,12 @@ func cmdExists(s *Server, c *Session, args [][]byte, r *Reply) {
 }
 
 func cmdType(s *Server, c *Session, args [][]byte, r *Reply) {
-	e := s.db.get(string(args[1]))
+	e := s.db.Get(string(args[1]))
 	if e == nil {
 		r.Simple("none")
 		return
 	}
-	r.Simple(e.kind.String())
+	r.Simple(e.Kind.String())
 }
 
 func cmdKeys(s *Server, c *Session, args [][]byte, r *Reply) {
@@ -48,7 +49,7 @@ func cmdKeys(s *Server, c *Session, args [][]byte, r *Reply) {
 	// KEYS is O(N) by its nature (as in Redis); it walks the scan order,
 	// so its replies come in that order, without a sort. Each key costs at
 	// most O(len(pattern) × len(key)) to match (glob.go).
-	s.db.scan(0, len(s.db.keys), func(k string, e *entry) {
+	s.db.Scan(0, s.db.Len(), func(k string, e *keyspace.Entry) {
 		if pat == "*" || globMatch(pat, k) {
 			out = append(out, k)
 		}
@@ -103,11 +104,11 @@ func cmdScan(s *Server, c *Session, args [][]byte, r *Reply) {
 		i++
 	}
 	var out []string
-	next := s.db.scan(cur, int(min(count, maxScanCount)), func(k string, e *entry) {
+	next := s.db.Scan(cur, int(min(count, maxScanCount)), func(k string, e *keyspace.Entry) {
 		if usePat && !globMatch(pat, k) {
 			return
 		}
-		if typ != "" && strings.ToLower(e.kind.String()) != typ {
+		if typ != "" && strings.ToLower(e.Kind.String()) != typ {
 			return
 		}
 		out = append(out, k)
@@ -122,20 +123,13 @@ func cmdScan(s *Server, c *Session, args [][]byte, r *Reply) {
 
 func cmdRename(s *Server, c *Session, args [][]byte, r *Reply) {
 	src, dst := string(args[1]), string(args[2])
-	e := s.db.get(src)
+	e := s.db.Get(src)
 	if e == nil {
 		r.Error("ERR no such key")
 		return
 	}
 	if src != dst {
-		s.db.remove(src, e)
-		s.db.used += e.dataBytes() // remove subtracted the filter; put adds only the key
-		if old := s.db.get(dst); old != nil {
-			s.db.drop(dst, old)
-		}
-		s.db.link(dst, e)
-		s.db.used += uint64(len(dst)) + keyOverhead
-		s.db.dirty++
+		s.db.Rename(src, dst, e)
 	}
 	r.OK()
 }
@@ -172,7 +166,7 @@ func cmdExpire(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error("ERR GT and LT options at the same time are not compatible")
 		return
 	}
-	now := s.db.nowMs()
+	now := s.db.NowMs()
 	var at int64
 	const maxMs = 1 << 62
 	switch name {
@@ -198,44 +192,44 @@ func cmdExpire(s *Server, c *Session, args [][]byte, r *Reply) {
 		at = v
 	}
 	key := string(args[1])
-	e := s.db.get(key)
+	e := s.db.Get(key)
 	if e == nil {
 		c.skipLog = true
 		r.Int(0)
 		return
 	}
-	cur := e.expireAt
+	cur := e.ExpireAt
 	if (nx && cur != 0) || (xx && cur == 0) ||
 		(gt && (cur == 0 || at <= cur)) || (lt && cur != 0 && at >= cur) {
 		c.skipLog = true
 		r.Int(0)
 		return
 	}
-	if at <= now && !s.db.loading {
+	if at <= now && !s.db.Loading() {
 		// A time in the past deletes the key now, and the log says so:
 		// replay does not expire keys (its clock is not the one the
 		// clients saw), so a PEXPIREAT <past> would bring the key back
 		// for the commands logged after it. Redis logs a DEL too.
-		s.db.drop(key, e)
+		s.db.Drop(key, e)
 		c.logArgs = [][]byte{[]byte("DEL"), args[1]}
 		r.Int(1)
 		return
 	}
-	s.db.setExpire(e, at)
-	s.db.dirty++
+	s.db.SetExpire(e, at)
+	s.db.Changed()
 	c.logArgs = [][]byte{[]byte("PEXPIREAT"), args[1], []byte(strconv.FormatInt(at, 10))}
 	r.Int(1)
 }
 
 func cmdTTL(s *Server, c *Session, args [][]byte, r *Reply) {
-	e := s.db.get(string(args[1]))
+	e := s.db.Get(string(args[1]))
 	switch {
 	case e == nil:
 		r.Int(-2)
-	case e.expireAt == 0:
+	case e.ExpireAt == 0:
 		r.Int(-1)
 	default:
-		ms := e.expireAt - s.db.nowMs()
+		ms := e.ExpireAt - s.db.NowMs()
 		if lowerName(args[0]) == "ttl" {
 			r.Int((ms + 500) / 1000)
 		} else {
@@ -245,19 +239,19 @@ func cmdTTL(s *Server, c *Session, args [][]byte, r *Reply) {
 }
 
 func cmdPersist(s *Server, c *Session, args [][]byte, r *Reply) {
-	e := s.db.get(string(args[1]))
-	if e == nil || e.expireAt == 0 {
+	e := s.db.Get(string(args[1]))
+	if e == nil || e.ExpireAt == 0 {
 		c.skipLog = true
 		r.Int(0)
 		return
 	}
-	s.db.setExpire(e, 0)
-	s.db.dirty++
+	s.db.SetExpire(e, 0)
+	s.db.Changed()
 	r.Int(1)
 }
 
 func cmdDBSize(s *Server, c *Session, args [][]byte, r *Reply) {
-	r.Int(int64(len(s.db.keys)))
+	r.Int(int64(s.db.Len()))
 }
 
 func cmdFlush(s *Server, c *Session, args [][]byte, r *Reply) {
@@ -272,6 +266,6 @@ func cmdFlush(s *Server, c *Session, args [][]byte, r *Reply) {
 			return
 		}
 	}
-	s.db.flush()
+	s.db.Flush()
 	r.OK()
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bloomkit/bloomkit/server/internal/keyspace"
 	"github.com/bloomkit/bloomkit/server/internal/resp"
 )
 
@@ -70,10 +71,10 @@ func stringValueSize(v []byte) uint64 {
 }
 
 // memoryUsage is MEMORY USAGE's answer for a live entry.
-func memoryUsage(key string, e *entry) uint64 {
-	v := e.dataBytes()
-	if e.kind == kindString {
-		v = stringValueSize(e.str)
+func memoryUsage(key string, e *keyspace.Entry) uint64 {
+	v := e.DataBytes()
+	if e.Kind == keyspace.KindString {
+		v = stringValueSize(e.Str)
 	}
 	return v + sdsAlloc(uint64(len(key)), false) + dictEntrySize
 }
@@ -127,7 +128,7 @@ func cmdMemory(s *Server, c *Session, args [][]byte, r *Reply) {
 			j++
 		}
 		unlock := s.lockDB(c)
-		e := s.db.get(string(args[2]))
+		e := s.db.Get(string(args[2]))
 		var n uint64
 		if e != nil {
 			n = memoryUsage(string(args[2]), e)
@@ -140,7 +141,7 @@ func cmdMemory(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Uint(n)
 	case "stats":
 		unlock := s.lockDB(c)
-		used, keys := s.db.used, uint64(len(s.db.keys))
+		used, keys := s.db.Used(), uint64(s.db.Len())
 		unlock()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
@@ -163,7 +164,7 @@ func cmdMemory(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Uint(ms.Sys)
 	case "doctor":
 		unlock := s.lockDB(c)
-		used := s.db.used
+		used := s.db.Used()
 		unlock()
 		if used < 5<<20 {
 			r.Verbatim("Hi Sam, this instance is empty or is using very little memory, my issues detector can't be used in these conditions. Please, leave for your mission on Earth and fill it with some data. The new Sam and I will be back to our programming as soon as I finished rebooting.\n")

@@ -11,6 +11,7 @@ import (
 	"github.com/bloomkit/bloomkit/bloom"
 	"github.com/bloomkit/bloomkit/internal/bitcount"
 	"github.com/bloomkit/bloomkit/internal/format"
+	"github.com/bloomkit/bloomkit/server/internal/keyspace"
 	"github.com/bloomkit/bloomkit/server/internal/resp"
 )
 
@@ -32,12 +33,12 @@ const errGenRange = "ERR generation out of range"
 const errMergeShape = "ERR BF.MERGE needs filters of one layout with identical parameters (size, hashes, seed and window)"
 
 // bloomEntry looks key up for a BF command: a RedisBloom or a native key.
-func (s *Server) bloomEntry(key []byte) (*entry, status) {
-	e := s.db.getb(key)
+func (s *Server) bloomEntry(key []byte) (*keyspace.Entry, status) {
+	e := s.db.GetBytes(key)
 	if e == nil {
 		return nil, stEmpty
 	}
-	if e.kind != kindBloom && e.kind != kindNative {
+	if e.Kind != keyspace.KindBloom && e.Kind != keyspace.KindNative {
 		return nil, stMismatch
 	}
 	return e, stOK
@@ -95,7 +96,7 @@ func (s *Server) reserveNative(c *Session, args [][]byte, r *Reply) {
 		r.Error("ERR bad capacity")
 		return
 	}
-	if capacity < 1 || capacity > nativeMaxCapacity {
+	if capacity < 1 || capacity > keyspace.NativeMaxCapacity {
 		r.Error("ERR capacity must be in the range [1, 1099511627776] for LAYOUT and WINDOW filters")
 		return
 	}
@@ -126,9 +127,9 @@ func (s *Server) reserveNative(c *Session, args [][]byte, r *Reply) {
 		switch word {
 		case "layout":
 			switch strings.ToLower(string(v)) {
-			case layoutBlocked:
+			case keyspace.LayoutBlocked:
 				typ = format.TypeBlocked
-			case layoutClassic:
+			case keyspace.LayoutClassic:
 				typ = format.TypeClassic
 			default:
 				r.Error("ERR LAYOUT must be blocked or classic")
@@ -187,37 +188,37 @@ func (s *Server) reserveNative(c *Session, args [][]byte, r *Reply) {
 		r.Error(statusErr(st))
 		return
 	}
-	n, err := nativeParams(typ, uint64(capacity), rate, period, gens, seed)
+	n, err := keyspace.NativeParams(typ, uint64(capacity), rate, period, gens, seed)
 	if err != nil {
 		r.Error("ERR could not create filter")
 		return
 	}
-	now := s.db.now()
+	now := s.db.Now()
 	if startSet {
-		if !s.db.loading && startGen > n.genAt(now) {
+		if !s.db.Loading() && startGen > n.GenAt(now) {
 			r.Error("ERR generation is ahead of the server's clock")
 			return
 		}
-		if !n.validGen(startGen) {
+		if !n.ValidGen(startGen) {
 			r.Error(errGenRange)
 			return
 		}
-		now = time.Unix(0, startGen*n.genLen)
+		now = time.Unix(0, startGen*n.GenLen)
 	}
-	if n.typ == format.TypeWindow {
-		n.cur = n.genAt(now)
+	if n.Typ == format.TypeWindow {
+		n.Cur = n.GenAt(now)
 	}
 	if !s.placeNative(args[1], n, r) {
 		return
 	}
-	la := [][]byte{[]byte("BF.RESERVE"), args[1], args[2], args[3], []byte("LAYOUT"), []byte(layoutBlocked)}
+	la := [][]byte{[]byte("BF.RESERVE"), args[1], args[2], args[3], []byte("LAYOUT"), []byte(keyspace.LayoutBlocked)}
 	if typ == format.TypeClassic {
-		la[5] = []byte(layoutClassic)
+		la[5] = []byte(keyspace.LayoutClassic)
 	}
 	if typ == format.TypeWindow {
 		la = la[:4]
 		la = append(la, []byte("WINDOW"), []byte(strconv.FormatInt(int64(period), 10)+"ns"),
-			[]byte("GENERATIONS"), []byte(strconv.Itoa(gens)), []byte("START"), []byte(strconv.FormatInt(n.cur, 10)))
+			[]byte("GENERATIONS"), []byte(strconv.Itoa(gens)), []byte("START"), []byte(strconv.FormatInt(n.Cur, 10)))
 	}
 	c.logArgs = append(la, []byte("SEED"), []byte(strconv.FormatUint(seed, 10)))
 	r.OK()
@@ -225,71 +226,66 @@ func (s *Server) reserveNative(c *Session, args [][]byte, r *Reply) {
 
 // placeNative gives n (a window already placed in time: n.cur) empty
 // arrays, within --maxmemory, and stores it at key.
-func (s *Server) placeNative(key []byte, n *nativeFilter, r *Reply) bool {
-	size := n.arrayBytes() * uint64(n.slots())
-	if err := s.db.allow(size); err != nil {
+func (s *Server) placeNative(key []byte, n *keyspace.NativeFilter, r *Reply) bool {
+	size := n.ArrayBytes() * uint64(n.Slots())
+	if err := s.db.Allow(size); err != nil {
 		r.Error(errNoMemory)
 		return false
 	}
-	if err := n.allocate(); err != nil {
-		s.db.used -= size
+	if err := n.Allocate(); err != nil {
+		s.db.Unaccount(size)
 		r.Error(errNoMemory)
 		return false
 	}
-	s.db.put(string(key), &entry{kind: kindNative, nf: n})
+	s.db.Put(string(key), &keyspace.Entry{Kind: keyspace.KindNative, NF: n})
 	return true
 }
 
 // toClock moves a window key to the clock's generation before a write and
 // logs the move (not while replaying: the log has the moves).
-func (s *Server) toClock(key []byte, n *nativeFilter) {
-	if n.typ != format.TypeWindow || s.db.loading {
+func (s *Server) toClock(key []byte, n *keyspace.NativeFilter) {
+	if n.Typ != format.TypeWindow || s.db.Loading() {
 		return
 	}
-	s.advanceTo(key, n, n.genAt(s.db.now()))
+	s.advanceTo(key, n, n.GenAt(s.db.Now()))
 }
 
 // advanceTo moves a window to generation g and logs the move.
-func (s *Server) advanceTo(key []byte, n *nativeFilter, g int64) {
-	if g <= n.cur {
+func (s *Server) advanceTo(key []byte, n *keyspace.NativeFilter, g int64) {
+	if g <= n.Cur {
 		return
 	}
-	n.advance(g)
-	s.db.dirty++
+	n.Advance(g)
+	s.db.Changed()
 	s.logCommand(nil, [][]byte{[]byte("BF.ADVANCE"), key, []byte(strconv.FormatInt(g, 10))})
 }
 
 // nativeInsert is BF.ADD, BF.MADD and BF.INSERT on a native key.
-func (s *Server) nativeInsert(key []byte, n *nativeFilter, items [][]byte, multi bool, r *Reply) {
+func (s *Server) nativeInsert(key []byte, n *keyspace.NativeFilter, items [][]byte, multi bool, r *Reply) {
 	s.toClock(key, n)
 	p := s.probe()
 	if multi {
 		r.Array(len(items))
 	}
 	for _, it := range items {
-		r.Bool(n.add(it, p))
+		r.Bool(n.Add(it, p))
 	}
-	s.db.dirty++
+	s.db.Changed()
 }
 
 // probe is the server's scratch space for a key's bit positions, used with
 // the keyspace locked (a local one would escape to the heap: one allocation
 // per command).
-func (s *Server) probe() *probe {
-	p := &s.db.probe
-	if p.offsets == nil {
-		p.offsets = make([]uint16, 0, bloom.MaxK)
-		p.bits = make([]uint64, 0, bloom.MaxK)
-	}
-	return p
+func (s *Server) probe() *keyspace.Probe {
+	return s.db.Scratch()
 }
 
 // nativeExists is BF.EXISTS and BF.MEXISTS on a native key.
-func (s *Server) nativeExists(n *nativeFilter, items [][]byte, r *Reply) {
-	now := s.db.now()
+func (s *Server) nativeExists(n *keyspace.NativeFilter, items [][]byte, r *Reply) {
+	now := s.db.Now()
 	p := s.probe()
 	for _, it := range items {
-		r.Bool(n.test(it, now, p))
+		r.Bool(n.Test(it, now, p))
 	}
 }
 
@@ -314,57 +310,57 @@ func cmdBFAdvance(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error(statusErr(st))
 		return
 	}
-	if e.kind != kindNative || e.nf.typ != format.TypeWindow {
+	if e.Kind != keyspace.KindNative || e.NF.Typ != format.TypeWindow {
 		r.Error("ERR BF.ADVANCE needs a WINDOW filter")
 		return
 	}
-	n := e.nf
+	n := e.NF
 	// Already there first: with the clock gone back behind the window,
 	// a move to where it stands is 0, as documented, not an error.
-	if g <= n.cur {
+	if g <= n.Cur {
 		c.skipLog = true
 		r.Int(0)
 		return
 	}
-	if !s.db.loading && g > n.genAt(s.db.now()) {
+	if !s.db.Loading() && g > n.GenAt(s.db.Now()) {
 		r.Error("ERR generation is ahead of the server's clock")
 		return
 	}
-	if !n.validGen(g) { // only while loading: the clock's generation is valid
+	if !n.ValidGen(g) { // only while loading: the clock's generation is valid
 		r.Error(errGenRange)
 		return
 	}
-	n.advance(g)
-	s.db.dirty++
+	n.Advance(g)
+	s.db.Changed()
 	r.Int(1)
 }
 
 // nativeInfo is BF.INFO on a native key: RedisBloom's five fields (a
 // native key does not grow: one filter per generation, expansion 0), then
 // the native ones.
-func (s *Server) nativeInfo(n *nativeFilter, args [][]byte, r *Reply) {
-	now := s.db.now()
+func (s *Server) nativeInfo(n *keyspace.NativeFilter, args [][]byte, r *Reply) {
+	now := s.db.Now()
 	fields := []infoField{
-		{"capacity", "Capacity", func() { r.Uint(n.params.N) }},
-		{"size", "Size", func() { r.Uint(n.memUsage()) }},
-		{"filters", "Number of filters", func() { r.Int(int64(len(n.arrays))) }},
-		{"items", "Number of items inserted", func() { r.Uint(n.card(now)) }},
+		{"capacity", "Capacity", func() { r.Uint(n.Params.N) }},
+		{"size", "Size", func() { r.Uint(n.MemUsage()) }},
+		{"filters", "Number of filters", func() { r.Int(int64(len(n.Arrays))) }},
+		{"items", "Number of items inserted", func() { r.Uint(n.Card(now)) }},
 		// 0, not RedisBloom's null for a non-scaling filter: go-redis's
 		// BFInfo fails on a null, and these filters never grow.
 		{"expansion", "Expansion rate", func() { r.Int(0) }},
-		{"layout", "Layout", func() { r.BulkString(n.layout()) }},
-		{"error", "Error rate", func() { r.BulkString(strconv.FormatFloat(n.params.P, 'g', -1, 64)) }},
-		{"hashes", "Hash functions", func() { r.Int(int64(n.params.K)) }},
-		{"bits", "Bits per filter", func() { r.Uint(n.params.M) }},
+		{"layout", "Layout", func() { r.BulkString(n.Layout()) }},
+		{"error", "Error rate", func() { r.BulkString(strconv.FormatFloat(n.Params.P, 'g', -1, 64)) }},
+		{"hashes", "Hash functions", func() { r.Int(int64(n.Params.K)) }},
+		{"bits", "Bits per filter", func() { r.Uint(n.Params.M) }},
 		// A bulk string: seeds use all 64 bits, RESP integers are signed.
-		{"seed", "Seed", func() { r.BulkString(strconv.FormatUint(n.params.Seed, 10)) }},
+		{"seed", "Seed", func() { r.BulkString(strconv.FormatUint(n.Params.Seed, 10)) }},
 	}
-	if n.typ == format.TypeWindow {
+	if n.Typ == format.TypeWindow {
 		fields = append(fields,
-			infoField{"window", "Window ms", func() { r.Int(n.period.Milliseconds()) }},
-			infoField{"generations", "Generations", func() { r.Int(int64(n.gens)) }},
+			infoField{"window", "Window ms", func() { r.Int(n.Period.Milliseconds()) }},
+			infoField{"generations", "Generations", func() { r.Int(int64(n.Gens)) }},
 			infoField{"generation", "Current generation start ms", func() {
-				r.Int(max(n.genAt(now), n.cur) * n.genLen / int64(time.Millisecond))
+				r.Int(max(n.GenAt(now), n.Cur) * n.GenLen / int64(time.Millisecond))
 			}},
 		)
 	}
@@ -373,17 +369,17 @@ func (s *Server) nativeInfo(n *nativeFilter, args [][]byte, r *Reply) {
 
 // nativeDebug is BF.DEBUG on a native key: "size:<items>", then a line per
 // array, oldest generation first.
-func (s *Server) nativeDebug(n *nativeFilter, r *Reply) {
-	arrays, counts := n.ordered()
+func (s *Server) nativeDebug(n *keyspace.NativeFilter, r *Reply) {
+	arrays, counts := n.Ordered()
 	r.Array(1 + len(arrays))
-	r.BulkString("size:" + strconv.FormatUint(n.card(s.db.now()), 10))
+	r.BulkString("size:" + strconv.FormatUint(n.Card(s.db.Now()), 10))
 	for i, a := range arrays {
-		line := "bytes:" + strconv.Itoa(len(a)) + " bits:" + strconv.FormatUint(n.params.M, 10) +
-			" hashes:" + strconv.FormatUint(uint64(n.params.K), 10) + " layout:" + n.layout() +
-			" seed:" + strconv.FormatUint(n.params.Seed, 10) + " items:" + strconv.FormatUint(counts[i], 10)
-		if n.typ == format.TypeWindow {
-			g := n.cur - int64(n.gens) + int64(i)
-			line += " start_ms:" + strconv.FormatInt(g*n.genLen/int64(time.Millisecond), 10)
+		line := "bytes:" + strconv.Itoa(len(a)) + " bits:" + strconv.FormatUint(n.Params.M, 10) +
+			" hashes:" + strconv.FormatUint(uint64(n.Params.K), 10) + " layout:" + n.Layout() +
+			" seed:" + strconv.FormatUint(n.Params.Seed, 10) + " items:" + strconv.FormatUint(counts[i], 10)
+		if n.Typ == format.TypeWindow {
+			g := n.Cur - int64(n.Gens) + int64(i)
+			line += " start_ms:" + strconv.FormatInt(g*n.GenLen/int64(time.Millisecond), 10)
 		}
 		r.BulkString(line)
 	}
@@ -399,17 +395,17 @@ func (s *Server) nativeDebug(n *nativeFilter, r *Reply) {
 // BF.CARD as the original — `bloom pull` leaves it out of the file);
 // iterator 0 with an empty chunk ends it. BF.LOADCHUNK takes the pairs
 // back in the same way as RedisBloom's.
-func (s *Server) nativeScanDump(n *nativeFilter, it int64, r *Reply) {
+func (s *Server) nativeScanDump(n *keyspace.NativeFilter, it int64, r *Reply) {
 	r.Array(2)
 	if it == 0 {
 		r.Int(1)
-		r.Bulk(n.fileHeader())
+		r.Bulk(n.FileHeader())
 		return
 	}
 	off := uint64(it - 1)
-	size := n.arrayBytes()
-	arrays, counts := n.ordered()
-	if off == n.dataBytes() {
+	size := n.ArrayBytes()
+	arrays, counts := n.Ordered()
+	if off == n.DataBytes() {
 		var b []byte
 		for _, c := range counts {
 			b = binary.LittleEndian.AppendUint64(b, c)
@@ -418,7 +414,7 @@ func (s *Server) nativeScanDump(n *nativeFilter, it int64, r *Reply) {
 		r.Bulk(b)
 		return
 	}
-	if it < 1 || off > n.dataBytes() {
+	if it < 1 || off > n.DataBytes() {
 		r.Int(0)
 		r.Bulk(nil)
 		return
@@ -435,7 +431,7 @@ func isNativeHeader(b []byte) bool { return bytes.HasPrefix(b, []byte(format.Mag
 
 // nativeLoadHeader creates a native key from the header chunk of a dump.
 func (s *Server) nativeLoadHeader(key []byte, data []byte, r *Reply) {
-	n, size, err := parseFileHeader(data)
+	n, size, err := keyspace.ParseFileHeader(data)
 	if err != nil {
 		r.Error("ERR " + err.Error())
 		return
@@ -453,116 +449,103 @@ func (s *Server) nativeLoadHeader(key []byte, data []byte, r *Reply) {
 // A loaded file records no count, so each generation's count (BF.CARD) is
 // estimated from its bits: counts hold the bits set while a generation is
 // loading and become the estimate when its last chunk arrives.
-func (s *Server) nativeLoadChunk(n *nativeFilter, it int64, data []byte, r *Reply) {
-	size := n.arrayBytes()
+func (s *Server) nativeLoadChunk(n *keyspace.NativeFilter, it int64, data []byte, r *Reply) {
+	size := n.ArrayBytes()
 	if it < 1 || uint64(it-1) < uint64(len(data)) {
 		r.Error("ERR invalid iterator")
 		return
 	}
 	off := uint64(it-1) - uint64(len(data))
-	if off == n.dataBytes() && len(data) == 8*len(n.arrays) {
-		for i := range n.arrays {
+	if off == n.DataBytes() && len(data) == 8*len(n.Arrays) {
+		for i := range n.Arrays {
 			slot := i
-			if n.typ == format.TypeWindow {
-				slot = n.slot(n.cur - int64(n.gens) + int64(i))
+			if n.Typ == format.TypeWindow {
+				slot = n.Slot(n.Cur - int64(n.Gens) + int64(i))
 			}
-			n.counts[slot] = binary.LittleEndian.Uint64(data[8*i:])
+			n.Counts[slot] = binary.LittleEndian.Uint64(data[8*i:])
 		}
-		s.db.dirty++
+		s.db.Changed()
 		r.OK()
 		return
 	}
-	if off >= n.dataBytes() || off%size+uint64(len(data)) > size {
+	if off >= n.DataBytes() || off%size+uint64(len(data)) > size {
 		r.Error("ERR invalid chunk: outside the filter's arrays")
 		return
 	}
-	arrays, _ := n.ordered()
+	arrays, _ := n.Ordered()
 	i := int(off / size)
 	a := arrays[i]
 	lo := off % size
-	if n.guard != nil {
-		n.guard.Write(a, int(lo), len(data))
+	if n.Guard != nil {
+		n.Guard.Write(a, int(lo), len(data))
 	}
 	copy(a[lo:], data)
 	slot := i
-	if n.typ == format.TypeWindow {
-		slot = n.slot(n.cur - int64(n.gens) + int64(i))
+	if n.Typ == format.TypeWindow {
+		slot = n.Slot(n.Cur - int64(n.Gens) + int64(i))
 	}
-	n.markDirty(slot)
-	n.counts[slot] += bitcount.Ones(data)
+	n.MarkDirty(slot)
+	n.Counts[slot] += bitcount.Ones(data)
 	if lo+uint64(len(data)) == size {
-		n.counts[slot] = n.keysFromBits(n.counts[slot])
+		n.Counts[slot] = n.KeysFromBits(n.Counts[slot])
 	}
-	s.db.dirty++
+	s.db.Changed()
 	r.OK()
-}
-
-// keysFromBits estimates how many keys set the set bits of one of the
-// filter's arrays, as the library's Stats does for its layout; an array
-// with every bit set counts as holding its capacity.
-func (n *nativeFilter) keysFromBits(set uint64) uint64 {
-	if set >= n.params.M {
-		return n.params.N
-	}
-	if n.typ == format.TypeClassic {
-		return bitcount.Classic(set, n.params.M, n.params.K)
-	}
-	return bitcount.Blocked(set, n.params.M, n.params.K)
 }
 
 // nativeMerge is BF.MERGE with native keys: dest (created as a copy of the
 // first source if missing) becomes the OR of itself and the sources, which
 // must all have one shape. Windows are first moved to one generation.
-func (s *Server) nativeMerge(args [][]byte, dest *entry, srcs []*entry, r *Reply) {
-	shape := srcs[0].nf
+func (s *Server) nativeMerge(args [][]byte, dest *keyspace.Entry, srcs []*keyspace.Entry, r *Reply) {
+	shape := srcs[0].NF
 	if dest != nil {
-		if dest.kind != kindNative {
+		if dest.Kind != keyspace.KindNative {
 			r.Error(errMergeShape)
 			return
 		}
-		shape = dest.nf
+		shape = dest.NF
 	}
 	for _, e := range srcs {
-		if e.kind != kindNative || !shape.sameShape(e.nf) {
+		if e.Kind != keyspace.KindNative || !shape.SameShape(e.NF) {
 			r.Error(errMergeShape)
 			return
 		}
 	}
-	if shape.typ == format.TypeWindow {
+	if shape.Typ == format.TypeWindow {
 		// While replaying, the BF.ADVANCE records logged before the merge
 		// have moved the windows where it moved them: the replaying
 		// server's clock must not move them further.
 		g := int64(math.MinInt64)
-		if !s.db.loading {
-			g = shape.genAt(s.db.now())
+		if !s.db.Loading() {
+			g = shape.GenAt(s.db.Now())
 		}
 		if dest != nil {
-			g = max(g, dest.nf.cur)
+			g = max(g, dest.NF.Cur)
 		}
 		for _, e := range srcs {
-			g = max(g, e.nf.cur)
+			g = max(g, e.NF.Cur)
 		}
 		for i, e := range srcs {
-			s.advanceTo(args[2+i], e.nf, g)
+			s.advanceTo(args[2+i], e.NF, g)
 		}
 		if dest != nil {
-			s.advanceTo(args[1], dest.nf, g)
+			s.advanceTo(args[1], dest.NF, g)
 		}
 	}
 	if dest == nil {
-		first := srcs[0].nf
-		n := &nativeFilter{typ: first.typ, params: first.params, period: first.period, gens: first.gens,
-			genLen: first.genLen, cur: first.cur}
+		first := srcs[0].NF
+		n := &keyspace.NativeFilter{Typ: first.Typ, Params: first.Params, Period: first.Period, Gens: first.Gens,
+			GenLen: first.GenLen, Cur: first.Cur}
 		if !s.placeNative(args[1], n, r) {
 			return
 		}
-		dest = s.db.getb(args[1])
+		dest = s.db.GetBytes(args[1])
 	}
 	for _, e := range srcs {
 		if e != dest {
-			dest.nf.merge(e.nf)
+			dest.NF.Merge(e.NF)
 		}
 	}
-	s.db.dirty++
+	s.db.Changed()
 	r.OK()
 }

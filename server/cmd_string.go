@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bloomkit/bloomkit/server/internal/keyspace"
 	"github.com/bloomkit/bloomkit/server/internal/resp"
 )
 
@@ -26,39 +27,14 @@ const (
 // stringKey looks key up for a string command: the value, or stEmpty, or
 // stMismatch for a key holding a filter.
 func (s *Server) stringKey(key []byte) ([]byte, status) {
-	e := s.db.getb(key)
+	e := s.db.GetBytes(key)
 	if e == nil {
 		return nil, stEmpty
 	}
-	if e.kind != kindString {
+	if e.Kind != keyspace.KindString {
 		return nil, stMismatch
 	}
-	return e.str, stOK
-}
-
-// roomFor reports whether storing values of n bytes in place of the live
-// keys named would stay within --maxmemory (db.mu held). Like Redis, a
-// write that does not grow memory is always allowed, and nothing is
-// refused while the log is replayed.
-func (db *keyspace) roomFor(n uint64, replaced ...[]byte) bool {
-	if db.limit == 0 || db.loading {
-		return true
-	}
-	var freed uint64
-	for _, k := range replaced {
-		if e := db.getb(k); e != nil {
-			freed += e.dataBytes()
-		}
-	}
-	return n <= freed || db.used+(n-freed) <= db.limit
-}
-
-// putString stores a copy of val under key with the given expiry,
-// replacing a key of any kind (db.mu held; roomFor was checked).
-func (db *keyspace) putString(key, val []byte, expireAt int64) {
-	e := &entry{kind: kindString, str: append([]byte(nil), val...), expireAt: expireAt}
-	db.used += uint64(len(val))
-	db.put(string(key), e)
+	return e.Str, stOK
 }
 
 // SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]
@@ -101,7 +77,7 @@ func cmdSet(s *Server, c *Session, args [][]byte, r *Reply) {
 			return
 		}
 	}
-	now := s.db.nowMs()
+	now := s.db.NowMs()
 	var at int64
 	if exp != expNone && exp != expKeep {
 		v, ok := resp.ParseInt(expArg)
@@ -131,8 +107,8 @@ func cmdSet(s *Server, c *Session, args [][]byte, r *Reply) {
 		return
 	}
 	key := args[1]
-	old := s.db.getb(key)
-	if get && old != nil && old.kind != kindString {
+	old := s.db.GetBytes(key)
+	if get && old != nil && old.Kind != keyspace.KindString {
 		r.Error(errWrongType)
 		return
 	}
@@ -145,7 +121,7 @@ func cmdSet(s *Server, c *Session, args [][]byte, r *Reply) {
 		}
 		return
 	}
-	if !s.db.roomFor(uint64(len(args[2])), key) {
+	if !s.db.RoomFor(uint64(len(args[2])), key) {
 		r.Error(errOOMCommand)
 		return
 	}
@@ -156,26 +132,26 @@ func cmdSet(s *Server, c *Session, args [][]byte, r *Reply) {
 	logArgs := [][]byte{[]byte("SET"), key, args[2]}
 	switch {
 	case exp == expKeep && old != nil:
-		at = old.expireAt
+		at = old.ExpireAt
 		logArgs = append(logArgs, []byte("KEEPTTL"))
 	case at != 0:
 		// Relative times are logged as absolute ones, so a replay
 		// later does not extend the key's life.
 		logArgs = append(logArgs, []byte("PXAT"), strconv.AppendInt(nil, at, 10))
 	}
-	s.db.putString(key, args[2], at)
+	s.db.PutString(key, args[2], at)
 	c.logArgs = logArgs
 	if !get {
 		r.OK()
 	}
 }
 
-func replyOld(r *Reply, old *entry) {
+func replyOld(r *Reply, old *keyspace.Entry) {
 	if old == nil {
 		r.Null()
 		return
 	}
-	r.Bulk(old.str)
+	r.Bulk(old.Str)
 }
 
 // GET key
@@ -202,7 +178,7 @@ func cmdGetDel(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error(errWrongType)
 	default:
 		r.Bulk(v) // v stays valid: values are never changed in place
-		s.db.drop(string(args[1]), s.db.keys[string(args[1])])
+		s.db.Drop(string(args[1]), s.db.Lookup(string(args[1])))
 		c.logArgs = [][]byte{[]byte("DEL"), args[1]}
 	}
 }
@@ -234,12 +210,12 @@ func cmdMSet(s *Server, c *Session, args [][]byte, r *Reply) {
 		n += uint64(len(args[i+1]))
 		keys = append(keys, args[i])
 	}
-	if !s.db.roomFor(n, keys...) {
+	if !s.db.RoomFor(n, keys...) {
 		r.Error(errOOMCommand)
 		return
 	}
 	for i := 1; i < len(args); i += 2 {
-		s.db.putString(args[i], args[i+1], 0)
+		s.db.PutString(args[i], args[i+1], 0)
 	}
 	r.OK()
 }

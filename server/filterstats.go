@@ -7,6 +7,7 @@ import (
 
 	"github.com/bloomkit/bloomkit/cuckoo"
 	"github.com/bloomkit/bloomkit/internal/bitcount"
+	"github.com/bloomkit/bloomkit/server/internal/keyspace"
 )
 
 // Per-filter metric series (fill ratio, implied false-positive rate, items,
@@ -55,12 +56,9 @@ func (f *filterStats) get(s *Server) []filterRow {
 
 func (s *Server) computeFilterStats() []filterRow {
 	keys := make([]string, 0, 64)
-	s.db.mu.Lock()
-	s.db.order.Ascend(func(sk scanKey) bool {
-		keys = append(keys, sk.k)
-		return len(keys) < maxFilterSeries
-	})
-	s.db.mu.Unlock()
+	s.db.Lock()
+	keys = s.db.FirstKeys(keys, maxFilterSeries)
+	s.db.Unlock()
 	rows := make([]filterRow, 0, len(keys))
 	for _, k := range keys {
 		if r, ok := s.filterRow(k); ok {
@@ -73,10 +71,10 @@ func (s *Server) computeFilterStats() []filterRow {
 // filterRow computes one key's row, locking the keyspace per chunk; false
 // when the key is gone (or replaced) meanwhile.
 func (s *Server) filterRow(key string) (filterRow, bool) {
-	db := &s.db.mu
+	db := s.db
 	db.Lock()
-	e := s.db.keys[key]
-	if e == nil || (e.kind != kindBloom && e.kind != kindCuckoo && e.kind != kindNative) {
+	e := s.db.Lookup(key)
+	if e == nil || (e.Kind != keyspace.KindBloom && e.Kind != keyspace.KindCuckoo && e.Kind != keyspace.KindNative) {
 		db.Unlock()
 		return filterRow{}, false
 	}
@@ -86,23 +84,23 @@ func (s *Server) filterRow(key string) (filterRow, bool) {
 	var sizes []int
 	var hashes []uint32
 	var bucketSize uint16
-	switch e.kind {
-	case kindBloom:
-		row.typ, row.items, row.bytes = "bloom", float64(e.bf.Size), float64(e.bf.MemUsage())
-		for i := range e.bf.Links {
-			sizes = append(sizes, len(e.bf.Links[i].Data))
-			hashes = append(hashes, e.bf.Links[i].Hashes)
+	switch e.Kind {
+	case keyspace.KindBloom:
+		row.typ, row.items, row.bytes = "bloom", float64(e.BF.Size), float64(e.BF.MemUsage())
+		for i := range e.BF.Links {
+			sizes = append(sizes, len(e.BF.Links[i].Data))
+			hashes = append(hashes, e.BF.Links[i].Hashes)
 		}
-	case kindNative:
-		row.typ, row.items, row.bytes = e.nf.layout(), float64(e.nf.card(s.db.now())), float64(e.nf.memUsage())
-		for range e.nf.arrays {
-			sizes = append(sizes, int(e.nf.arrayBytes()))
-			hashes = append(hashes, e.nf.params.K)
+	case keyspace.KindNative:
+		row.typ, row.items, row.bytes = e.NF.Layout(), float64(e.NF.Card(s.db.Now())), float64(e.NF.MemUsage())
+		for range e.NF.Arrays {
+			sizes = append(sizes, int(e.NF.ArrayBytes()))
+			hashes = append(hashes, e.NF.Params.K)
 		}
-	case kindCuckoo:
-		row.typ, row.items, row.bytes = "cuckoo", float64(e.cf.NumItems), float64(e.cf.MemUsage())
-		bucketSize = e.cf.BucketSize
-		for _, f := range e.cf.Filters {
+	case keyspace.KindCuckoo:
+		row.typ, row.items, row.bytes = "cuckoo", float64(e.CF.NumItems), float64(e.CF.MemUsage())
+		bucketSize = e.CF.BucketSize
+		for _, f := range e.CF.Filters {
 			sizes = append(sizes, len(f))
 		}
 	}
@@ -119,7 +117,7 @@ func (s *Server) filterRow(key string) (filterRow, bool) {
 				db.Unlock()
 				return filterRow{}, false
 			}
-			if e.kind != kindCuckoo {
+			if e.Kind != keyspace.KindCuckoo {
 				part += bitcount.Ones(cur[off:end])
 			} else {
 				part += nonzero(cur[off:end])
@@ -129,7 +127,7 @@ func (s *Server) filterRow(key string) (filterRow, bool) {
 		if n == 0 {
 			continue
 		}
-		if e.kind != kindCuckoo {
+		if e.Kind != keyspace.KindCuckoo {
 			set += part
 			total += uint64(n) * 8
 			miss *= 1 - math.Pow(float64(part)/float64(n*8), float64(hashes[i]))
@@ -148,22 +146,22 @@ func (s *Server) filterRow(key string) (filterRow, bool) {
 
 // filterPart returns part i of the filter stored at key if key still
 // holds entry e and the part still has n bytes (db.mu held).
-func (s *Server) filterPart(key string, e *entry, i, n int) ([]byte, bool) {
-	if s.db.keys[key] != e {
+func (s *Server) filterPart(key string, e *keyspace.Entry, i, n int) ([]byte, bool) {
+	if s.db.Lookup(key) != e {
 		return nil, false
 	}
-	switch e.kind {
-	case kindBloom:
-		if i < len(e.bf.Links) && len(e.bf.Links[i].Data) == n {
-			return e.bf.Links[i].Data, true
+	switch e.Kind {
+	case keyspace.KindBloom:
+		if i < len(e.BF.Links) && len(e.BF.Links[i].Data) == n {
+			return e.BF.Links[i].Data, true
 		}
-	case kindNative:
-		if i < len(e.nf.arrays) && len(e.nf.arrays[i]) == n {
-			return e.nf.arrays[i], true
+	case keyspace.KindNative:
+		if i < len(e.NF.Arrays) && len(e.NF.Arrays[i]) == n {
+			return e.NF.Arrays[i], true
 		}
-	case kindCuckoo:
-		if i < len(e.cf.Filters) && len(e.cf.Filters[i]) == n {
-			return e.cf.Filters[i], true
+	case keyspace.KindCuckoo:
+		if i < len(e.CF.Filters) && len(e.CF.Filters[i]) == n {
+			return e.CF.Filters[i], true
 		}
 	}
 	return nil, false

@@ -60,10 +60,10 @@ func FuzzCommand(f *testing.F) {
 				t.Fatalf("%q: trailing bytes after the reply %q", args, out)
 			}
 		}
-		s.db.mu.Lock()
-		if len(s.db.keys) > 50 {
-			s.db.flush()
+		s.db.Lock()
+		if s.db.Len() > 50 {
+			s.db.Flush()
 		}
-		s.db.mu.Unlock()
+		s.db.Unlock()
 	})
 }

@@ -137,20 +137,20 @@ func BenchmarkKeyspace500kRecount(b *testing.B) {
 	s := bigServer(b)
 	b.Run("full", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			s.db.mu.Lock()
-			s.db.recount()
-			s.db.mu.Unlock()
+			s.db.Lock()
+			s.db.Recount()
+			s.db.Unlock()
 		}
 	})
 	b.Run("step", func(b *testing.B) {
 		var holds []time.Duration
 		for i := 0; i < b.N; i++ {
 			for {
-				s.db.mu.Lock()
+				s.db.Lock()
 				t := time.Now()
-				done := s.db.recountStep(time.Millisecond)
+				done := s.db.RecountStep(time.Millisecond)
 				holds = append(holds, time.Since(t))
-				s.db.mu.Unlock()
+				s.db.Unlock()
 				if done {
 					break
 				}
@@ -216,10 +216,10 @@ func TestCommandPathAllocs(t *testing.T) {
 func BenchmarkKeyspace500kBeginSnapshot(b *testing.B) {
 	s := bigServer(b)
 	for b.Loop() {
-		s.db.mu.Lock()
-		snap := s.db.beginSnapshot(1)
-		s.db.endSnapshot(snap)
-		s.db.mu.Unlock()
+		s.db.Lock()
+		snap := s.db.BeginSnapshot(1)
+		s.db.EndSnapshot(snap)
+		s.db.Unlock()
 	}
 
 }

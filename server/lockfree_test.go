@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/bloomkit/bloomkit/server/internal/keyspace"
 )
 
 // Deleting a large filter returns its memory off the keyspace lock: while
@@ -14,15 +16,15 @@ import (
 func TestBigDeleteFreesOffTheLock(t *testing.T) {
 	for _, cmd := range []string{"DEL", "UNLINK", "FLUSHALL", "RENAME", "BF.RESERVE"} {
 		t.Run(cmd, func(t *testing.T) {
-			entered := make(chan *entry, 1)
+			entered := make(chan *keyspace.Entry, 1)
 			release := make(chan struct{})
-			old := lazyFree
-			lazyFree = func(e *entry) {
+			old := keyspace.LazyFree
+			keyspace.LazyFree = func(e *keyspace.Entry) {
 				entered <- e
 				<-release
-				e.free()
+				e.Free()
 			}
-			defer func() { lazyFree = old }()
+			defer func() { keyspace.LazyFree = old }()
 			s := startServer(t, Config{NoPersistence: true})
 			rc, other := dialRaw(t, s.Addr()), dialRaw(t, s.Addr())
 			runSteps(t, rc, []step{
@@ -43,8 +45,8 @@ func TestBigDeleteFreesOffTheLock(t *testing.T) {
 			}
 			select {
 			case e := <-entered:
-				if e.dataBytes() < lazyFreeBytes {
-					t.Errorf("lazy free of a %d-byte entry", e.dataBytes())
+				if e.DataBytes() < keyspace.LazyFreeBytes {
+					t.Errorf("lazy free of a %d-byte entry", e.DataBytes())
 				}
 			case <-time.After(10 * time.Second):
 				t.Fatal("the large filter was not freed in the background")
@@ -71,21 +73,21 @@ func TestFlushDuringSnapshotIsConstantTime(t *testing.T) {
 		doArgs(s, c, args...)
 	}
 	doArgs(s, c, "BF.ADD", "k0", "x") // one filter among the strings
-	s.db.mu.Lock()
-	snap := s.db.beginSnapshot(2)
-	s.db.mu.Unlock()
+	s.db.Lock()
+	snap := s.db.BeginSnapshot(2)
+	s.db.Unlock()
 	rc := dialRaw(t, s.Addr())
 	start := time.Now()
 	runSteps(t, rc, []step{{"FLUSHALL", "+OK"}})
 	took := time.Since(start)
 	runSteps(t, rc, []step{{"DBSIZE", ":0"}, {"SET k1 new", "+OK"}})
 	var buf bytes.Buffer
-	if err := s.writeSnapshot(&buf, snap); err != nil {
+	if err := s.db.WriteSnapshot(&buf, snap); err != nil {
 		t.Fatal(err)
 	}
-	s.db.mu.Lock()
-	s.db.endSnapshot(snap)
-	s.db.mu.Unlock()
+	s.db.Lock()
+	s.db.EndSnapshot(snap)
+	s.db.Unlock()
 	s2 := startServer(t, Config{NoPersistence: true})
 	if _, got, err := loadSnapshot(s2, buf.Bytes()); err != nil || got != n {
 		t.Fatalf("the snapshot holds %d keys (%v), want %d", got, err, n)

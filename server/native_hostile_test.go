@@ -184,12 +184,12 @@ func TestNativeMemoryAccounting(t *testing.T) {
 	c := &Session{authed: true}
 	check := func(what string) {
 		t.Helper()
-		s.db.mu.Lock()
-		defer s.db.mu.Unlock()
-		used := s.db.used
-		s.db.recount()
-		if s.db.used != used {
-			t.Errorf("after %s: accounted %d bytes, recount says %d", what, used, s.db.used)
+		s.db.Lock()
+		defer s.db.Unlock()
+		used := s.db.Used()
+		s.db.Recount()
+		if s.db.Used() != used {
+			t.Errorf("after %s: accounted %d bytes, recount says %d", what, used, s.db.Used())
 		}
 	}
 	must := func(want string, args ...string) {
@@ -439,15 +439,15 @@ func TestNativeRotationClearsOnlyWritten(t *testing.T) {
 		}
 	}
 	wiped := func(key string) uint64 {
-		s.db.mu.Lock()
-		defer s.db.mu.Unlock()
-		n := s.db.keys[key].nf
-		w := n.wiped
-		n.wiped = 0
+		s.db.Lock()
+		defer s.db.Unlock()
+		n := s.db.Lookup(key).NF
+		w := n.Wiped
+		n.Wiped = 0
 		return w
 	}
 	must("+OK\r\n", strings.Fields("BF.RESERVE w 0.01 50000 WINDOW 8s GENERATIONS 8 SEED 1")...)
-	gen := s.db.keys["w"].nf.arrayBytes()
+	gen := s.db.Lookup("w").NF.ArrayBytes()
 	clock.Add(time.Minute)
 	must(":1\r\n", "BF.ADD", "w", "a") // every generation expires; none was written
 	if got := wiped("w"); got != 0 {
@@ -481,13 +481,13 @@ func TestNativeRotationClearsOnlyWritten(t *testing.T) {
 		it = d.Iter
 	}
 	var snap strings.Builder
-	s.db.mu.Lock()
-	sn := s.db.beginSnapshot(1)
-	s.db.mu.Unlock()
-	err := s.writeSnapshot(&snap, sn)
-	s.db.mu.Lock()
-	s.db.endSnapshot(sn)
-	s.db.mu.Unlock()
+	s.db.Lock()
+	sn := s.db.BeginSnapshot(1)
+	s.db.Unlock()
+	err := s.db.WriteSnapshot(&snap, sn)
+	s.db.Lock()
+	s.db.EndSnapshot(sn)
+	s.db.Unlock()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -495,7 +495,7 @@ func TestNativeRotationClearsOnlyWritten(t *testing.T) {
 	if _, _, err := loadSnapshot(s2, []byte(snap.String())); err != nil {
 		t.Fatal(err)
 	}
-	s2.db.reindex()
+	s2.db.Reindex()
 	clock.Add(time.Minute)
 	must(":1\r\n", "BF.ADD", "copy", "d")
 	must("*2\r\n:0\r\n:1\r\n", "BF.MEXISTS", "copy", "c", "d")

@@ -503,7 +503,7 @@ func TestNativeSnapshotIsPointInTime(t *testing.T) {
 	must("+OK", "BF.MERGE", "small", "small")
 	doArgs(s, c, "BF.ADD", "small", "b")
 	data := rs.finish(t)
-	if rs.snap.copied.Load() == 0 {
+	if rs.snap.Copied.Load() == 0 {
 		t.Error("no chunk was copied on write: the test did not race the writer")
 	}
 	holdsPointInTime(t, data, clock.Now, want, keys...)

@@ -479,11 +479,11 @@ func TestMetricsAuthAndFilterSeries(t *testing.T) {
 	if resp, err := http.Get("http://" + s.MetricsAddr() + "/healthz"); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("/healthz is open to probes: %v %v", resp, err)
 	}
-	s.db.mu.Lock()
-	bf, cf := s.db.keys["f"].bf, s.db.keys["cf"].cf
+	s.db.Lock()
+	bf, cf := s.db.Lookup("f").BF, s.db.Lookup("cf").CF
 	wantBF := []float64{bf.FillRatio(), bf.EstimatedFPR(), float64(bf.Size)}
 	wantCF := []float64{cf.FillRatio(), cf.EstimatedFPR(), float64(cf.NumItems)}
-	s.db.mu.Unlock()
+	s.db.Unlock()
 	for key, want := range map[string][]float64{`key="f",type="bloom"`: wantBF, `key="cf",type="cuckoo"`: wantCF} {
 		for i, name := range []string{"bloomkit_filter_fill_ratio", "bloomkit_filter_estimated_fpr", "bloomkit_filter_items"} {
 			m := regexp.MustCompile(name + `\{` + key + `\} (\S+)`).FindSubmatch(body)

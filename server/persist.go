@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bloomkit/bloomkit/server/internal/aof"
+	"github.com/bloomkit/bloomkit/server/internal/keyspace"
 )
 
 // Persistence is the durability engine's (internal/aof: the files, the
@@ -43,7 +44,7 @@ type persistState struct {
 	gen       atomic.Uint64 // newest durable snapshot's generation (0: none)
 	saving    atomic.Bool
 	scheduled atomic.Bool
-	current   atomic.Pointer[snapshot]
+	current   atomic.Pointer[keyspace.Snapshot]
 	started   atomic.Int64 // unix seconds the running rewrite started
 
 	lastSave     atomic.Int64 // unix seconds of the last successful save
@@ -74,19 +75,14 @@ func (s *Server) load() error {
 	}
 
 	// Exact replay: no limit that can change between runs applies.
-	limit := s.db.limit
-	s.db.limit = 0
-	s.db.loading = true
-	defer func() {
-		s.db.loading = false
-		s.db.limit = limit
-	}()
+	s.db.BeginLoad()
+	defer s.db.EndLoad()
 	if snapGen := chain.Snapshot; snapGen > 0 {
 		f, err := d.Open(SnapshotName(snapGen))
 		if err != nil {
 			return fmt.Errorf("server: open snapshot: %w", err)
 		}
-		gen, n, err := s.readSnapshot(f, d.Path(SnapshotName(snapGen)))
+		gen, n, err := s.db.ReadSnapshot(f, d.Path(SnapshotName(snapGen)))
 		f.Close()
 		if err != nil {
 			return fmt.Errorf("server: %w", err)
@@ -119,9 +115,8 @@ func (s *Server) load() error {
 	}
 	s.persist.nextGen = chain.Next()
 	s.persist.gen.Store(chain.Snapshot)
-	s.db.onExpire = func(key string) { s.logCommand(nil, [][]byte{[]byte("DEL"), []byte(key)}) }
-	s.db.recount()
-	s.db.dirty = 0
+	s.db.OnExpire = func(key string) { s.logCommand(nil, [][]byte{[]byte("DEL"), []byte(key)}) }
+	s.db.Loaded()
 	// Files of generations before the snapshot are superseded.
 	chain.RemoveSuperseded()
 	return nil
@@ -134,10 +129,10 @@ func (s *Server) replayCommand(c *Session, args [][]byte, r *Reply) error {
 		return errors.New("not a logged command")
 	}
 	r.Reset(false)
-	s.db.mu.Lock()
+	s.db.Lock()
 	c.skipLog, c.logArgs = false, nil
 	cmd.fn(s, c, args, r)
-	s.db.mu.Unlock()
+	s.db.Unlock()
 	if r.w.Failed() {
 		return errors.New(strings.TrimSpace(strings.TrimPrefix(string(r.Bytes()), "-")))
 	}
@@ -147,7 +142,7 @@ func (s *Server) replayCommand(c *Session, args [][]byte, r *Reply) error {
 // logCommand appends a write to the log, or to the transaction being
 // executed (db.mu held). It returns the log position the write is at.
 func (s *Server) logCommand(c *Session, args [][]byte) {
-	if s.aof == nil || s.db.loading {
+	if s.aof == nil || s.db.Loading() {
 		return
 	}
 	if s.txn != nil {
@@ -199,19 +194,19 @@ func (s *Server) rewrite0(gen uint64) error {
 	if err != nil {
 		return fmt.Errorf("new log: %w", err)
 	}
-	s.db.mu.Lock()
+	s.db.Lock()
 	failedBefore := s.aof.Failure() != nil
-	snap := s.db.beginSnapshot(gen)
+	snap := s.db.BeginSnapshot(gen)
 	s.aof.Rotate(lf)
-	dirty := s.db.dirty
-	s.db.mu.Unlock()
+	dirty := s.db.Dirty()
+	s.db.Unlock()
 	p.current.Store(snap)
 	err = s.inBackgroundThread(func() error { return s.writeSnapshotFile(snap) })
-	s.db.mu.Lock()
-	s.db.endSnapshot(snap)
-	s.db.mu.Unlock()
+	s.db.Lock()
+	s.db.EndSnapshot(snap)
+	s.db.Unlock()
 	p.current.Store(nil)
-	p.lastCOW.Store(snap.copied.Load())
+	p.lastCOW.Store(snap.Copied.Load())
 	if err != nil {
 		return err
 	}
@@ -233,8 +228,8 @@ func (s *Server) rewrite0(gen uint64) error {
 }
 
 // writeSnapshotFile writes the snapshot to its file durably.
-func (s *Server) writeSnapshotFile(snap *snapshot) error {
-	n, err := aof.WriteSnapshot(s.dir, snap.gen, func(w io.Writer) error { return s.writeSnapshot(w, snap) })
+func (s *Server) writeSnapshotFile(snap *keyspace.Snapshot) error {
+	n, err := aof.WriteSnapshot(s.dir, snap.Gen, func(w io.Writer) error { return s.db.WriteSnapshot(w, snap) })
 	if err != nil {
 		return err
 	}
@@ -329,9 +324,9 @@ func (s *Server) persistenceInfo() []string {
 	var cow, keysDone, keysTotal int64
 	if snap := p.current.Load(); snap != nil {
 		cur = now - p.started.Load()
-		cow = snap.copied.Load()
-		keysDone = snap.processed.Load()
-		keysTotal = int64(snap.count)
+		cow = snap.Copied.Load()
+		keysDone = snap.Processed.Load()
+		keysTotal = int64(snap.Count)
 	}
 	status := s.lastSaveStatus()
 	lines := []string{
@@ -343,7 +338,7 @@ func (s *Server) persistenceInfo() []string {
 		"current_fork_perc:0.00",
 		"current_save_keys_processed:" + itoa(keysDone),
 		"current_save_keys_total:" + itoa(keysTotal),
-		"rdb_changes_since_last_save:" + strconv.FormatUint(s.db.dirty-p.dirtyAtSave.Load(), 10),
+		"rdb_changes_since_last_save:" + strconv.FormatUint(s.db.Dirty()-p.dirtyAtSave.Load(), 10),
 		"rdb_bgsave_in_progress:" + b01(inProgress),
 		"rdb_last_save_time:" + itoa(p.lastSave.Load()),
 		"rdb_last_bgsave_status:" + status,

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/bloomkit/bloomkit/server/internal/keyspace"
 	"github.com/bloomkit/bloomkit/server/internal/resp"
 )
 
@@ -122,30 +123,30 @@ func (s *Server) prefetch(rd *resp.Reader, scratch []prefetchItem) []prefetchIte
 	// requests usually name one key).
 	var (
 		key   []byte
-		e     *entry
+		e     *keyspace.Entry
 		sink  byte
 		group [prefetchMax][]byte
 		n     int
 		gkind prefetchKind
-		ge    *entry
+		ge    *keyspace.Entry
 	)
 	flush := func() {
 		switch {
 		case n == 0 || ge == nil:
-		case gkind == prefetchBloomRead && ge.kind == kindBloom:
-			sink ^= ge.bf.Prefetch(group[:n]...)
-		case (gkind == prefetchBloomRead || gkind == prefetchBloomAdd) && ge.kind == kindNative:
-			sink ^= ge.nf.prefetch(s.db.now(), group[:n])
-		case gkind != prefetchBloomRead && ge.kind == kindCuckoo:
-			sink ^= ge.cf.Prefetch(gkind == prefetchCuckooWrite, group[:n]...)
+		case gkind == prefetchBloomRead && ge.Kind == keyspace.KindBloom:
+			sink ^= ge.BF.Prefetch(group[:n]...)
+		case (gkind == prefetchBloomRead || gkind == prefetchBloomAdd) && ge.Kind == keyspace.KindNative:
+			sink ^= ge.NF.Prefetch(s.db.Now(), group[:n])
+		case gkind != prefetchBloomRead && ge.Kind == keyspace.KindCuckoo:
+			sink ^= ge.CF.Prefetch(gkind == prefetchCuckooWrite, group[:n]...)
 		}
 		n = 0
 	}
-	s.db.mu.Lock()
+	s.db.Lock()
 	for i := range items {
 		it := &items[i]
 		if key == nil || !bytes.Equal(it.key, key) {
-			e, key = s.db.keys[string(it.key)], it.key
+			e, key = s.db.Lookup(string(it.key)), it.key
 		}
 		if e != ge || it.kind != gkind {
 			flush()
@@ -155,7 +156,7 @@ func (s *Server) prefetch(rd *resp.Reader, scratch []prefetchItem) []prefetchIte
 		n++
 	}
 	flush()
-	s.db.mu.Unlock()
+	s.db.Unlock()
 	prefetchSink.Add(uint32(sink))
 	return items
 }

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/bloomkit/bloomkit/server/internal/keyspace"
 )
 
 // The stepwise memory recount ends with the same number as a full recount
@@ -31,16 +33,16 @@ func TestRecountSteps(t *testing.T) {
 	}
 	for round := 0; round < 5; round++ {
 		// Drift, as the unaccounted parts of growth leave it.
-		s.db.mu.Lock()
-		s.db.used += 12345
+		s.db.Lock()
+		s.db.Drift(12345)
 		steps := 0
-		for !s.db.recountStep(time.Microsecond) {
+		for !s.db.RecountStep(time.Microsecond) {
 			steps++
-			cursor := s.db.pass.cursor
-			s.db.mu.Unlock()
+			cursor := s.db.RecountCursor()
+			s.db.Unlock()
 			// Grow a filter the pass has counted already.
 			for k := 0; k < 3000; k++ {
-				if key := fmt.Sprintf("b%d", k); scanHash(key) < cursor {
+				if key := fmt.Sprintf("b%d", k); keyspace.ScanHash(key) < cursor {
 					for j := 0; j < 300; j++ {
 						do("BF.ADD", key, fmt.Sprint(round, steps, j))
 					}
@@ -64,12 +66,12 @@ func TestRecountSteps(t *testing.T) {
 					do("CF.COMPACT", fmt.Sprintf("c%d", k))
 				}
 			}
-			s.db.mu.Lock()
+			s.db.Lock()
 		}
-		got := s.db.used
-		s.db.recount()
-		want := s.db.used
-		s.db.mu.Unlock()
+		got := s.db.Used()
+		s.db.Recount()
+		want := s.db.Used()
+		s.db.Unlock()
 		if steps < 5 {
 			t.Fatalf("round %d: the pass took only %d steps", round, steps)
 		}

@@ -204,23 +204,23 @@ func TestExpiry(t *testing.T) {
 		{"CF.ADD c x", ":1"},
 		{"PEXPIREAT c 1000003000", ":1"},
 	})
-	s.db.mu.Lock()
+	s.db.Lock()
 	now = now.Add(4 * time.Second)
-	s.db.mu.Unlock()
+	s.db.Unlock()
 	runSteps(t, rc, []step{
 		{"EXISTS a c", ":1"},
 		{"BF.EXISTS a x", ":1"},
 		{"DBSIZE", ":1"}, // c expired (PEXPIREAT +3s) and active expiry removed it
 	})
-	s.db.mu.Lock()
+	s.db.Lock()
 	now = now.Add(2 * time.Second)
-	s.db.mu.Unlock()
+	s.db.Unlock()
 	// Active expiry removes it without anyone touching the key.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		s.db.mu.Lock()
-		n := len(s.db.keys)
-		s.db.mu.Unlock()
+		s.db.Lock()
+		n := s.db.Len()
+		s.db.Unlock()
 		if n == 0 {
 			break
 		}
@@ -280,11 +280,11 @@ func TestCommandLatencyHistogram(t *testing.T) {
 	s := startServer(t, Config{NoPersistence: true})
 	cmd, _ := lookupCommand([]byte("bf.add"))
 	r := &Reply{}
-	s.db.mu.Lock()
+	s.db.Lock()
 	for _, d := range []time.Duration{500 * time.Nanosecond, time.Microsecond, 3 * time.Microsecond, 2 * time.Second} {
 		s.stats.executedLocked(cmd, d, r)
 	}
-	s.db.mu.Unlock()
+	s.db.Unlock()
 	r.Error("ERR the command failed") // counted as an error
 	s.stats.rejected(cmd, 7*time.Millisecond, r)
 	got := s.tallies()[cmd.idx]

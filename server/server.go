@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/bloomkit/bloomkit/server/internal/aof"
+	"github.com/bloomkit/bloomkit/server/internal/keyspace"
 )
 
 // DefaultAddr is where a Server listens unless Config.Addr (or a config
@@ -224,7 +225,7 @@ type Session struct {
 type Server struct {
 	cfg     Config
 	log     *slog.Logger
-	db      *keyspace
+	db      *keyspace.DB
 	dir     aof.Dir
 	aof     *aof.Log
 	persist persistState
@@ -294,7 +295,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg:      cfg,
 		log:      cfg.Logger,
-		db:       newDB(limit, cfg.Now),
+		db:       keyspace.New(limit, cfg.Now),
 		metrics:  newMetrics(),
 		stats:    newServerStats(),
 		started:  time.Now(),
@@ -314,7 +315,7 @@ func New(cfg Config) (*Server, error) {
 		if err := s.load(); err != nil {
 			return nil, err
 		}
-		s.db.reindex() // the snapshot was loaded into the map directly
+		s.db.Reindex() // the snapshot was loaded into the map directly
 	}
 	return s, nil
 }
@@ -411,7 +412,7 @@ func (s *Server) Serve() error {
 		}
 	}()
 	s.log.Info("serving", "addr", s.Addr(), "dir", s.cfg.Dir, "appendfsync", s.appendFsync(),
-		"tls", s.cfg.TLSCert != "", "auth", s.requirePass() != "", "maxmemory", s.db.limit, "metrics", s.MetricsAddr())
+		"tls", s.cfg.TLSCert != "", "auth", s.requirePass() != "", "maxmemory", s.db.Limit(), "metrics", s.MetricsAddr())
 	s.lifeMu.Lock()
 	if s.closed.Load() {
 		s.lifeMu.Unlock()
@@ -512,11 +513,11 @@ func (s *Server) background() {
 		s.expireCycle()
 		// Memory recount: a pass at most every 10 s, in steps of about
 		// a millisecond of lock per tick.
-		s.db.mu.Lock()
-		if s.db.pass.active || ticks%100 == 0 {
-			s.db.recountStep(time.Millisecond)
+		s.db.Lock()
+		if s.db.Recounting() || ticks%100 == 0 {
+			s.db.RecountStep(time.Millisecond)
 		}
-		s.db.mu.Unlock()
+		s.db.Unlock()
 		if s.aof == nil {
 			continue
 		}
@@ -551,18 +552,18 @@ func (s *Server) background() {
 func (s *Server) expireCycle() {
 	deadline := time.Now().Add(25 * time.Millisecond)
 	for time.Now().Before(deadline) {
-		s.db.mu.Lock()
+		s.db.Lock()
 		stop := time.Now().Add(time.Millisecond)
 		n := 0
 		for time.Now().Before(stop) {
-			got := s.db.expireSome(20)
+			got := s.db.ExpireSome(20)
 			n += got
 			if got < 20 {
 				break
 			}
 		}
 		more := n > 0 && time.Now().After(stop)
-		s.db.mu.Unlock()
+		s.db.Unlock()
 		if !more {
 			return
 		}
@@ -730,8 +731,8 @@ func (s *Server) locked(c *Session, cmd *command, args [][]byte, r *Reply, start
 			r.Error("ERR internal error in '" + cmd.name + "' (logged)")
 		}
 	}()
-	s.db.mu.Lock()
-	defer s.db.mu.Unlock()
+	s.db.Lock()
+	defer s.db.Unlock()
 	s.run(c, cmd, args, r)
 	c.clock = monoNow()
 	d = time.Duration(c.clock - start)
@@ -754,13 +755,13 @@ func monoTime(ns int64) time.Time { return monoBase.Add(time.Duration(ns)) }
 // of the keys a write names for a running snapshot, and logs a write that
 // succeeded. The connection's replies then wait for everything it saw.
 func (s *Server) run(c *Session, cmd *command, args [][]byte, r *Reply) {
-	if cmd.write && s.db.pass.active {
-		forKeys(cmd, args, s.db.touch)
+	if cmd.write && s.db.Recounting() {
+		forKeys(cmd, args, s.db.Touch)
 	}
-	if cmd.write && s.db.snap != nil {
+	if cmd.write && s.db.Snapshotting() {
 		forKeys(cmd, args, func(k []byte) {
-			if e, ok := s.db.keys[string(k)]; ok {
-				s.db.preserve(e)
+			if e := s.db.Lookup(string(k)); e != nil {
+				s.db.Preserve(e)
 			}
 		})
 	}
@@ -828,14 +829,14 @@ func (s *Server) exec(c *Session, r *Reply) {
 	}
 	r.Array(len(q) - 1) // q[0] is the MULTI marker
 	var sub Reply
-	s.db.mu.Lock()
-	defer s.db.mu.Unlock()
-	now := s.db.now()
-	clock := s.db.now
-	s.db.now = func() time.Time { return now }
+	s.db.Lock()
+	defer s.db.Unlock()
+	now := s.db.Now()
+	clock := s.db.Now
+	s.db.Now = func() time.Time { return now }
 	s.txn = [][][]byte{}
 	defer func() {
-		s.db.now = clock
+		s.db.Now = clock
 		if len(s.txn) > 0 {
 			cmds := s.txn
 			s.aof.Append(func(b []byte) []byte { return aof.EncodeTransaction(b, cmds) })
@@ -868,8 +869,8 @@ func (s *Server) lockDB(c *Session) (unlock func()) {
 	if c != nil && c.inExec {
 		return func() {}
 	}
-	s.db.mu.Lock()
-	return s.db.mu.Unlock
+	s.db.Lock()
+	return s.db.Unlock
 }
 
 // newRunID is 40 random hex digits, as Redis's run_id.

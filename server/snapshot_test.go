@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bloomkit/bloomkit/server/internal/keyspace"
 )
 
 // doArgs runs one command through the command layer.
@@ -94,7 +96,7 @@ func TestSnapshotIsPointInTime(t *testing.T) {
 	rs.read(t, 1<<20)
 	must("+OK", "FLUSHALL")
 	data := rs.finish(t)
-	if rs.snap.copied.Load() == 0 {
+	if rs.snap.Copied.Load() == 0 {
 		t.Error("no chunk was copied on write: the test did not race the writer")
 	}
 
@@ -194,16 +196,16 @@ func keyState(t *testing.T, s *Server, c *Session, k string) string {
 // loadSnapshot reads a snapshot's bytes into a running server's keyspace,
 // with the keyspace locked (the server's background expiry walks it).
 func loadSnapshot(s *Server, data []byte) (uint64, int, error) {
-	s.db.mu.Lock()
-	defer s.db.mu.Unlock()
-	return s.readSnapshot(&memReader{Reader: bytes.NewReader(data), size: int64(len(data))}, "mem")
+	s.db.Lock()
+	defer s.db.Unlock()
+	return s.db.ReadSnapshot(&memReader{Reader: bytes.NewReader(data), size: int64(len(data))}, "mem")
 }
 
 // Chunks copied on write for a large filter live outside the Go heap, so
 // a snapshot racing writes does not leave the heap (and the RSS the
 // runtime keeps for it) grown by a copy of the filter.
 func TestSnapshotCopiesOutsideHeap(t *testing.T) {
-	if _, ok := mapAnon(cowMapMin); !ok {
+	if !keyspace.OffHeapCopies() {
 		t.Skip("no anonymous mappings on this platform: copies stay on the heap")
 	}
 	s := startServer(t, Config{NoPersistence: true})
@@ -224,7 +226,7 @@ func TestSnapshotCopiesOutsideHeap(t *testing.T) {
 		s.Do(c, args, &r)
 	}
 	runtime.ReadMemStats(&after)
-	copied := rs.snap.copied.Load()
+	copied := rs.snap.Copied.Load()
 	if copied < 8<<20 {
 		t.Fatalf("only %d bytes copied on write: the adds did not race the writer", copied)
 	}
@@ -232,9 +234,9 @@ func TestSnapshotCopiesOutsideHeap(t *testing.T) {
 		t.Errorf("the heap grew by %d bytes while %d were copied on write: the copies are on the heap", heap, copied)
 	}
 	rs.finish(t)
-	s.db.mu.Lock()
-	defer s.db.mu.Unlock()
-	if e := s.db.keys["big"]; e.img != nil || e.bf.Guard != nil {
+	s.db.Lock()
+	defer s.db.Unlock()
+	if e := s.db.Lookup("big"); e.HoldsImage() || e.BF.Guard != nil {
 		t.Error("the filter still holds the snapshot's image")
 	}
 }
@@ -243,7 +245,7 @@ func TestSnapshotCopiesOutsideHeap(t *testing.T) {
 // the test drains by hand: the writer waits for the pipe between its holds
 // of the lock, so the test's commands between reads race it.
 type racingSnapshot struct {
-	snap *snapshot
+	snap *keyspace.Snapshot
 	pr   *io.PipeReader
 	out  bytes.Buffer
 	err  chan error
@@ -251,16 +253,16 @@ type racingSnapshot struct {
 
 // startSnapshot begins a snapshot of s and starts its writer.
 func startSnapshot(s *Server) *racingSnapshot {
-	s.db.mu.Lock()
-	rs := &racingSnapshot{snap: s.db.beginSnapshot(7), err: make(chan error, 1)}
-	s.db.mu.Unlock()
+	s.db.Lock()
+	rs := &racingSnapshot{snap: s.db.BeginSnapshot(7), err: make(chan error, 1)}
+	s.db.Unlock()
 	pr, pw := io.Pipe()
 	rs.pr = pr
 	go func() {
-		err := s.writeSnapshot(pw, rs.snap)
-		s.db.mu.Lock()
-		s.db.endSnapshot(rs.snap)
-		s.db.mu.Unlock()
+		err := s.db.WriteSnapshot(pw, rs.snap)
+		s.db.Lock()
+		s.db.EndSnapshot(rs.snap)
+		s.db.Unlock()
 		pw.CloseWithError(err)
 		rs.err <- err
 	}()

@@ -139,9 +139,9 @@ func (st *serverStats) rejected(cmd *command, d time.Duration, r *Reply) {
 func (s *Server) tallies() []cmdTally {
 	st := s.stats
 	out := make([]cmdTally, len(st.tally))
-	s.db.mu.Lock()
+	s.db.Lock()
 	copy(out, st.tally)
-	s.db.mu.Unlock()
+	s.db.Unlock()
 	st.tmu.Lock()
 	for i := range out {
 		out[i].merge(&st.utally[i])

@@ -389,9 +389,9 @@ func TestSnapshotStringsArePointInTime(t *testing.T) {
 	for i := 0; i < 300; i++ {
 		doArgs(s, c, "SET", fmt.Sprint("s", i), fmt.Sprint("old", i))
 	}
-	s.db.mu.Lock()
-	snap := s.db.beginSnapshot(3)
-	s.db.mu.Unlock()
+	s.db.Lock()
+	snap := s.db.BeginSnapshot(3)
+	s.db.Unlock()
 	var out strings.Builder
 	w := &syncWriter{w: &out, before: func() {
 		// The writer is between holds of the lock: change every string.
@@ -407,10 +407,10 @@ func TestSnapshotStringsArePointInTime(t *testing.T) {
 			}
 		}
 	}}
-	err := s.writeSnapshot(w, snap)
-	s.db.mu.Lock()
-	s.db.endSnapshot(snap)
-	s.db.mu.Unlock()
+	err := s.db.WriteSnapshot(w, snap)
+	s.db.Lock()
+	s.db.EndSnapshot(snap)
+	s.db.Unlock()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -462,13 +462,13 @@ func TestStringMaxMemory(t *testing.T) {
 		{"DEL a", ":1"},
 		{"SET b " + big, "+OK"},
 	})
-	s.db.mu.Lock()
-	used := s.db.used
-	s.db.recount()
-	if s.db.used != used {
-		t.Errorf("accounted %d bytes, recount says %d", used, s.db.used)
+	s.db.Lock()
+	used := s.db.Used()
+	s.db.Recount()
+	if s.db.Used() != used {
+		t.Errorf("accounted %d bytes, recount says %d", used, s.db.Used())
 	}
-	s.db.mu.Unlock()
+	s.db.Unlock()
 }
 
 // A legacy filter (RedisBloom 1.x dumps: 32-bit hashes, a power-of-two bit
@@ -489,9 +489,9 @@ func TestMemoryStats(t *testing.T) {
 	rc.do("SET", "a", strings.Repeat("x", 1000))
 	rc.do("BF.RESERVE", "b", "0.01", "1000")
 	got := rc.do("MEMORY", "STATS")
-	s.db.mu.Lock()
-	used := s.db.used
-	s.db.mu.Unlock()
+	s.db.Lock()
+	used := s.db.Used()
+	s.db.Unlock()
 	for _, want := range []string{
 		fmt.Sprintf(`"total.allocated" :%d `, used),
 		`"keys.count" :2 `,

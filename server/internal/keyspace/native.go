@@ -1,4 +1,4 @@
-package server
+package keyspace
 
 import (
 	"encoding/binary"
@@ -35,23 +35,23 @@ import (
 // and never twice (a move to a generation at or before the current one does
 // nothing).
 
-// nativeFilter is one native key's value; all its methods run with the
+// NativeFilter is one native key's value; all its methods run with the
 // keyspace locked.
-type nativeFilter struct {
-	typ    uint8        // format.TypeClassic, TypeBlocked or TypeWindow
-	params bloom.Params // of the filter, or of each of a window's generations
+type NativeFilter struct {
+	Typ    uint8        // format.TypeClassic, TypeBlocked or TypeWindow
+	Params bloom.Params // of the filter, or of each of a window's generations
 	// Window only.
-	period time.Duration // T
-	gens   int           // G
-	genLen int64         // d = ⌈T/G⌉ nanoseconds; generation g covers [g·d, (g+1)·d)
-	cur    int64         // the newest generation held
+	Period time.Duration // T
+	Gens   int           // G
+	GenLen int64         // d = ⌈T/G⌉ nanoseconds; generation g covers [g·d, (g+1)·d)
+	Cur    int64         // the newest generation held
 	// arrays holds the bits: one array, or for a window G+1 slots, generation
 	// g in slot g mod (G+1). A Blocked array is m/512 blocks of 64 bytes; bit
 	// j of block b is bit j%8 of byte 64b + j/8 (docs/format.md's words, in
 	// little-endian bytes).
-	arrays [][]byte
+	Arrays [][]byte
 	// counts[i] counts the adds into arrays[i] that answered 1 (new).
-	counts []uint64
+	Counts []uint64
 	// dirty[i] is false while arrays[i] is known to be all zeros (fresh,
 	// or emptied since its last write), so that a rotation need not touch
 	// it: clearing a never-written generation in place faulted in all its
@@ -60,20 +60,20 @@ type nativeFilter struct {
 	// not known, every array may hold bits.
 	dirty []bool
 	// wiped counts the bytes rotations cleared in place (tests).
-	wiped uint64
-	guard redisbloom.Guard
+	Wiped uint64
+	Guard redisbloom.Guard
 }
 
 // Native layouts as BF.INFO and BF.RESERVE name them.
 const (
-	layoutClassic = "classic"
-	layoutBlocked = "blocked"
+	LayoutClassic = "classic"
+	LayoutBlocked = "blocked"
 	layoutWindow  = "window"
 )
 
-// nativeMaxCapacity bounds a native filter's capacity (RedisBloom's is
+// NativeMaxCapacity bounds a native filter's capacity (RedisBloom's is
 // 2^30): the bits are bounded by bloom.MaxBits and by --maxmemory.
-const nativeMaxCapacity = 1 << 40
+const NativeMaxCapacity = 1 << 40
 
 // smallClear is the size up to which a window clears an expired
 // generation in place; larger ones get a fresh (lazily zeroed) array and
@@ -83,91 +83,91 @@ const smallClear = 1 << 20
 
 var errNativeParams = errors.New("ERR bad filter parameters")
 
-func (n *nativeFilter) layout() string {
-	switch n.typ {
+func (n *NativeFilter) Layout() string {
+	switch n.Typ {
 	case format.TypeClassic:
-		return layoutClassic
+		return LayoutClassic
 	case format.TypeWindow:
 		return layoutWindow
 	}
-	return layoutBlocked
+	return LayoutBlocked
 }
 
 // arrayBytes is the size of one array: ⌈m/64⌉ words.
-func (n *nativeFilter) arrayBytes() uint64 { return (n.params.M + 63) / 64 * 8 }
+func (n *NativeFilter) ArrayBytes() uint64 { return (n.Params.M + 63) / 64 * 8 }
 
 // dataBytes is what the filter's arrays take.
-func (n *nativeFilter) dataBytes() uint64 { return n.arrayBytes() * uint64(len(n.arrays)) }
+func (n *NativeFilter) DataBytes() uint64 { return n.ArrayBytes() * uint64(len(n.Arrays)) }
 
 // memUsage is BF.INFO's Size and MEMORY USAGE's value for the key.
-func (n *nativeFilter) memUsage() uint64 { return n.dataBytes() + 96 + 32*uint64(len(n.arrays)) }
+func (n *NativeFilter) MemUsage() uint64 { return n.DataBytes() + 96 + 32*uint64(len(n.Arrays)) }
 
-// nativeParams works out a new filter's parameters from BF.RESERVE's
+// NativeParams works out a new filter's parameters from BF.RESERVE's
 // capacity and rate as the library does (bloom.Estimate, EstimateBlocked,
 // and for a window EstimateBlocked at the generations' rate).
-func nativeParams(typ uint8, capacity uint64, rate float64, period time.Duration, gens int, seed uint64) (*nativeFilter, error) {
-	n := &nativeFilter{typ: typ}
+func NativeParams(typ uint8, capacity uint64, rate float64, period time.Duration, gens int, seed uint64) (*NativeFilter, error) {
+	n := &NativeFilter{Typ: typ}
 	switch typ {
 	case format.TypeClassic:
-		n.params = bloom.Estimate(capacity, rate)
+		n.Params = bloom.Estimate(capacity, rate)
 	case format.TypeBlocked:
-		n.params = bloom.EstimateBlocked(capacity, rate)
+		n.Params = bloom.EstimateBlocked(capacity, rate)
 	case format.TypeWindow:
-		n.params = bloom.EstimateBlocked(capacity, generation.Rate(rate))
-		n.params.N, n.params.P = capacity, rate
+		n.Params = bloom.EstimateBlocked(capacity, generation.Rate(rate))
+		n.Params.N, n.Params.P = capacity, rate
 		if period <= 0 || gens < 1 || gens > bloom.MaxGenerations {
 			return nil, errNativeParams
 		}
-		n.period, n.gens = period, gens
-		n.genLen = generation.Length(period, gens)
+		n.Period, n.Gens = period, gens
+		n.GenLen = generation.Length(period, gens)
 	}
-	n.params.Seed = seed
-	if n.params.M == 0 || n.params.K == 0 || n.params.K > bloom.MaxK {
+	n.Params.Seed = seed
+	if n.Params.M == 0 || n.Params.K == 0 || n.Params.K > bloom.MaxK {
 		return nil, errNativeParams
 	}
-	if n.params.M > bloom.MaxBits/uint64(n.slots()) {
+	if n.Params.M > bloom.MaxBits/uint64(n.Slots()) {
 		return nil, errNativeParams
 	}
 	return n, nil
 }
 
 // slots is the number of arrays: 1, or G+1 for a window.
-func (n *nativeFilter) slots() int {
-	if n.typ == format.TypeWindow {
-		return n.gens + 1
+func (n *NativeFilter) Slots() int {
+	if n.Typ == format.TypeWindow {
+		return n.Gens + 1
 	}
 	return 1
 }
 
 // allocate gives the filter fresh zeroed arrays, zero counts and nothing
 // dirty.
-func (n *nativeFilter) allocate() error {
-	slots := n.slots()
-	n.arrays = make([][]byte, slots)
-	n.counts = make([]uint64, slots)
+func (n *NativeFilter) Allocate() error {
+	slots := n.Slots()
+	n.Arrays = make([][]byte, slots)
+	n.Counts = make([]uint64, slots)
 	n.dirty = make([]bool, slots)
-	for i := range n.arrays {
-		a, err := redisbloom.AllocArray(n.arrayBytes())
+	for i := range n.Arrays {
+		a, err := redisbloom.AllocArray(n.ArrayBytes())
 		if err != nil {
 			n.free()
 			return err
 		}
-		n.arrays[i] = a
+		n.Arrays[i] = a
 	}
 	return nil
 }
 
-func (n *nativeFilter) free() {
-	for i, a := range n.arrays {
+func (n *NativeFilter) free() {
+	for i, a := range n.Arrays {
 		if a != nil {
 			redisbloom.FreeArray(a)
-			n.arrays[i] = nil
+			n.Arrays[i] = nil
 		}
 	}
 }
 
 // genAt is the generation the clock is in at t.
-func (n *nativeFilter) genAt(t time.Time) int64 { return generation.At(t, n.genLen) }
+func (n *NativeFilter) GenAt(t time.Time) int64 { return generation.At(t, n.GenLen) }
 
 // validGen reports whether a window can stand at generation g: the start
 // times of its generations g-G … g+1 are whole int64 nanoseconds. The
@@ -176,41 +176,41 @@ func (n *nativeFilter) genAt(t time.Time) int64 { return generation.At(t, n.genL
 // refused, or a forged header with cur = MaxInt64 would loop forever with
 // the keyspace locked, and a start time that overflows would write a
 // snapshot that cannot be read back.
-func (n *nativeFilter) validGen(g int64) bool {
-	return g >= math.MinInt64/n.genLen+int64(n.gens) && g < math.MaxInt64/n.genLen
+func (n *NativeFilter) ValidGen(g int64) bool {
+	return g >= math.MinInt64/n.GenLen+int64(n.Gens) && g < math.MaxInt64/n.GenLen
 }
 
 // slot is the array generation g lives in.
-func (n *nativeFilter) slot(g int64) int { return generation.Slot(g, len(n.arrays)) }
+func (n *NativeFilter) Slot(g int64) int { return generation.Slot(g, len(n.Arrays)) }
 
 // live returns the generations [lo, hi] a read at now sees: the last G+1
 // by the clock, of those the window holds. A clock behind the window counts
 // as standing at its newest generation, so keys are never forgotten early.
-func (n *nativeFilter) live(now time.Time) (lo, hi int64) {
-	return generation.Live(n.cur, n.genAt(now), n.gens)
+func (n *NativeFilter) live(now time.Time) (lo, hi int64) {
+	return generation.Live(n.Cur, n.GenAt(now), n.Gens)
 }
 
 // advance moves the window forward to generation g, emptying the slots of
 // the generations that expire on the way (at most G+1 however far g is).
-func (n *nativeFilter) advance(g int64) {
-	if g <= n.cur {
+func (n *NativeFilter) Advance(g int64) {
+	if g <= n.Cur {
 		return
 	}
-	lo, hi := generation.Expiring(n.cur, g, n.gens)
+	lo, hi := generation.Expiring(n.Cur, g, n.Gens)
 	for h := lo; h <= hi; h++ {
-		n.empty(n.slot(h))
+		n.empty(n.Slot(h))
 	}
-	n.cur = g
+	n.Cur = g
 }
 
 // empty clears slot i: in place when small, otherwise by swapping in a
 // fresh array and freeing the old one off the lock (or, while a snapshot
 // still reads it, handing it to the guard).
-func (n *nativeFilter) empty(i int) {
-	a := n.arrays[i]
-	n.counts[i] = 0
+func (n *NativeFilter) empty(i int) {
+	a := n.Arrays[i]
+	n.Counts[i] = 0
 	if n.dirty == nil {
-		n.dirty = make([]bool, len(n.arrays))
+		n.dirty = make([]bool, len(n.Arrays))
 		for j := range n.dirty {
 			n.dirty[j] = true
 		}
@@ -219,48 +219,48 @@ func (n *nativeFilter) empty(i int) {
 		return
 	}
 	n.dirty[i] = false
-	if n.guard == nil && len(a) <= smallClear {
+	if n.Guard == nil && len(a) <= smallClear {
 		clear(a)
-		n.wiped += uint64(len(a))
+		n.Wiped += uint64(len(a))
 		return
 	}
 	fresh, err := redisbloom.AllocArray(uint64(len(a)))
 	if err != nil {
-		if n.guard != nil {
-			n.guard.Write(a, 0, len(a))
+		if n.Guard != nil {
+			n.Guard.Write(a, 0, len(a))
 		}
 		clear(a)
-		n.wiped += uint64(len(a))
+		n.Wiped += uint64(len(a))
 		return
 	}
-	n.arrays[i] = fresh
-	if n.guard != nil {
-		n.guard.Release(a)
+	n.Arrays[i] = fresh
+	if n.Guard != nil {
+		n.Guard.Release(a)
 		return
 	}
 	go redisbloom.FreeArray(a)
 }
 
-// probe is where a key's bits are: a block and offsets in it (blocked and
+// Probe is where a key's bits are: a block and offsets in it (blocked and
 // window) or bit positions (classic).
-type probe struct {
+type Probe struct {
 	block   uint64
 	offsets []uint16
 	bits    []uint64
 }
 
-func (n *nativeFilter) locate(key []byte, p *probe) {
-	h := bloom.Hash(n.params.Seed, key)
-	if n.typ == format.TypeClassic {
-		p.bits = bloom.Locate(n.params, h, p.bits[:0])
+func (n *NativeFilter) locate(key []byte, p *Probe) {
+	h := bloom.Hash(n.Params.Seed, key)
+	if n.Typ == format.TypeClassic {
+		p.bits = bloom.Locate(n.Params, h, p.bits[:0])
 		return
 	}
-	p.block, p.offsets = bloom.LocateBlock(n.params, h, p.offsets[:0])
+	p.block, p.offsets = bloom.LocateBlock(n.Params, h, p.offsets[:0])
 }
 
 // has reports whether all the key's bits are set in a.
-func (n *nativeFilter) has(a []byte, p *probe) bool {
-	if n.typ == format.TypeClassic {
+func (n *NativeFilter) has(a []byte, p *Probe) bool {
+	if n.Typ == format.TypeClassic {
 		for _, b := range p.bits {
 			if a[b>>3]&(1<<(b&7)) == 0 {
 				return false
@@ -278,18 +278,18 @@ func (n *nativeFilter) has(a []byte, p *probe) bool {
 }
 
 // set sets the key's bits in a, telling the guard first.
-func (n *nativeFilter) set(a []byte, p *probe) {
-	if n.typ == format.TypeClassic {
+func (n *NativeFilter) set(a []byte, p *Probe) {
+	if n.Typ == format.TypeClassic {
 		for _, b := range p.bits {
-			if n.guard != nil {
-				n.guard.Write(a, int(b>>3), 1)
+			if n.Guard != nil {
+				n.Guard.Write(a, int(b>>3), 1)
 			}
 			a[b>>3] |= 1 << (b & 7)
 		}
 		return
 	}
-	if n.guard != nil {
-		n.guard.Write(a, int(p.block*64), 64)
+	if n.Guard != nil {
+		n.Guard.Write(a, int(p.block*64), 64)
 	}
 	blk := a[p.block*64 : p.block*64+64]
 	for _, j := range p.offsets {
@@ -302,29 +302,29 @@ func (n *nativeFilter) set(a []byte, p *probe) {
 // filter: the byte of its first bit), all hashes first and the reads
 // after, so that the cache misses overlap (prefetch.go). It returns what
 // it read, so that the reads are not optimized away.
-func (n *nativeFilter) prefetch(now time.Time, items [][]byte) byte {
+func (n *NativeFilter) Prefetch(now time.Time, items [][]byte) byte {
 	var (
 		pos [16]uint64
 		v   byte
 	)
 	lo, hi := int64(0), int64(0)
-	if n.typ == format.TypeWindow {
+	if n.Typ == format.TypeWindow {
 		lo, hi = n.live(now)
 	}
 	for len(items) > 0 {
 		k := min(len(items), len(pos))
 		for i, item := range items[:k] {
-			h := bloom.Hash(n.params.Seed, item)
-			if n.typ == format.TypeClassic {
-				b, _ := bits.Mul64(h.Lo, n.params.M)
+			h := bloom.Hash(n.Params.Seed, item)
+			if n.Typ == format.TypeClassic {
+				b, _ := bits.Mul64(h.Lo, n.Params.M)
 				pos[i] = b >> 3
 			} else {
-				b, _ := bits.Mul64(h.Hi, n.params.M/bloom.BlockBits)
+				b, _ := bits.Mul64(h.Hi, n.Params.M/bloom.BlockBits)
 				pos[i] = b * 64
 			}
 		}
 		for g := hi; g >= lo; g-- {
-			a := n.arrays[n.slot(g)]
+			a := n.Arrays[n.Slot(g)]
 			for _, p := range pos[:k] {
 				if p < uint64(len(a)) {
 					v ^= a[p]
@@ -337,7 +337,7 @@ func (n *nativeFilter) prefetch(now time.Time, items [][]byte) byte {
 }
 
 // test reports whether the key tests present at now.
-func (n *nativeFilter) test(key []byte, now time.Time, p *probe) bool {
+func (n *NativeFilter) Test(key []byte, now time.Time, p *Probe) bool {
 	_, ok := n.find(key, now, p)
 	return ok
 }
@@ -345,8 +345,8 @@ func (n *nativeFilter) test(key []byte, now time.Time, p *probe) bool {
 // find locates the key's bits and returns the slot of the newest
 // generation (the only array, for a blocked or classic filter) that has
 // them all, if any does.
-func (n *nativeFilter) find(key []byte, now time.Time, p *probe) (int, bool) {
-	if n.typ != format.TypeWindow {
+func (n *NativeFilter) find(key []byte, now time.Time, p *Probe) (int, bool) {
+	if n.Typ != format.TypeWindow {
 		return n.findIn(key, 0, 0, p)
 	}
 	lo, hi := n.live(now)
@@ -354,13 +354,13 @@ func (n *nativeFilter) find(key []byte, now time.Time, p *probe) (int, bool) {
 }
 
 // findIn is find over the generations [lo, hi] (ignored unless a window).
-func (n *nativeFilter) findIn(key []byte, lo, hi int64, p *probe) (int, bool) {
+func (n *NativeFilter) findIn(key []byte, lo, hi int64, p *Probe) (int, bool) {
 	n.locate(key, p)
-	if n.typ != format.TypeWindow {
-		return 0, n.has(n.arrays[0], p)
+	if n.Typ != format.TypeWindow {
+		return 0, n.has(n.Arrays[0], p)
 	}
 	for g := hi; g >= lo; g-- {
-		if i := n.slot(g); n.has(n.arrays[i], p) {
+		if i := n.Slot(g); n.has(n.Arrays[i], p) {
 			return i, true
 		}
 	}
@@ -373,53 +373,53 @@ func (n *nativeFilter) findIn(key []byte, lo, hi int64, p *probe) (int, bool) {
 // time of the add sees (the window stands at the clock's generation), and
 // it does not consult the clock, so replaying the log — on a server whose
 // clock is hours later — decides "new" exactly as the live server did.
-func (n *nativeFilter) add(key []byte, p *probe) bool {
-	at, present := n.findIn(key, n.cur-int64(n.gens), n.cur, p)
+func (n *NativeFilter) Add(key []byte, p *Probe) bool {
+	at, present := n.findIn(key, n.Cur-int64(n.Gens), n.Cur, p)
 	i := 0
-	if n.typ == format.TypeWindow {
-		i = n.slot(n.cur)
+	if n.Typ == format.TypeWindow {
+		i = n.Slot(n.Cur)
 	}
 	if !present || at != i {
-		n.set(n.arrays[i], p)
-		n.markDirty(i)
+		n.set(n.Arrays[i], p)
+		n.MarkDirty(i)
 	}
 	if !present {
-		n.counts[i]++
+		n.Counts[i]++
 	}
 	return !present
 }
 
 // markDirty records that slot i may hold bits.
-func (n *nativeFilter) markDirty(i int) {
+func (n *NativeFilter) MarkDirty(i int) {
 	if n.dirty != nil {
 		n.dirty[i] = true
 	}
 }
 
 // card is BF.CARD: the adds that answered 1, in the generations still live.
-func (n *nativeFilter) card(now time.Time) uint64 {
-	if n.typ != format.TypeWindow {
-		return n.counts[0]
+func (n *NativeFilter) Card(now time.Time) uint64 {
+	if n.Typ != format.TypeWindow {
+		return n.Counts[0]
 	}
 	var c uint64
 	lo, hi := n.live(now)
 	for g := lo; g <= hi; g++ {
-		c += n.counts[n.slot(g)]
+		c += n.Counts[n.Slot(g)]
 	}
 	return c
 }
 
 // ordered returns the arrays oldest generation first (the file's order) and
 // their counts.
-func (n *nativeFilter) ordered() ([][]byte, []uint64) {
-	if n.typ != format.TypeWindow {
-		return n.arrays, n.counts
+func (n *NativeFilter) Ordered() ([][]byte, []uint64) {
+	if n.Typ != format.TypeWindow {
+		return n.Arrays, n.Counts
 	}
-	arrays := make([][]byte, 0, len(n.arrays))
-	counts := make([]uint64, 0, len(n.arrays))
-	for g := n.cur - int64(n.gens); g <= n.cur; g++ {
-		arrays = append(arrays, n.arrays[n.slot(g)])
-		counts = append(counts, n.counts[n.slot(g)])
+	arrays := make([][]byte, 0, len(n.Arrays))
+	counts := make([]uint64, 0, len(n.Arrays))
+	for g := n.Cur - int64(n.Gens); g <= n.Cur; g++ {
+		arrays = append(arrays, n.Arrays[n.Slot(g)])
+		counts = append(counts, n.Counts[n.Slot(g)])
 	}
 	return arrays, counts
 }
@@ -431,28 +431,28 @@ func windowPrefix(gens int) uint64 { return 16 + 8*uint64(gens+1) }
 // fileHeader is the start of the key as a bloomkit file: the 80-byte
 // header, and for a window the payload's configuration and start times.
 // The arrays, oldest first, follow it; then the CRC-32C trailer.
-func (n *nativeFilter) fileHeader() []byte {
-	h := format.Header{Type: n.typ, Seed: n.params.Seed, M: n.params.M, K: n.params.K, N: n.params.N, P: n.params.P}
-	h.PayloadLen = n.dataBytes()
-	if n.typ == format.TypeWindow {
-		h.PayloadLen += windowPrefix(n.gens)
+func (n *NativeFilter) FileHeader() []byte {
+	h := format.Header{Type: n.Typ, Seed: n.Params.Seed, M: n.Params.M, K: n.Params.K, N: n.Params.N, P: n.Params.P}
+	h.PayloadLen = n.DataBytes()
+	if n.Typ == format.TypeWindow {
+		h.PayloadLen += windowPrefix(n.Gens)
 	}
 	b := h.Marshal()
-	if n.typ == format.TypeWindow {
-		b = binary.LittleEndian.AppendUint64(b, uint64(n.period))
-		b = binary.LittleEndian.AppendUint32(b, uint32(n.gens))
+	if n.Typ == format.TypeWindow {
+		b = binary.LittleEndian.AppendUint64(b, uint64(n.Period))
+		b = binary.LittleEndian.AppendUint32(b, uint32(n.Gens))
 		b = binary.LittleEndian.AppendUint32(b, 0)
-		for g := n.cur - int64(n.gens); g <= n.cur; g++ {
-			b = binary.LittleEndian.AppendUint64(b, uint64(g*n.genLen))
+		for g := n.Cur - int64(n.Gens); g <= n.Cur; g++ {
+			b = binary.LittleEndian.AppendUint64(b, uint64(g*n.GenLen))
 		}
 	}
 	return b
 }
 
-// parseFileHeader reads the start of a bloomkit file (what fileHeader
+// ParseFileHeader reads the start of a bloomkit file (what fileHeader
 // writes) into a filter without arrays; it returns the header's length.
 // Only the classic, blocked and window types can be server keys.
-func parseFileHeader(b []byte) (*nativeFilter, int, error) {
+func ParseFileHeader(b []byte) (*NativeFilter, int, error) {
 	if len(b) < format.HeaderSize {
 		return nil, 0, fmt.Errorf("a bloomkit header is %d bytes, got %d", format.HeaderSize, len(b))
 	}
@@ -460,7 +460,7 @@ func parseFileHeader(b []byte) (*nativeFilter, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	n := &nativeFilter{typ: h.Type, params: bloom.Params{M: h.M, K: h.K, Seed: h.Seed, N: h.N, P: h.P}}
+	n := &NativeFilter{Typ: h.Type, Params: bloom.Params{M: h.M, K: h.K, Seed: h.Seed, N: h.N, P: h.P}}
 	if h.K < 1 || h.K > bloom.MaxK || h.M == 0 || h.M > bloom.MaxBits || !(h.P >= 0 && h.P < 1) {
 		return nil, 0, errors.New("bloomkit header: bad parameters")
 	}
@@ -483,50 +483,50 @@ func parseFileHeader(b []byte) (*nativeFilter, int, error) {
 		if period <= 0 || gens < 1 || gens > bloom.MaxGenerations || binary.LittleEndian.Uint32(b[size+12:]) != 0 {
 			return nil, 0, errors.New("window header: bad window or generations")
 		}
-		n.period, n.gens = time.Duration(period), int(gens)
-		n.genLen = generation.Length(n.period, n.gens)
-		if len(b) < size+int(windowPrefix(n.gens)) {
+		n.Period, n.Gens = time.Duration(period), int(gens)
+		n.GenLen = generation.Length(n.Period, n.Gens)
+		if len(b) < size+int(windowPrefix(n.Gens)) {
 			return nil, 0, errors.New("window header: truncated")
 		}
 		first := int64(binary.LittleEndian.Uint64(b[size+16:]))
-		if first%n.genLen != 0 {
+		if first%n.GenLen != 0 {
 			return nil, 0, errors.New("window header: a start time is not a multiple of the generation length")
 		}
 		// first/genLen ≥ MinInt64/genLen: only the newest can be out of
 		// range (checked before the sums below, which could wrap).
-		if first/n.genLen >= math.MaxInt64/n.genLen-int64(n.gens) {
+		if first/n.GenLen >= math.MaxInt64/n.GenLen-int64(n.Gens) {
 			return nil, 0, errors.New("window header: start times out of range")
 		}
-		for j := 1; j <= n.gens; j++ {
+		for j := 1; j <= n.Gens; j++ {
 			st := int64(binary.LittleEndian.Uint64(b[size+16+8*j:]))
-			if st != first+int64(j)*n.genLen {
+			if st != first+int64(j)*n.GenLen {
 				return nil, 0, errors.New("window header: start times are not consecutive generations")
 			}
 		}
-		n.cur = first/n.genLen + int64(n.gens)
-		size += int(windowPrefix(n.gens))
+		n.Cur = first/n.GenLen + int64(n.Gens)
+		size += int(windowPrefix(n.Gens))
 	}
-	slots := uint64(n.slots())
-	if n.params.M > bloom.MaxBits/slots {
+	slots := uint64(n.Slots())
+	if n.Params.M > bloom.MaxBits/slots {
 		return nil, 0, errors.New("bloomkit header: too large")
 	}
-	want := n.arrayBytes() * slots
+	want := n.ArrayBytes() * slots
 	if h.Type == format.TypeWindow {
-		want += windowPrefix(n.gens)
+		want += windowPrefix(n.Gens)
 	}
 	if h.PayloadLen != want {
 		return nil, 0, fmt.Errorf("bloomkit header: payload length %d, want %d", h.PayloadLen, want)
 	}
-	n.arrays = make([][]byte, slots)
-	n.counts = make([]uint64, slots)
+	n.Arrays = make([][]byte, slots)
+	n.Counts = make([]uint64, slots)
 	return n, size, nil
 }
 
 // snapshotHeader is the key's header in a snapshot: its file header, then
 // one count per array, oldest first.
-func (n *nativeFilter) snapshotHeader() []byte {
-	b := n.fileHeader()
-	_, counts := n.ordered()
+func (n *NativeFilter) snapshotHeader() []byte {
+	b := n.FileHeader()
+	_, counts := n.Ordered()
 	for _, c := range counts {
 		b = binary.LittleEndian.AppendUint64(b, c)
 	}
@@ -535,61 +535,61 @@ func (n *nativeFilter) snapshotHeader() []byte {
 
 // loadSnapshotHeader is snapshotHeader's reverse. fits checks each array's
 // size against what is left of the file before anything is allocated.
-func loadSnapshotHeader(b []byte, fits func(uint64) error) (*nativeFilter, error) {
-	n, size, err := parseFileHeader(b)
+func loadSnapshotHeader(b []byte, fits func(uint64) error) (*NativeFilter, error) {
+	n, size, err := ParseFileHeader(b)
 	if err != nil {
 		return nil, err
 	}
-	if len(b) != size+8*len(n.arrays) {
+	if len(b) != size+8*len(n.Arrays) {
 		return nil, errors.New("native key: bad snapshot header length")
 	}
-	if err := fits(n.dataBytes()); err != nil {
+	if err := fits(n.DataBytes()); err != nil {
 		return nil, err
 	}
-	for i := range n.arrays {
-		a, err := redisbloom.AllocArray(n.arrayBytes())
+	for i := range n.Arrays {
+		a, err := redisbloom.AllocArray(n.ArrayBytes())
 		if err != nil {
 			n.free()
 			return nil, err
 		}
 		// arrays are read oldest first into the slots they belong in.
 		slot := i
-		if n.typ == format.TypeWindow {
-			slot = n.slot(n.cur - int64(n.gens) + int64(i))
+		if n.Typ == format.TypeWindow {
+			slot = n.Slot(n.Cur - int64(n.Gens) + int64(i))
 		}
-		n.arrays[slot] = a
-		n.counts[slot] = binary.LittleEndian.Uint64(b[size+8*i:])
+		n.Arrays[slot] = a
+		n.Counts[slot] = binary.LittleEndian.Uint64(b[size+8*i:])
 	}
 	return n, nil
 }
 
 // sameShape reports whether o has n's type and parameters (and window),
 // so that their bits can be ORed.
-func (n *nativeFilter) sameShape(o *nativeFilter) bool {
-	return n.typ == o.typ && n.params == o.params && n.period == o.period && n.gens == o.gens
+func (n *NativeFilter) SameShape(o *NativeFilter) bool {
+	return n.Typ == o.Typ && n.Params == o.Params && n.Period == o.Period && n.Gens == o.Gens
 }
 
 // merge ORs src's generations that n still holds into n's (the caller
 // moved windows to one generation first).
-func (n *nativeFilter) merge(src *nativeFilter) {
-	for g := src.cur - int64(src.gens); g <= src.cur; g++ {
-		if g < n.cur-int64(n.gens) || g > n.cur {
+func (n *NativeFilter) Merge(src *NativeFilter) {
+	for g := src.Cur - int64(src.Gens); g <= src.Cur; g++ {
+		if g < n.Cur-int64(n.Gens) || g > n.Cur {
 			continue
 		}
-		if src.dirty != nil && !src.dirty[src.slot(g)] {
+		if src.dirty != nil && !src.dirty[src.Slot(g)] {
 			continue // all zeros: nothing to OR
 		}
-		d := n.arrays[n.slot(g)]
-		if n.guard != nil {
-			n.guard.Write(d, 0, len(d))
+		d := n.Arrays[n.Slot(g)]
+		if n.Guard != nil {
+			n.Guard.Write(d, 0, len(d))
 		}
-		orBytes(d, src.arrays[src.slot(g)])
-		n.markDirty(n.slot(g))
+		orBytes(d, src.Arrays[src.Slot(g)])
+		n.MarkDirty(n.Slot(g))
 		// As for RedisBloom-layout keys: the larger of the two counts and
 		// of the count the merged bits imply, so that an item in both is
 		// not counted twice.
-		i := n.slot(g)
-		n.counts[i] = max(n.counts[i], src.counts[src.slot(g)], n.keysFromBits(bitcount.Ones(d)))
+		i := n.Slot(g)
+		n.Counts[i] = max(n.Counts[i], src.Counts[src.Slot(g)], n.KeysFromBits(bitcount.Ones(d)))
 	}
 }
 
@@ -601,4 +601,17 @@ func orBytes(d, s []byte) {
 	for i := range d {
 		d[i] |= s[i]
 	}
+}
+
+// keysFromBits estimates how many keys set the set bits of one of the
+// filter's arrays, as the library's Stats does for its layout; an array
+// with every bit set counts as holding its capacity.
+func (n *NativeFilter) KeysFromBits(set uint64) uint64 {
+	if set >= n.Params.M {
+		return n.Params.N
+	}
+	if n.Typ == format.TypeClassic {
+		return bitcount.Classic(set, n.Params.M, n.Params.K)
+	}
+	return bitcount.Blocked(set, n.Params.M, n.Params.K)
 }

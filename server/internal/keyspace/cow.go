@@ -1,4 +1,4 @@
-package server
+package keyspace
 
 // cowCopy holds the chunks of one filter array that writes changed before
 // the snapshot writer reached them: chunk c of the array as it was at the

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package server
+package keyspace
 
 func mapAnon(n int) ([]byte, bool) { return nil, false }
 

@@ -1,4 +1,4 @@
-package server
+package keyspace
 
 import (
 	"bufio"
@@ -58,14 +58,14 @@ const (
 	holdKeys = 256
 )
 
-// snapshot is one snapshot being written.
-type snapshot struct {
-	gen   uint64
+// Snapshot is one snapshot being written.
+type Snapshot struct {
+	Gen   uint64
 	epoch uint64
-	count int // keys in the keyspace at the point in time
+	Count int // keys in the keyspace at the point in time
 	// cursor is where the writer's walk of the scan order goes on from;
 	// walked tells that it has passed the last key.
-	cursor  scanKey
+	cursor  ScanKey
 	started bool
 	walked  bool
 	// pending are entries of the point in time that left the keyspace
@@ -73,24 +73,24 @@ type snapshot struct {
 	// the entries a change froze ahead of the writer, and current the one
 	// it is writing: endSnapshot lets their images go.
 	pending []snapKey
-	frozen  []*entry
-	current *entry
+	frozen  []*Entry
+	current *Entry
 	// keys and order, once set, are the keyspace FLUSHALL took away while
 	// the snapshot ran: the walk goes on over them (nothing else reaches
 	// their entries), and endSnapshot frees them, with later, the
 	// keyspaces further flushes took away meanwhile.
-	keys  map[string]*entry
-	order *btree.BTreeG[scanKey]
-	later []map[string]*entry
+	keys  map[string]*Entry
+	order *btree.BTreeG[ScanKey]
+	later []map[string]*Entry
 	// copied counts bytes copied because a write came first (copy-on-write);
 	// processed counts keys written out.
-	copied    atomic.Int64
-	processed atomic.Int64
+	Copied    atomic.Int64
+	Processed atomic.Int64
 }
 
 type snapKey struct {
 	key string
-	e   *entry
+	e   *Entry
 }
 
 // image is one entry as it was at a snapshot's point in time, held from
@@ -98,9 +98,9 @@ type snapKey struct {
 // until the writer is done with it. It is the filter's Guard meanwhile.
 // All its fields are used with the keyspace locked.
 type image struct {
-	snap     *snapshot
-	kind     valueKind
-	expireAt int64
+	snap     *Snapshot
+	Kind     Kind
+	ExpireAt int64
 	header   []byte
 	arrays   [][]byte   // the filter's arrays then (live memory, unless copied)
 	copies   []*cowCopy // copies[i]: the chunks of array i as they were (cow.go)
@@ -118,9 +118,9 @@ type image struct {
 // beginSnapshot starts a snapshot at this point in time (db.mu held), in
 // O(1): every key now in the keyspace is part of it (one whose expiry has
 // passed too; loading drops it).
-func (db *keyspace) beginSnapshot(gen uint64) *snapshot {
+func (db *DB) BeginSnapshot(gen uint64) *Snapshot {
 	db.epoch++
-	snap := &snapshot{gen: gen, epoch: db.epoch, count: len(db.keys)}
+	snap := &Snapshot{Gen: gen, epoch: db.epoch, Count: len(db.keys)}
 	db.snap = snap
 	return snap
 }
@@ -128,19 +128,19 @@ func (db *keyspace) beginSnapshot(gen uint64) *snapshot {
 // leaving is told (db.mu held) that key's entry e leaves the keyspace: if
 // the running snapshot still needs it and has not taken it, it is frozen
 // and queued under this name.
-func (db *keyspace) leaving(key string, e *entry) {
+func (db *DB) leaving(key string, e *Entry) {
 	snap := db.snap
 	if snap == nil || e.epoch >= snap.epoch || (e.img != nil && e.img.claimed) {
 		return
 	}
-	db.preserve(e)
+	db.Preserve(e)
 	e.img.claimed = true
 	snap.pending = append(snap.pending, snapKey{key, e})
 }
 
 // next returns the next entry the writer should write (db.mu held), or
 // false when there is none left: queued ones first, then the walk.
-func (snap *snapshot) next(db *keyspace) (snapKey, bool) {
+func (snap *Snapshot) next(db *DB) (snapKey, bool) {
 	if len(snap.pending) > 0 {
 		k := snap.pending[0]
 		snap.pending = snap.pending[1:]
@@ -153,7 +153,7 @@ func (snap *snapshot) next(db *keyspace) (snapKey, bool) {
 	if snap.keys != nil {
 		keys, order = snap.keys, snap.order
 	}
-	visit := func(sk scanKey) bool {
+	visit := func(sk ScanKey) bool {
 		if snap.started && sk == snap.cursor {
 			return true // the key the walk stopped at last time
 		}
@@ -181,7 +181,7 @@ func (snap *snapshot) next(db *keyspace) (snapKey, bool) {
 
 // preserve freezes e's image if a running snapshot still needs it; call it
 // (db.mu held) before changing an entry in any way.
-func (db *keyspace) preserve(e *entry) {
+func (db *DB) Preserve(e *Entry) {
 	if db.snap != nil && e.img == nil && e.epoch < db.snap.epoch {
 		db.snap.freeze(e)
 		db.snap.frozen = append(db.snap.frozen, e)
@@ -189,43 +189,43 @@ func (db *keyspace) preserve(e *entry) {
 }
 
 // freeze captures e's image and makes it the filter's guard.
-func (snap *snapshot) freeze(e *entry) *image {
-	im := &image{snap: snap, kind: e.kind, expireAt: e.expireAt}
-	switch e.kind {
-	case kindBloom:
-		im.header = e.bf.Header()
-		for i := range e.bf.Links {
-			im.arrays = append(im.arrays, e.bf.Links[i].Data)
+func (snap *Snapshot) freeze(e *Entry) *image {
+	im := &image{snap: snap, Kind: e.Kind, ExpireAt: e.ExpireAt}
+	switch e.Kind {
+	case KindBloom:
+		im.header = e.BF.Header()
+		for i := range e.BF.Links {
+			im.arrays = append(im.arrays, e.BF.Links[i].Data)
 		}
-		e.bf.Guard = im
-	case kindCuckoo:
-		im.header = e.cf.Header()
-		im.arrays = append(im.arrays, e.cf.Filters...)
-		e.cf.Guard = im
-	case kindString:
-		im.header = e.str // immutable: a write replaces the entry
-	case kindNative:
-		im.header = e.nf.snapshotHeader()
-		im.arrays, _ = e.nf.ordered()
+		e.BF.Guard = im
+	case KindCuckoo:
+		im.header = e.CF.Header()
+		im.arrays = append(im.arrays, e.CF.Filters...)
+		e.CF.Guard = im
+	case KindString:
+		im.header = e.Str // immutable: a write replaces the entry
+	case KindNative:
+		im.header = e.NF.snapshotHeader()
+		im.arrays, _ = e.NF.Ordered()
 		im.arrays = append([][]byte(nil), im.arrays...)
-		e.nf.guard = im
+		e.NF.Guard = im
 	}
 	e.img = im
 	return im
 }
 
 // done ends e's part in the snapshot (db.mu held).
-func (snap *snapshot) done(e *entry) {
+func (snap *Snapshot) done(e *Entry) {
 	im := e.img
 	e.img = nil
 	e.epoch = snap.epoch
-	switch e.kind {
-	case kindBloom:
-		e.bf.Guard = nil
-	case kindCuckoo:
-		e.cf.Guard = nil
-	case kindNative:
-		e.nf.guard = nil
+	switch e.Kind {
+	case KindBloom:
+		e.BF.Guard = nil
+	case KindCuckoo:
+		e.CF.Guard = nil
+	case KindNative:
+		e.NF.Guard = nil
 	}
 	copies, released := im.copies, im.released
 	im.copies, im.released = nil, nil
@@ -254,7 +254,7 @@ func (snap *snapshot) done(e *entry) {
 			redisbloom.FreeArray(a)
 		}
 	}
-	if n < lazyFreeBytes {
+	if n < LazyFreeBytes {
 		free()
 		return
 	}
@@ -264,7 +264,7 @@ func (snap *snapshot) done(e *entry) {
 // end finishes the snapshot, successful or not (db.mu held): every entry
 // still holding an image lets it go. Entries the writer never reached keep
 // their older epoch, which only a snapshot with this epoch looked at.
-func (db *keyspace) endSnapshot(snap *snapshot) {
+func (db *DB) EndSnapshot(snap *Snapshot) {
 	for _, e := range append(snap.frozen, snap.current) {
 		if e != nil && e.img != nil && e.img.snap == snap {
 			snap.done(e)
@@ -323,7 +323,7 @@ func (im *image) Write(a []byte, off, n int) {
 			im.copies[i] = newCowCopy(len(a))
 		}
 		if n := im.copies[i].save(a, c); n > 0 {
-			im.snap.copied.Add(int64(n))
+			im.snap.Copied.Add(int64(n))
 		}
 	}
 }
@@ -352,13 +352,12 @@ func (c *crcWriter) Write(p []byte) (int, error) {
 // writeSnapshot writes snap's image to w. It takes the keyspace lock
 // briefly and often (see the comment at the top of this file); the caller
 // must call db.endSnapshot whatever the outcome.
-func (s *Server) writeSnapshot(w io.Writer, snap *snapshot) error {
+func (db *DB) WriteSnapshot(w io.Writer, snap *Snapshot) error {
 	cw := &crcWriter{w: w, h: crc32.New(castagnoli)}
 	stage := make([]byte, 0, holdBytes+cowChunk)
 	stage = append(stage, snapMagic...)
-	stage = binary.LittleEndian.AppendUint64(stage, snap.gen)
-	stage = binary.LittleEndian.AppendUint64(stage, uint64(snap.count))
-	db := s.db
+	stage = binary.LittleEndian.AppendUint64(stage, snap.Gen)
+	stage = binary.LittleEndian.AppendUint64(stage, uint64(snap.Count))
 	written := 0
 	var k snapKey // the entry being written, across holds of the lock
 	for more := true; more; {
@@ -375,8 +374,8 @@ func (s *Server) writeSnapshot(w io.Writer, snap *snapshot) error {
 				im.started = true
 				stage = binary.LittleEndian.AppendUint32(stage, uint32(len(k.key)))
 				stage = append(stage, k.key...)
-				stage = append(stage, byte(im.kind))
-				stage = binary.LittleEndian.AppendUint64(stage, uint64(im.expireAt))
+				stage = append(stage, byte(im.Kind))
+				stage = binary.LittleEndian.AppendUint64(stage, uint64(im.ExpireAt))
 				stage = binary.LittleEndian.AppendUint32(stage, uint32(len(im.header)))
 				stage = append(stage, im.header...)
 			}
@@ -405,7 +404,7 @@ func (s *Server) writeSnapshot(w io.Writer, snap *snapshot) error {
 				break // stage full in the middle of this entry
 			}
 			snap.done(k.e)
-			snap.processed.Add(1)
+			snap.Processed.Add(1)
 			k, snap.current = snapKey{}, nil
 			written++
 			keys++
@@ -420,10 +419,10 @@ func (s *Server) writeSnapshot(w io.Writer, snap *snapshot) error {
 		// long-running goroutine and clients are waiting for a P.
 		runtime.Gosched()
 	}
-	if written != snap.count {
+	if written != snap.Count {
 		// Every key of the point in time is written exactly once (see
 		// leaving and next); anything else is a bug, not a snapshot.
-		return fmt.Errorf("snapshot: wrote %d keys of the %d at its point in time", written, snap.count)
+		return fmt.Errorf("snapshot: wrote %d keys of the %d at its point in time", written, snap.Count)
 	}
 	if len(stage) > 0 {
 		if _, err := cw.Write(stage); err != nil {
@@ -449,18 +448,18 @@ func (c *crcReader) Read(p []byte) (int, error) {
 // readSnapshot loads a snapshot into the keyspace and returns its
 // generation and key count. Every length read is bounded by the file size,
 // so a forged header cannot make it allocate more than the file could hold.
-func (s *Server) readSnapshot(f aof.ReadFile, path string) (uint64, int, error) {
+func (db *DB) ReadSnapshot(f aof.ReadFile, path string) (uint64, int, error) {
 	fail := func(what string, err error) (uint64, int, error) {
-		if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, ErrCorrupt) {
-			return 0, 0, fmt.Errorf("snapshot %s is damaged (%s); refusing to start with a partial database — restore it or move it away: %w", path, what, ErrCorrupt)
+		if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, aof.ErrCorrupt) {
+			return 0, 0, fmt.Errorf("snapshot %s is damaged (%s); refusing to start with a partial database — restore it or move it away: %w", path, what, aof.ErrCorrupt)
 		}
-		return 0, 0, fmt.Errorf("snapshot %s is damaged (%s: %v); refusing to start with a partial database — restore it or move it away: %w", path, what, err, ErrCorrupt)
+		return 0, 0, fmt.Errorf("snapshot %s is damaged (%s: %v); refusing to start with a partial database — restore it or move it away: %w", path, what, err, aof.ErrCorrupt)
 	}
 	cr := &crcReader{r: bufio.NewReaderSize(f, 1<<20), h: crc32.New(castagnoli)}
 	remaining := f.Size()
 	read := func(n int64) ([]byte, error) {
 		if n > remaining {
-			return nil, ErrCorrupt
+			return nil, aof.ErrCorrupt
 		}
 		p := make([]byte, n)
 		if _, err := io.ReadFull(cr, p); err != nil {
@@ -485,10 +484,10 @@ func (s *Server) readSnapshot(f aof.ReadFile, path string) (uint64, int, error) 
 	if nkeys > uint64(remaining) {
 		return fail("impossible key count", nil)
 	}
-	keys := make(map[string]*entry, nkeys)
+	keys := make(map[string]*Entry, nkeys)
 	release := func() {
 		for _, e := range keys {
-			e.free()
+			e.Free()
 		}
 	}
 	for i := uint64(0); i < nkeys; i++ {
@@ -507,44 +506,44 @@ func (s *Server) readSnapshot(f aof.ReadFile, path string) (uint64, int, error) 
 			release()
 			return fail(fmt.Sprintf("key %q", kb), err)
 		}
-		kind := valueKind(meta[0])
+		kind := Kind(meta[0])
 		exp := int64(binary.LittleEndian.Uint64(meta[1:]))
 		hdr, err := read(int64(binary.LittleEndian.Uint32(meta[9:])))
 		if err != nil {
 			release()
 			return fail(fmt.Sprintf("key %q header", kb), err)
 		}
-		e := &entry{kind: kind, expireAt: exp}
+		e := &Entry{Kind: kind, ExpireAt: exp}
 		var arrays [][]byte
 		// The header's sizes must fit in what is left of the file.
 		fits := func(n uint64) error {
 			if n > uint64(remaining) {
-				return ErrCorrupt
+				return aof.ErrCorrupt
 			}
 			return nil
 		}
 		switch kind {
-		case kindBloom:
-			e.bf, err = redisbloom.LoadBloomHeader(hdr, fits)
+		case KindBloom:
+			e.BF, err = redisbloom.LoadBloomHeader(hdr, fits)
 			if err == nil {
-				for j := range e.bf.Links {
-					arrays = append(arrays, e.bf.Links[j].Data)
+				for j := range e.BF.Links {
+					arrays = append(arrays, e.BF.Links[j].Data)
 				}
 			}
-		case kindCuckoo:
-			e.cf, err = redisbloom.LoadCuckooHeader(hdr, math.MaxUint16, fits)
+		case KindCuckoo:
+			e.CF, err = redisbloom.LoadCuckooHeader(hdr, math.MaxUint16, fits)
 			if err == nil {
-				arrays = e.cf.Filters
+				arrays = e.CF.Filters
 			}
-		case kindString:
-			e.str = hdr
-		case kindNative:
-			e.nf, err = loadSnapshotHeader(hdr, fits)
+		case KindString:
+			e.Str = hdr
+		case KindNative:
+			e.NF, err = loadSnapshotHeader(hdr, fits)
 			if err == nil {
-				arrays, _ = e.nf.ordered()
+				arrays, _ = e.NF.Ordered()
 			}
 		default:
-			err = ErrCorrupt
+			err = aof.ErrCorrupt
 		}
 		if err != nil {
 			release()
@@ -552,19 +551,19 @@ func (s *Server) readSnapshot(f aof.ReadFile, path string) (uint64, int, error) 
 		}
 		for _, a := range arrays {
 			if int64(len(a)) > remaining {
-				e.free()
+				e.Free()
 				release()
 				return fail(fmt.Sprintf("key %q data", kb), nil)
 			}
 			if _, err := io.ReadFull(cr, a); err != nil {
-				e.free()
+				e.Free()
 				release()
 				return fail(fmt.Sprintf("key %q data", kb), err)
 			}
 			remaining -= int64(len(a))
 		}
 		if old, dup := keys[string(kb)]; dup {
-			old.free()
+			old.Free()
 		}
 		keys[string(kb)] = e
 	}
@@ -583,8 +582,8 @@ func (s *Server) readSnapshot(f aof.ReadFile, path string) (uint64, int, error) 
 		return fail("trailing data", nil)
 	}
 	for k, e := range keys {
-		s.db.attach(e)
-		s.db.keys[k] = e
+		db.attach(e)
+		db.keys[k] = e
 	}
 	return gen, len(keys), nil
 }

@@ -1,54 +1,55 @@
-package server
+package keyspace
 
 import (
 	"errors"
 	"sync"
 	"time"
 
+	"github.com/bloomkit/bloomkit/bloom"
 	"github.com/bloomkit/bloomkit/redisbloom"
 	"github.com/google/btree"
 )
 
-// valueKind is the type of a key's value.
-type valueKind uint8
+// Kind is the type of a key's value.
+type Kind uint8
 
 // Value kinds, with the names TYPE reports (RedisBloom's module type names).
 const (
-	kindBloom  valueKind = 1
-	kindCuckoo valueKind = 2
+	KindBloom  Kind = 1
+	KindCuckoo Kind = 2
 	// kindString is a plain Redis string (SET/GET), kept so that clients
 	// mixing strings and filters get WRONGTYPE where RedisBloom gives it.
-	kindString valueKind = 3
+	KindString Kind = 3
 	// kindNative is one of bloomkit's own filters (classic, blocked or
 	// window; native.go), created with BF.RESERVE's LAYOUT or WINDOW.
-	kindNative valueKind = 4
+	KindNative Kind = 4
 )
 
 // String is the name TYPE reports for the kind.
-func (k valueKind) String() string {
+func (k Kind) String() string {
 	switch k {
-	case kindBloom:
+	case KindBloom:
 		return "MBbloom--"
-	case kindCuckoo:
+	case KindCuckoo:
 		return "MBbloomCF"
-	case kindString:
+	case KindString:
 		return "string"
-	case kindNative:
+	case KindNative:
 		return "BKbloom--"
 	}
 	return "none"
 }
 
-// entry is one key's value.
-type entry struct {
-	kind valueKind
-	bf   *redisbloom.Bloom
-	cf   *redisbloom.Cuckoo
-	nf   *nativeFilter
-	// str is a string's value. It is never changed in place (a write
+// Entry is one key's value.
+type Entry struct {
+	Kind Kind
+	BF   *redisbloom.Bloom
+	CF   *redisbloom.Cuckoo
+	NF   *NativeFilter
+	// Str is a string's value. It is never changed in place (a write
 	// replaces the entry), so a snapshot's image can share it.
-	str      []byte
-	expireAt int64 // unix milliseconds; 0 = no expiry
+	Str      []byte
+	ExpireAt int64 // unix milliseconds; 0 = no expiry
 	// img is the entry's point-in-time image while a snapshot still needs
 	// it; epoch is the newest snapshot that no longer needs the entry (it
 	// wrote it, or the entry did not exist at its point in time).
@@ -60,20 +61,20 @@ type entry struct {
 	countedIn uint64
 }
 
-// keyOverhead approximates the per-key bookkeeping cost counted against
+// KeyOverhead approximates the per-key bookkeeping cost counted against
 // --maxmemory besides the key bytes and the filter's arrays.
-const keyOverhead = 160
+const KeyOverhead = 160
 
-func (e *entry) dataBytes() uint64 {
-	switch e.kind {
-	case kindBloom:
-		return e.bf.MemUsage()
-	case kindCuckoo:
-		return e.cf.MemUsage()
-	case kindString:
-		return uint64(len(e.str))
-	case kindNative:
-		return e.nf.memUsage()
+func (e *Entry) DataBytes() uint64 {
+	switch e.Kind {
+	case KindBloom:
+		return e.BF.MemUsage()
+	case KindCuckoo:
+		return e.CF.MemUsage()
+	case KindString:
+		return uint64(len(e.Str))
+	case KindNative:
+		return e.NF.MemUsage()
 	}
 	return 0
 }
@@ -81,16 +82,16 @@ func (e *entry) dataBytes() uint64 {
 // errOOM is returned when an allocation would exceed the memory limit.
 var errOOM = errors.New("allocation exceeds maxmemory")
 
-// keyspace is the keys: key → filter, with expiry. All access goes through
+// DB is the keys: key → filter, with expiry. All access goes through
 // the server's single mutex (mu), like Redis's single thread.
-type keyspace struct {
+type DB struct {
 	mu   sync.Mutex
-	keys map[string]*entry
+	keys map[string]*Entry
 	// order holds every key of keys sorted by (scanHash, key): SCAN resumes
 	// from a cursor in O(log N) and metrics pick keys without sorting.
 	// Kept in step with keys by link, remove and flush (reindex rebuilds
 	// it after a snapshot was loaded into keys directly).
-	order *btree.BTreeG[scanKey]
+	order *btree.BTreeG[ScanKey]
 	// expires counts the keys with an expiry (INFO keyspace), kept by
 	// link, remove and setExpire.
 	expires int
@@ -98,31 +99,33 @@ type keyspace struct {
 	pass    recountPass
 	used    uint64 // bytes accounted: keys + filters
 	limit   uint64 // 0 = none
-	now     func() time.Time
+	Now     func() time.Time
 	dirty   uint64 // mutations since start (changes whenever state changes)
 	expired uint64 // keys removed by expiry
+	// loadLimit is the limit BeginLoad lifted.
+	loadLimit uint64
 	// loading is set while the log is replayed: keys do not expire then
 	// (as in Redis), so replay reproduces the original history.
 	loading bool
 	// onExpire is told about each key removed by expiry (the server logs
 	// a DEL so that a later replay does not depend on the clock).
-	onExpire func(key string)
+	OnExpire func(key string)
 	// snap is the snapshot being written, if any; epoch numbers snapshots.
-	snap  *snapshot
+	snap  *Snapshot
 	epoch uint64
 	// probe is scratch space for native filters' lookups (cmd_native.go).
-	probe probe
+	Probe Probe
 }
 
-func newDB(limit uint64, now func() time.Time) *keyspace {
+func New(limit uint64, now func() time.Time) *DB {
 	if now == nil {
 		now = time.Now
 	}
-	return &keyspace{keys: map[string]*entry{}, order: newOrder(), limit: limit, now: now}
+	return &DB{keys: map[string]*Entry{}, order: newOrder(), limit: limit, Now: now}
 }
 
-func newOrder() *btree.BTreeG[scanKey] {
-	return btree.NewG(32, func(a, b scanKey) bool {
+func newOrder() *btree.BTreeG[ScanKey] {
+	return btree.NewG(32, func(a, b ScanKey) bool {
 		if a.h != b.h {
 			return a.h < b.h
 		}
@@ -131,46 +134,46 @@ func newOrder() *btree.BTreeG[scanKey] {
 }
 
 // link adds key → e to the map and the scan order (key not present).
-func (db *keyspace) link(key string, e *entry) {
+func (db *DB) Link(key string, e *Entry) {
 	db.keys[key] = e
 	h := scanHash(key)
-	db.order.ReplaceOrInsert(scanKey{h, key})
+	db.order.ReplaceOrInsert(ScanKey{h, key})
 	if db.pass.active && h < db.pass.cursor {
 		db.pass.recheck[key] = struct{}{}
 	}
-	if e.expireAt != 0 {
+	if e.ExpireAt != 0 {
 		db.expires++
 	}
 }
 
 // setExpire changes a key's expiry, keeping the expires count.
-func (db *keyspace) setExpire(e *entry, at int64) {
-	if (e.expireAt != 0) != (at != 0) {
+func (db *DB) SetExpire(e *Entry, at int64) {
+	if (e.ExpireAt != 0) != (at != 0) {
 		if at != 0 {
 			db.expires++
 		} else {
 			db.expires--
 		}
 	}
-	e.expireAt = at
+	e.ExpireAt = at
 }
 
 // reindex rebuilds the scan order and the expires count from the map.
-func (db *keyspace) reindex() {
+func (db *DB) Reindex() {
 	db.order = newOrder()
 	db.expires = 0
 	for k, e := range db.keys {
-		db.order.ReplaceOrInsert(scanKey{scanHash(k), k})
-		if e.expireAt != 0 {
+		db.order.ReplaceOrInsert(ScanKey{scanHash(k), k})
+		if e.ExpireAt != 0 {
 			db.expires++
 		}
 	}
 }
 
-func (db *keyspace) nowMs() int64 { return db.now().UnixMilli() }
+func (db *DB) NowMs() int64 { return db.Now().UnixMilli() }
 
 // allow is the filters' allocation check against the memory limit.
-func (db *keyspace) allow(n uint64) error {
+func (db *DB) Allow(n uint64) error {
 	if db.limit != 0 && db.used+n > db.limit {
 		return errOOM
 	}
@@ -179,43 +182,43 @@ func (db *keyspace) allow(n uint64) error {
 }
 
 // get returns the live entry for key, removing it first if expired.
-func (db *keyspace) get(key string) *entry {
+func (db *DB) Get(key string) *Entry {
 	e, ok := db.keys[key]
 	if !ok {
 		return nil
 	}
-	if e.expireAt != 0 && !db.loading && e.expireAt <= db.nowMs() {
+	if e.ExpireAt != 0 && !db.loading && e.ExpireAt <= db.NowMs() {
 		db.expire(key, e)
 		return nil
 	}
 	return e
 }
 
-func (db *keyspace) expire(key string, e *entry) {
-	db.drop(key, e)
+func (db *DB) expire(key string, e *Entry) {
+	db.Drop(key, e)
 	db.expired++
-	if db.onExpire != nil {
-		db.onExpire(key)
+	if db.OnExpire != nil {
+		db.OnExpire(key)
 	}
 }
 
 // getb is get for a key given as bytes, without allocating.
-func (db *keyspace) getb(key []byte) *entry {
+func (db *DB) GetBytes(key []byte) *Entry {
 	e, ok := db.keys[string(key)]
 	if !ok {
 		return nil
 	}
-	if e.expireAt != 0 {
-		return db.get(string(key))
+	if e.ExpireAt != 0 {
+		return db.Get(string(key))
 	}
 	return e
 }
 
 // drop removes key and releases its filter's memory, unless a snapshot
 // being written still needs it (it is released when written).
-func (db *keyspace) drop(key string, e *entry) {
-	db.remove(key, e)
-	db.preserve(e)
+func (db *DB) Drop(key string, e *Entry) {
+	db.Remove(key, e)
+	db.Preserve(e)
 	if e.img != nil {
 		e.img.dropped = true
 		return
@@ -223,49 +226,49 @@ func (db *keyspace) drop(key string, e *entry) {
 	e.release()
 }
 
-// lazyFreeBytes is the size from which a removed entry's arrays are
+// LazyFreeBytes is the size from which a removed entry's arrays are
 // returned to the system off the keyspace lock, as Redis's lazy free does
 // for large values: unmapping a 1 GiB filter takes ~0.3 s, every client
 // would wait for it. Smaller ones are freed at once (a goroutine costs
 // more than they do).
-const lazyFreeBytes = 1 << 20
+const LazyFreeBytes = 1 << 20
 
 // release frees the arrays of an entry that nothing reaches any more (it
 // left the keyspace and no snapshot needs it): large ones off the lock.
-func (e *entry) release() {
-	if e.dataBytes() < lazyFreeBytes {
-		e.free()
+func (e *Entry) release() {
+	if e.DataBytes() < LazyFreeBytes {
+		e.Free()
 		return
 	}
-	go lazyFree(e)
+	go LazyFree(e)
 }
 
-// lazyFree frees an entry in the background (a variable: tests hold it
+// LazyFree frees an entry in the background (a variable: tests hold it
 // to show that nothing waits for it).
-var lazyFree = func(e *entry) { e.free() }
+var LazyFree = func(e *Entry) { e.Free() }
 
-func (e *entry) free() {
-	switch e.kind {
-	case kindBloom:
-		e.bf.Free()
-	case kindCuckoo:
-		e.cf.Free()
-	case kindNative:
-		e.nf.free()
+func (e *Entry) Free() {
+	switch e.Kind {
+	case KindBloom:
+		e.BF.Free()
+	case KindCuckoo:
+		e.CF.Free()
+	case KindNative:
+		e.NF.free()
 	}
 }
 
 // remove takes key out of the keyspace without releasing its filter
 // (RENAME moves it).
-func (db *keyspace) remove(key string, e *entry) {
+func (db *DB) Remove(key string, e *Entry) {
 	db.leaving(key, e)
 	delete(db.keys, key)
-	db.order.Delete(scanKey{scanHash(key), key})
+	db.order.Delete(ScanKey{scanHash(key), key})
 	db.pass.uncount(e)
-	if e.expireAt != 0 {
+	if e.ExpireAt != 0 {
 		db.expires--
 	}
-	sub := e.dataBytes() + uint64(len(key)) + keyOverhead
+	sub := e.DataBytes() + uint64(len(key)) + KeyOverhead
 	if sub > db.used {
 		sub = db.used
 	}
@@ -274,31 +277,31 @@ func (db *keyspace) remove(key string, e *entry) {
 }
 
 // put stores a new entry whose filter memory was already accounted by allow.
-func (db *keyspace) put(key string, e *entry) {
+func (db *DB) Put(key string, e *Entry) {
 	if old, ok := db.keys[key]; ok {
-		db.drop(key, old)
+		db.Drop(key, old)
 	}
 	if e.img == nil {
 		e.epoch = db.epoch // no running snapshot needs it
 	}
-	db.link(key, e)
-	db.used += uint64(len(key)) + keyOverhead
+	db.Link(key, e)
+	db.used += uint64(len(key)) + KeyOverhead
 	// the filter's arrays were counted by allow; the struct overheads of
 	// MemUsage beyond the arrays are small and added here.
-	db.used += e.dataBytes() - dataArrays(e)
+	db.used += e.DataBytes() - dataArrays(e)
 	db.dirty++
 }
 
-func dataArrays(e *entry) uint64 {
-	switch e.kind {
-	case kindBloom:
-		return e.bf.DataBytes()
-	case kindCuckoo:
-		return e.cf.DataBytes()
-	case kindString:
-		return uint64(len(e.str)) // counted by the SET that stored it
-	case kindNative:
-		return e.nf.dataBytes()
+func dataArrays(e *Entry) uint64 {
+	switch e.Kind {
+	case KindBloom:
+		return e.BF.DataBytes()
+	case KindCuckoo:
+		return e.CF.DataBytes()
+	case KindString:
+		return uint64(len(e.Str)) // counted by the SET that stored it
+	case KindNative:
+		return e.NF.DataBytes()
 	}
 	return 0
 }
@@ -319,7 +322,7 @@ type recountPass struct {
 }
 
 // uncount takes e out of the pass's sum if the pass counted it.
-func (p *recountPass) uncount(e *entry) {
+func (p *recountPass) uncount(e *Entry) {
 	if p.active && e.countedIn == p.id {
 		p.sum -= e.counted
 		e.countedIn = 0
@@ -328,7 +331,7 @@ func (p *recountPass) uncount(e *entry) {
 
 // touch is called (db.mu held) before a write to key: if the pass is
 // behind it, the key is recounted at the end of the pass.
-func (db *keyspace) touch(key []byte) {
+func (db *DB) Touch(key []byte) {
 	p := &db.pass
 	if h := scanHash(string(key)); h >= p.cursor {
 		return
@@ -339,14 +342,14 @@ func (db *keyspace) touch(key []byte) {
 	p.recheck[string(key)] = struct{}{}
 }
 
-func entrySize(k string, e *entry) uint64 {
-	return uint64(len(k)) + keyOverhead + e.dataBytes()
+func entrySize(k string, e *Entry) uint64 {
+	return uint64(len(k)) + KeyOverhead + e.DataBytes()
 }
 
 // recountStep advances the memory recount for about budget (db.mu held),
 // starting a pass if none runs; it reports whether the pass finished (and
 // db.used was set from it).
-func (db *keyspace) recountStep(budget time.Duration) bool {
+func (db *DB) RecountStep(budget time.Duration) bool {
 	p := &db.pass
 	if !p.active {
 		*p = recountPass{active: true, id: p.id + 1, recheck: map[string]struct{}{}}
@@ -356,7 +359,7 @@ func (db *keyspace) recountStep(budget time.Duration) bool {
 	done := true
 	var last uint64
 	started := false
-	db.order.AscendGreaterOrEqual(scanKey{h: p.cursor}, func(sk scanKey) bool {
+	db.order.AscendGreaterOrEqual(ScanKey{h: p.cursor}, func(sk ScanKey) bool {
 		if started && sk.h != last {
 			// A hash is finished: move the cursor past it, maybe stop.
 			p.cursor = sk.h
@@ -388,26 +391,26 @@ func (db *keyspace) recountStep(budget time.Duration) bool {
 // recount recomputes the memory accounting from scratch.
 // It is O(N) with the lock held: start-up only; the server recounts with
 // recountStep.
-func (db *keyspace) recount() {
+func (db *DB) Recount() {
 	db.pass = recountPass{id: db.pass.id}
 	var n uint64
 	for k, e := range db.keys {
-		n += uint64(len(k)) + keyOverhead + e.dataBytes()
+		n += uint64(len(k)) + KeyOverhead + e.DataBytes()
 	}
 	db.used = n
 }
 
 // attach makes a filter's growth allocations go through the limit check.
-func (db *keyspace) attach(e *entry) {
-	switch e.kind {
-	case kindBloom:
-		e.bf.AllowAlloc = db.allow
-	case kindCuckoo:
-		e.cf.AllowAlloc = db.allow
+func (db *DB) attach(e *Entry) {
+	switch e.Kind {
+	case KindBloom:
+		e.BF.AllowAlloc = db.Allow
+	case KindCuckoo:
+		e.CF.AllowAlloc = db.Allow
 	}
 }
 
-func (db *keyspace) flush() {
+func (db *DB) Flush() {
 	if len(db.keys) > 0 {
 		db.dirty++
 	}
@@ -431,7 +434,7 @@ func (db *keyspace) flush() {
 		// Redis's lazy free does, and FLUSHALL is O(1) with it held.
 		go freeAll(old)
 	}
-	db.keys = map[string]*entry{}
+	db.keys = map[string]*Entry{}
 	db.order = newOrder()
 	db.expires = 0
 	db.used = 0
@@ -440,27 +443,27 @@ func (db *keyspace) flush() {
 
 // freeAll frees the arrays of entries that left the keyspace together and
 // that nothing else reaches (run it off the lock).
-func freeAll(keys map[string]*entry) {
+func freeAll(keys map[string]*Entry) {
 	for _, e := range keys {
-		if e.dataBytes() >= lazyFreeBytes {
-			lazyFree(e)
+		if e.DataBytes() >= LazyFreeBytes {
+			LazyFree(e)
 		} else {
-			e.free()
+			e.Free()
 		}
 	}
 }
 
 // expireSome removes up to max expired keys, sampling like Redis's active
 // expiry; it reports how many were removed.
-func (db *keyspace) expireSome(max int) int {
-	now := db.nowMs()
+func (db *DB) ExpireSome(max int) int {
+	now := db.NowMs()
 	n, seen := 0, 0
 	for k, e := range db.keys { // map order is random
 		if seen >= max*4 || n >= max {
 			break
 		}
 		seen++
-		if e.expireAt != 0 && e.expireAt <= now {
+		if e.ExpireAt != 0 && e.ExpireAt <= now {
 			db.expire(k, e)
 			n++
 		}
@@ -475,12 +478,12 @@ func (db *keyspace) expireSome(max int) int {
 // O(count + log N): keys present for a whole scan are each visited once
 // whatever is added or removed meanwhile, since a key's position depends
 // on its own hash only.
-func (db *keyspace) scan(cursor uint64, count int, fn func(k string, e *entry)) uint64 {
-	now := db.nowMs()
+func (db *DB) Scan(cursor uint64, count int, fn func(k string, e *Entry)) uint64 {
+	now := db.NowMs()
 	next := uint64(0)
 	visited := 0
 	var last uint64
-	db.order.AscendGreaterOrEqual(scanKey{h: cursor}, func(sk scanKey) bool {
+	db.order.AscendGreaterOrEqual(ScanKey{h: cursor}, func(sk ScanKey) bool {
 		if visited > 0 && visited >= count && sk.h != last {
 			next = sk.h
 			return false
@@ -488,7 +491,7 @@ func (db *keyspace) scan(cursor uint64, count int, fn func(k string, e *entry)) 
 		visited++
 		last = sk.h
 		e := db.keys[sk.k]
-		if e.expireAt != 0 && e.expireAt <= now && !db.loading {
+		if e.ExpireAt != 0 && e.ExpireAt <= now && !db.loading {
 			return true
 		}
 		fn(sk.k, e)
@@ -497,7 +500,7 @@ func (db *keyspace) scan(cursor uint64, count int, fn func(k string, e *entry)) 
 	return next
 }
 
-type scanKey struct {
+type ScanKey struct {
 	h uint64
 	k string
 }
@@ -511,4 +514,142 @@ func scanHash(k string) uint64 {
 		h *= 1099511628211
 	}
 	return h >> 1
+}
+
+// roomFor reports whether storing values of n bytes in place of the live
+// keys named would stay within --maxmemory (db.mu held). Like Redis, a
+// write that does not grow memory is always allowed, and nothing is
+// refused while the log is replayed.
+func (db *DB) RoomFor(n uint64, replaced ...[]byte) bool {
+	if db.limit == 0 || db.loading {
+		return true
+	}
+	var freed uint64
+	for _, k := range replaced {
+		if e := db.GetBytes(k); e != nil {
+			freed += e.DataBytes()
+		}
+	}
+	return n <= freed || db.used+(n-freed) <= db.limit
+}
+
+// putString stores a copy of val under key with the given expiry,
+// replacing a key of any kind (db.mu held; roomFor was checked).
+func (db *DB) PutString(key, val []byte, expireAt int64) {
+	e := &Entry{Kind: KindString, Str: append([]byte(nil), val...), ExpireAt: expireAt}
+	db.used += uint64(len(val))
+	db.Put(string(key), e)
+}
+
+// Lock takes the keyspace lock: every access to the keyspace holds it,
+// like Redis's single thread.
+func (db *DB) Lock() { db.mu.Lock() }
+
+// Unlock releases the keyspace lock.
+func (db *DB) Unlock() { db.mu.Unlock() }
+
+// Accounting. The counters change only here, through these methods; the
+// server reads them (db.mu held, as for everything else).
+
+// Used is the memory accounted against the limit: keys, bookkeeping and
+// filters, in bytes.
+func (db *DB) Used() uint64 { return db.used }
+
+// Unaccount gives back n bytes that Allow counted for memory the caller
+// did not keep (or that a filter released, as CF.COMPACT does).
+func (db *DB) Unaccount(n uint64) { db.used -= min(n, db.used) }
+
+// Limit is the memory limit in force (0: none).
+func (db *DB) Limit() uint64 { return db.limit }
+
+// SetLimit changes the memory limit (CONFIG SET maxmemory).
+func (db *DB) SetLimit(n uint64) { db.limit = n }
+
+// Dirty counts the changes since start-up (rdb_changes_since_last_save
+// is the difference from its value at the last snapshot).
+func (db *DB) Dirty() uint64 { return db.dirty }
+
+// Changed counts a change made inside a value (a filter's bits), which
+// the keyspace does not see.
+func (db *DB) Changed() { db.dirty++ }
+
+// Expired is the number of keys removed by expiry.
+func (db *DB) Expired() uint64 { return db.expired }
+
+// ResetExpired zeroes Expired (CONFIG RESETSTAT).
+func (db *DB) ResetExpired() { db.expired = 0 }
+
+// Expires is the number of keys with an expiry.
+func (db *DB) Expires() int { return db.expires }
+
+// Len is the number of keys (expired ones not yet removed included).
+func (db *DB) Len() int { return len(db.keys) }
+
+// Lookup returns the entry under key whether or not it has expired, or nil.
+func (db *DB) Lookup(key string) *Entry { return db.keys[key] }
+
+// Loading reports whether the log is being replayed.
+func (db *DB) Loading() bool { return db.loading }
+
+// BeginLoad starts loading a snapshot and replaying the log: no memory
+// limit applies (replay is exact: a limit that changed between runs must
+// not refuse what was acknowledged) and keys do not expire. EndLoad ends it
+// with the memory recounted and no changes counted.
+func (db *DB) BeginLoad() {
+	db.loadLimit, db.limit = db.limit, 0
+	db.loading = true
+}
+
+// EndLoad ends what BeginLoad started.
+func (db *DB) EndLoad() {
+	db.loading = false
+	db.limit = db.loadLimit
+}
+
+// Loaded recounts the memory of everything loaded and counts no changes
+// for it.
+func (db *DB) Loaded() {
+	db.Recount()
+	db.dirty = 0
+}
+
+// Rename moves e from src to dst, replacing what dst held (src != dst).
+func (db *DB) Rename(src, dst string, e *Entry) {
+	db.Remove(src, e)
+	db.used += e.DataBytes() // remove subtracted the filter; link adds only the key
+	if old := db.Get(dst); old != nil {
+		db.Drop(dst, old)
+	}
+	db.Link(dst, e)
+	db.used += uint64(len(dst)) + KeyOverhead
+	db.dirty++
+}
+
+// Recounting reports whether a memory recount pass is running (writes
+// must then Touch the keys they name).
+func (db *DB) Recounting() bool { return db.pass.active }
+
+// Snapshotting reports whether a snapshot is being written (writes must
+// then Preserve the entries they change).
+func (db *DB) Snapshotting() bool { return db.snap != nil }
+
+// FirstKeys appends up to n keys in scan order to dst.
+func (db *DB) FirstKeys(dst []string, n int) []string {
+	db.order.Ascend(func(sk ScanKey) bool {
+		dst = append(dst, sk.k)
+		return len(dst) < n
+	})
+	return dst
+}
+
+// Scratch is scratch space for a native filter's bit positions, for use
+// with the keyspace locked (a local one would escape to the heap: one
+// allocation per command).
+func (db *DB) Scratch() *Probe {
+	p := &db.Probe
+	if p.offsets == nil {
+		p.offsets = make([]uint16, 0, bloom.MaxK)
+		p.bits = make([]uint64, 0, bloom.MaxK)
+	}
+	return p
 }
