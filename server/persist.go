@@ -93,6 +93,13 @@ type persistState struct {
 func (s *Server) load() error {
 	d := s.cfg.dataDir
 	if d == nil {
+		// One server per directory, for the process's life: a second one
+		// would replay this one's log and then remove it under its feet.
+		lock, err := LockDir(s.cfg.Dir)
+		if err != nil {
+			return fmt.Errorf("server: %w", err)
+		}
+		s.dirLock = lock
 		od, err := newOSDir(s.cfg.Dir)
 		if err != nil {
 			return fmt.Errorf("server: %w", err)

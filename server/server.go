@@ -214,6 +214,7 @@ type Server struct {
 	log     *slog.Logger
 	db      *DB
 	dir     dataDir
+	dirLock *DirLock // the data directory's lock, held until finish
 	aof     *appendLog
 	persist persistState
 	metrics *metrics
@@ -300,6 +301,7 @@ func New(cfg Config) (*Server, error) {
 	s.persist.lastOK.Store(true)
 	if !cfg.NoPersistence {
 		if err := s.load(); err != nil {
+			s.dirLock.Unlock()
 			return nil, err
 		}
 		s.db.reindex() // the snapshot was loaded into the map directly
@@ -479,6 +481,7 @@ func (s *Server) finish0() {
 			s.log.Error("closing append-only log", "err", err)
 		}
 	}
+	s.dirLock.Unlock() // last: nothing more is written to the directory
 }
 
 // background runs active expiry, the everysec fsync, automatic snapshots,
