@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 func TestInfoGolden(t *testing.T) {
@@ -160,4 +163,49 @@ func TestMerge(t *testing.T) {
 	}
 	bloomIn(t, dir, "", "merge", "classic-a.bf").want(t, exitError, "merge without -o")
 	bloomIn(t, dir, "", "merge", "-o", "x.bf").want(t, exitError, "merge without inputs")
+}
+
+// TestCompressedFilterFiles: info, test and merge read a gzip- or
+// zstd-compressed filter file, from a path or stdin, as the README says of
+// every input (they used to fail with "bad magic").
+func TestCompressedFilterFiles(t *testing.T) {
+	dir := t.TempDir()
+	bloomIn(t, dir, keys("c", 1000), "build", "-n", "1000", "-o", "plain.bf", "-").want(t, exitOK, "build")
+	plain, err := os.ReadFile(filepath.Join(dir, "plain.bf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(plain)
+	zw.Close()
+	zs, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "f.bf.gz", gz.String())
+	writeFile(t, dir, "f.bf.zst", string(zs.EncodeAll(plain, nil)))
+	want := bloomIn(t, dir, "", "info", "plain.bf").want(t, exitOK, "info plain").stdout
+	for _, name := range []string{"f.bf.gz", "f.bf.zst"} {
+		got := bloomIn(t, dir, "", "info", name).want(t, exitOK, "info "+name).stdout
+		if strings.Replace(got, name, "plain.bf", 1) != want {
+			t.Errorf("info %s:\n%s\nwant\n%s", name, got, want)
+		}
+		r := bloomIn(t, dir, "", "test", name, "c5", "absent-key").want(t, exitOK, "test "+name)
+		if r.stdout != "c5\tpresent\nabsent-key\tabsent\n" {
+			t.Errorf("test %s: %q", name, r.stdout)
+		}
+		content, _ := os.ReadFile(filepath.Join(dir, name))
+		r = bloomIn(t, dir, string(content), "test", "-", "c7").want(t, exitOK, "test - < "+name)
+		if r.stdout != "c7\tpresent\n" {
+			t.Errorf("test - < %s: %q", name, r.stdout)
+		}
+		bloomIn(t, dir, "", "merge", "-o", "m.bf", name, "plain.bf").want(t, exitOK, "merge "+name)
+	}
+	// A damaged stream is an error that names the compression.
+	writeFile(t, dir, "cut.gz", gz.String()[:30])
+	r := bloomIn(t, dir, "", "info", "cut.gz").want(t, exitError, "info of a cut gzip file")
+	if !strings.Contains(r.stderr, "gzip") {
+		t.Errorf("cut gzip: %q", r.stderr)
+	}
 }
