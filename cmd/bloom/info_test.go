@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/bloomkit/bloomkit/bloom"
 )
 
 func TestInfoGolden(t *testing.T) {
@@ -207,5 +211,44 @@ func TestCompressedFilterFiles(t *testing.T) {
 	r := bloomIn(t, dir, "", "info", "cut.gz").want(t, exitError, "info of a cut gzip file")
 	if !strings.Contains(r.stderr, "gzip") {
 		t.Errorf("cut gzip: %q", r.stderr)
+	}
+}
+
+// TestInfoWindowAndSeed: info on a window file shows the period, the
+// number of generations and the bits of one generation beside those of
+// the whole file (it used to show one generation's bits next to the whole
+// file's size, and neither the window nor G); --json writes the 64-bit
+// seed as a string, which jq and JavaScript do not round.
+func TestInfoWindowAndSeed(t *testing.T) {
+	dir := t.TempDir()
+	const seed = 9128649759219858921
+	w, err := bloom.NewWindowWith(bloom.WindowConfig{Window: time.Hour, Items: 1000, Rate: 0.01, Generations: 4, Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.AddString("k")
+	b, err := w.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "w.bf", string(b))
+	perGen := w.Stats().Bits / 5
+	r := bloomIn(t, dir, "", "info", "w.bf").want(t, exitOK, "info of a window")
+	for _, want := range []string{
+		"window:       1h0m0s in 4 generations\n",
+		fmt.Sprintf("bits (m):     %s a generation, %s in all 5 filters\n", commas(perGen), commas(5*perGen)),
+		fmt.Sprintf("size:         %s (%s bytes)", humanBytes(uint64(len(b))), commas(uint64(len(b)))),
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("info of a window lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = bloomIn(t, dir, "", "info", "--json", "w.bf").want(t, exitOK, "info --json")
+	var got map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got["seed"] != "9128649759219858921" || got["window"] != "1h0m0s" || got["generations"] != 4.0 || got["total_bits"] != float64(5*perGen) {
+		t.Errorf("info --json of a window: seed %v window %v generations %v total_bits %v", got["seed"], got["window"], got["generations"], got["total_bits"])
 	}
 }
