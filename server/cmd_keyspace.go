@@ -210,11 +210,17 @@ func cmdExpire(s *Server, c *Session, args [][]byte, r *Reply) {
 		return
 	}
 	if at <= now && !s.db.loading {
+		// A time in the past deletes the key now, and the log says so:
+		// replay does not expire keys (its clock is not the one the
+		// clients saw), so a PEXPIREAT <past> would bring the key back
+		// for the commands logged after it. Redis logs a DEL too.
 		s.db.drop(key, e)
-	} else {
-		s.db.setExpire(e, at)
-		s.db.dirty++
+		c.logArgs = [][]byte{[]byte("DEL"), args[1]}
+		r.Int(1)
+		return
 	}
+	s.db.setExpire(e, at)
+	s.db.dirty++
 	c.logArgs = [][]byte{[]byte("PEXPIREAT"), args[1], []byte(strconv.FormatInt(at, 10))}
 	r.Int(1)
 }

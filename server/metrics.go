@@ -47,7 +47,21 @@ func newMetrics() *metrics {
 func (m *metrics) register(s *Server) {
 	m.reg.MustRegister(m.authFailures, m.saves, m.saveFailures,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&stateCollector{s: s}, &commandCollector{s: s})
+		&stateCollector{s: s}, &commandCollector{s: s}, buildInfoGauge())
+}
+
+// buildInfoGauge is bloomkit_build_info, always 1, whose labels say which
+// build is running (as Prometheus's own *_build_info metrics do).
+func buildInfoGauge() prometheus.Collector {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "bloomkit_build_info",
+		Help: "Always 1; the labels say which build of bloomkit is running.",
+		ConstLabels: prometheus.Labels{
+			"version": buildInfo.Version, "revision": buildInfo.Commit, "goversion": buildInfo.GoVersion,
+		},
+	})
+	g.Set(1)
+	return g
 }
 
 var (

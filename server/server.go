@@ -35,9 +35,19 @@ import (
 	"time"
 )
 
+// DefaultAddr is where a Server listens unless Config.Addr (or a config
+// file's bind and port) says otherwise, and where clients of the bloom
+// command look for one.
+const DefaultAddr = defaultHost + ":" + defaultPort
+
+const (
+	defaultHost = "127.0.0.1"
+	defaultPort = "6479"
+)
+
 // Config configures a Server. The zero value of each field means its default.
 type Config struct {
-	// Addr is the listen address (default 127.0.0.1:6479).
+	// Addr is the listen address (default DefaultAddr, 127.0.0.1:6479).
 	Addr string
 	// Dir holds the snapshot and the append-only log (default ./bloomkit-data).
 	// Empty string with NoPersistence disables persistence.
@@ -108,7 +118,7 @@ type Config struct {
 
 func (c *Config) defaults() {
 	if c.Addr == "" {
-		c.Addr = "127.0.0.1:6479"
+		c.Addr = DefaultAddr
 	}
 	if c.Dir == "" && !c.NoPersistence {
 		c.Dir = "bloomkit-data"
@@ -212,7 +222,7 @@ type Session struct {
 type Server struct {
 	cfg     Config
 	log     *slog.Logger
-	db      *DB
+	db      *keyspace
 	dir     dataDir
 	dirLock *DirLock // the data directory's lock, held until finish
 	aof     *appendLog
