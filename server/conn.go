@@ -228,6 +228,7 @@ func (s *Server) endSession(c *Session) {
 	s.smu.Lock()
 	delete(s.sessions, c.ID)
 	s.smu.Unlock()
+	s.endMulti(c) // a queue left behind no longer counts
 	s.clients.Add(-1)
 }
 
