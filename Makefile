@@ -2,7 +2,16 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test test-short lint bench fuzz deps build licenses release image
+# Tests run through gotestsum (installed by make deps), which prints each
+# package as it finishes, with its time, and the failures in full; plain
+# `go test` when it is missing. GOTESTSUM_FORMAT=standard-verbose shows
+# every test.
+GOTESTSUM_VERSION := v1.13.0
+GOTESTSUM := $(shell $(GO) env GOPATH)/bin/gotestsum
+GOTESTSUM_FORMAT ?= pkgname-and-test-fails
+GOTEST = $(if $(wildcard $(GOTESTSUM)),$(GOTESTSUM) --format $(GOTESTSUM_FORMAT) --format-hide-empty-pkg --,$(GO) test)
+
+.PHONY: test test-long test-short lint bench fuzz deps build licenses release image
 
 # staticcheck, for lint's unused check; make deps installs this version.
 STATICCHECK_VERSION := v0.8.2
@@ -23,21 +32,39 @@ NORACE := ./cacheguard
 # them and makes them 10-20 times slower; they run here without it.
 STATS := ./bloom ./cuckoo
 test: deps lint
-	$(GO) test -race -count=1 $(PKGS)
-	$(GO) test -count=1 $(STATS)
-	cd examples && $(GO) test -race -count=1 $$($(GO) list ./... | grep -v '/examples/cacheguard$$')
-	cd examples && $(GO) test -count=1 $(NORACE)
-	cd bench && $(GO) test -race -count=1 ./interop
-	cd release && $(GO) test -count=1 ./...
+	$(GOTEST) -race -count=1 $(PKGS)
+	$(GOTEST) -count=1 $(STATS)
+	cd examples && $(GOTEST) -race -count=1 $$($(GO) list ./... | grep -v '/examples/cacheguard$$')
+	cd examples && $(GOTEST) -count=1 $(NORACE)
+	cd bench && $(GOTEST) -race -count=1 ./interop
+	cd release && $(GOTEST) -count=1 ./...
 
-## deps: install staticcheck (for lint) with go install, and what the tests
-## need from Debian: redis-server, redis-cli and
-## redis-py with pytest (the server is tested with real clients and redis-py's
-## own Bloom tests), PostgreSQL (for
-## examples/cacheguard), the wamerican word list (for examples/spell) and
-## a JDK with Guava (guava/ is tested against the real Guava);
-## run as root; does nothing when they are already there.
+## test-long: the long forms of the statistical, end-to-end and release
+## tests, which `make test` runs short or skips: every test runs with
+## BLOOMKIT_LONG=1 (a test with a long form checks it), without the race
+## detector. A test that takes minutes belongs here, with a short form in
+## `make test`.
+test-long: deps
+	BLOOMKIT_LONG=1 $(GOTEST) -count=1 -timeout 60m $(PKGS)
+	cd examples && BLOOMKIT_LONG=1 $(GOTEST) -count=1 -timeout 60m ./...
+	cd release && BLOOMKIT_LONG=1 $(GOTEST) -count=1 -timeout 60m ./...
+
+## deps: install staticcheck (for lint) and gotestsum (make test's progress)
+## from the Go module proxy, and what the tests need from Debian: redis-server, redis-cli,
+## redis-sentinel and redis-py with pytest (the server is tested with real
+## clients and redis-py's own Bloom tests), PostgreSQL (for
+## examples/cacheguard), the wamerican word list (for examples/spell),
+## a JDK with Guava (guava/ is tested against the real Guava), promtool
+## (package prometheus: deploy/'s alert rules) and systemd-analyze (package
+## systemd: deploy/'s unit). Run as root; does nothing when they are already there.
 deps:
+	@if ! command -v redis-sentinel >/dev/null || ! command -v promtool >/dev/null || ! command -v systemd-analyze >/dev/null; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-sentinel prometheus systemd >/dev/null; \
+		else echo "redis-sentinel, promtool or systemd-analyze missing: run 'sudo make deps' or install redis-sentinel, prometheus and systemd"; fi; \
+	fi
+	@[ -x "$(GOTESTSUM)" ] || $(GO) install gotest.tools/gotestsum@$(GOTESTSUM_VERSION)
 	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || [ ! -e /usr/share/dict/american-english ]; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			DEBIAN_FRONTEND=noninteractive apt-get update -qq && \

@@ -44,7 +44,8 @@ const (
 
 // ScalableConfig describes a Scalable filter.
 type ScalableConfig struct {
-	// Capacity is the number of items the first link holds (at least 1).
+	// Capacity is the number of items the first link holds; 0 is taken
+	// as 1, the smallest link.
 	Capacity uint64
 	// Rate is the bound on the compound false-positive rate, in (0, 1): it
 	// holds however far the filter grows.
@@ -76,6 +77,9 @@ type ScalableConfig struct {
 }
 
 func (c ScalableConfig) withDefaults() ScalableConfig {
+	if c.Capacity == 0 {
+		c.Capacity = 1 // n = 0 sizes the smallest filter, as New(0, p) does
+	}
 	if c.Growth == 0 {
 		c.Growth = DefaultGrowth
 	}

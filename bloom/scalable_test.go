@@ -214,7 +214,6 @@ func TestScalableGrowthLimit(t *testing.T) {
 		t.Errorf("an impossible first link: %v", err)
 	}
 	for _, c := range []ScalableConfig{
-		{Rate: 0.01},
 		{Capacity: 10, Rate: 1},
 		{Capacity: 10, Rate: math.NaN()},
 		{Capacity: 10, Rate: 0.01, Tightening: 1},

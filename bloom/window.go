@@ -118,7 +118,11 @@ func NewWindowWith(c WindowConfig) (*Window, error) {
 	if err := checkRate(c.Rate); err != nil {
 		return nil, err
 	}
-	return newWindowSized(c, windowGeneration(c.Items, c.Rate))
+	p := windowGeneration(c.Items, c.Rate)
+	if p.M == 0 || p.M > MaxBits {
+		return nil, fmt.Errorf("%w: %d items a window at rate %g need more than %d bits a generation", ErrInvalidParams, c.Items, c.Rate, uint64(MaxBits))
+	}
+	return newWindowSized(c, p)
 }
 
 // windowGeneration returns the size of each generation of a window for

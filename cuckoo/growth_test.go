@@ -146,3 +146,25 @@ func TestZeroFilter(t *testing.T) {
 	f.Reset()
 	_ = f.Clone()
 }
+
+// TestZeroCapacity: New(0) is the smallest filter (one bucket), as
+// bloom.New(0, p) is, and it works (it used to be an error).
+func TestZeroCapacity(t *testing.T) {
+	f, err := New(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Config().Buckets != 1 {
+		t.Fatalf("New(0) has %d buckets", f.Config().Buckets)
+	}
+	for i := range 100 {
+		if err := f.AddString("k" + strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 100 {
+		if !f.TestString("k" + strconv.Itoa(i)) {
+			t.Fatalf("key %d lost", i)
+		}
+	}
+}

@@ -62,6 +62,13 @@ type persistState struct {
 func (s *Server) load() error {
 	d := s.cfg.dataDir
 	if d == nil {
+		// One server per directory, for the process's life: a second one
+		// would replay this one's log and then remove it under its feet.
+		lock, err := LockDir(s.cfg.Dir)
+		if err != nil {
+			return fmt.Errorf("server: %w", err)
+		}
+		s.dirLock = lock
 		od, err := aof.NewOSDir(s.cfg.Dir)
 		if err != nil {
 			return fmt.Errorf("server: %w", err)
@@ -117,6 +124,9 @@ func (s *Server) load() error {
 	s.persist.gen.Store(chain.Snapshot)
 	s.db.OnExpire = func(key string) { s.logCommand(nil, [][]byte{[]byte("DEL"), []byte(key)}) }
 	s.db.Loaded()
+	if s.cfg.dataDir == nil {
+		s.warnForeign(s.cfg.Dir, s.db.Len())
+	}
 	// Files of generations before the snapshot are superseded.
 	chain.RemoveSuperseded()
 	return nil

@@ -114,6 +114,9 @@ type Config struct {
 
 	// dataDir replaces the data directory (fault-injection tests).
 	dataDir aof.Dir
+	// maxRecord bounds one append-only log record's payload (default
+	// aof.MaxRecord; tests make it small instead of allocating gigabytes).
+	maxRecord int64
 	// retryMin is the first pause before retrying a failed rewrite after
 	// the log failed (default 1 s; it doubles up to a minute).
 	retryMin time.Duration
@@ -153,6 +156,9 @@ func (c *Config) defaults() {
 	}
 	if c.AutoSaveLogBytes == 0 {
 		c.AutoSaveLogBytes = 64 << 20
+	}
+	if c.maxRecord <= 0 || c.maxRecord > aof.MaxRecord {
+		c.maxRecord = aof.MaxRecord
 	}
 	if c.retryMin <= 0 {
 		c.retryMin = time.Second
@@ -215,6 +221,9 @@ type Session struct {
 	// txnLen mirrors len(multi) (0: not in MULTI) for CLIENT LIST,
 	// which other sessions run.
 	txnLen atomic.Int64
+	// multiBytes is the memory the queue holds (counted in the server's
+	// queuedBytes); multiLog the size of the log record its writes make.
+	multiBytes, multiLog int64
 	// inExec is set while EXEC runs this session's queue with the
 	// keyspace lock held: an unlocked command queued there must not take
 	// the lock again (see lockDB).
@@ -227,6 +236,7 @@ type Server struct {
 	log     *slog.Logger
 	db      *keyspace.DB
 	dir     aof.Dir
+	dirLock *DirLock // the data directory's lock, held until finish
 	aof     *aof.Log
 	persist persistState
 	metrics *metrics
@@ -245,6 +255,10 @@ type Server struct {
 	filterStats filterStats
 	// doubt is the keys whose last writes were not durable when the log failed.
 	doubt doubtSet
+	// queuedBytes is the memory of every client's MULTI queue: it counts
+	// against maxmemory when more is queued, as Redis counts client
+	// buffers in used_memory.
+	queuedBytes atomic.Int64
 	// txn collects the writes of the MULTI/EXEC block being executed, to
 	// be logged as one record (db.mu held).
 	txn [][][]byte
@@ -313,6 +327,7 @@ func New(cfg Config) (*Server, error) {
 	s.persist.lastOK.Store(true)
 	if !cfg.NoPersistence {
 		if err := s.load(); err != nil {
+			s.dirLock.Unlock()
 			return nil, err
 		}
 		s.db.Reindex() // the snapshot was loaded into the map directly
@@ -492,6 +507,7 @@ func (s *Server) finish0() {
 			s.log.Error("closing append-only log", "err", err)
 		}
 	}
+	s.dirLock.Unlock() // last: nothing more is written to the directory
 }
 
 // background runs active expiry, the everysec fsync, automatic snapshots,
@@ -673,6 +689,12 @@ func (s *Server) do(c *Session, args [][]byte, r *Reply) {
 			s.reject(cmd, start, r)
 			return
 		}
+		if msg := s.queueRoom(c, cmd, args); msg != "" {
+			c.multiErr = true
+			r.Error(msg)
+			s.reject(cmd, start, r)
+			return
+		}
 		q := make([][]byte, len(args))
 		for i, a := range args {
 			q[i] = append([]byte(nil), a...)
@@ -691,6 +713,11 @@ func (s *Server) do(c *Session, args [][]byte, r *Reply) {
 	} else {
 		if cmd.write {
 			if msg := s.misconf(); msg != "" {
+				r.Error(msg)
+				s.reject(cmd, start, r)
+				return
+			}
+			if msg := s.recordFits(logRecordSize(args)); msg != "" {
 				r.Error(msg)
 				s.reject(cmd, start, r)
 				return
@@ -812,8 +839,7 @@ func (s *Server) exec(c *Session, r *Reply) {
 		return
 	}
 	q, failed := c.multi, c.multiErr
-	c.multi, c.multiErr = nil, false
-	c.txnLen.Store(0)
+	s.endMulti(c)
 	if failed {
 		r.Error("EXECABORT Transaction discarded because of previous errors.")
 		return

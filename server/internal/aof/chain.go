@@ -78,7 +78,7 @@ func OpenChain(d Dir, log *slog.Logger) (*Chain, error) {
 			if err := d.Remove(n); err != nil {
 				return nil, fmt.Errorf("server: remove stale %s: %w", d.Path(n), err)
 			}
-			log.Info("removed an unfinished snapshot", "file", d.Path(n))
+			log.Warn("removed an unfinished snapshot (a rewrite stopped by a crash; nothing acknowledged was in it alone)", "file", d.Path(n))
 		}
 	}
 	if names, err = migrateLegacy(d, log, names); err != nil {
@@ -415,4 +415,19 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// IsOwnFile reports whether name is one of bloomkit's data-directory files.
+func IsOwnFile(name string) bool {
+	if _, ok := parseGen(name, snapPrefix, snapSuffix); ok {
+		return true
+	}
+	if _, ok := parseGen(name, logPrefix, logSuffix); ok {
+		return true
+	}
+	switch name {
+	case LockFileName, LegacySnapshot, LegacyLog:
+		return true
+	}
+	return strings.Contains(name, TmpMarker) // removed at start-up, with a warning
 }

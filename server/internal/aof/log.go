@@ -38,8 +38,9 @@ const (
 	recCommand     = 1
 	recTransaction = 2
 
-	// maxRecord bounds one record's payload.
-	maxRecord = 1 << 31
+	// MaxRecord bounds one record's payload: a longer one would not fit
+	// the record header's 32-bit length.
+	MaxRecord = 1 << 31
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
