@@ -15,7 +15,7 @@ import (
 	"github.com/bloomkit/bloomkit/server/internal/resp"
 )
 
-// The BF.* commands on native keys (native.go). Every RedisBloom command a
+// The BF.* commands on native keys (internal/keyspace/native.go). Every RedisBloom command a
 // Bloom client sends — BF.ADD, MADD, INSERT, EXISTS, MEXISTS, CARD, INFO,
 // SCANDUMP, LOADCHUNK — answers on a native key with the reply types it
 // has on a RedisBloom key, so existing client helpers work unchanged; what

@@ -8,11 +8,26 @@
 // A Server is created with New, started with Serve or ListenAndServe and
 // stopped with Shutdown (which saves a snapshot) or Close.
 //
-// The files, in the order a request meets them: conn.go (connections,
-// limits, pipelining), reader.go (the one request parser), server.go
-// (dispatch, locking, transactions), commands.go (the command table), the
-// cmd_*.go handlers, keyspace.go, then aof.go, snapshot.go and persist.go
-// (durability). docs/server-internals.md traces one BF.ADD through them.
+// The files, in the order a request meets them:
+//
+//	loop_linux.go, conn.go         the connection: event loops (a goroutine per
+//	                               client elsewhere and for TLS), limits, pipelining
+//	internal/resp/reader.go        the one request reader, with every limit
+//	prefetch.go                    a pipeline's filter bytes read ahead
+//	server.go                      dispatch (Server.Do), locking, transactions
+//	commands.go                    the command table and its flags
+//	cmd_*.go                       the handlers
+//	internal/keyspace/keyspace.go  entries, expiry, memory accounting
+//	internal/keyspace/snapshot.go  a running snapshot's images (copy-on-write)
+//	internal/aof/log.go            the log record, group commit, appendfsync
+//	reply.go                       the reply, encoded by internal/resp/reply.go;
+//	                               it leaves once the log holds what it depends
+//	                               on (endBatch, aof.Log.Commit)
+//
+// persist.go is the glue of durability: start-up loads the newest snapshot
+// and replays the logs through the command table, and a rewrite fixes its
+// point in time; internal/aof owns the files and the policy.
+// docs/server-internals.md traces one BF.ADD and one BGSAVE through them.
 package server
 
 import (

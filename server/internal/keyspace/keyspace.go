@@ -113,7 +113,7 @@ type DB struct {
 	// snap is the snapshot being written, if any; epoch numbers snapshots.
 	snap  *Snapshot
 	epoch uint64
-	// probe is scratch space for native filters' lookups (cmd_native.go).
+	// probe is scratch space for native filters' lookups (Scratch).
 	Probe Probe
 }
 
