@@ -241,6 +241,24 @@ func (d *diffReplay) step() {
 		if r.Intn(3) == 0 {
 			d.do("SAVE")
 		}
+	case n < 14:
+		// A merge that the next commands meet running: fresh mergeable
+		// filters, the merge from the second client, then adds to both.
+		d.settle()
+		dst, src := d.key(), d.key()
+		d.do("DEL", dst, src)
+		d.do("BF.RESERVE", src, "0.01", "1000")
+		d.do(append([]string{"BF.MADD", src}, d.items(8)...)...)
+		if r.Intn(2) == 0 {
+			d.do("BF.RESERVE", dst, "0.01", "1000")
+			d.do(append([]string{"BF.MADD", dst}, d.items(4)...)...)
+		}
+		d.log = append(d.log, "(second client) BF.MERGE "+dst+" "+src)
+		d.rc2.send("BF.MERGE", dst, src)
+		d.pending = true
+		for i := r.Intn(4); i >= 0; i-- {
+			d.do("BF.ADD", []string{dst, src}[r.Intn(2)], d.item())
+		}
 	case n < 16:
 		d.settle()
 		args := []string{"BF.MERGE", d.key(), d.key()}
