@@ -132,10 +132,18 @@ func run(ctx context.Context, cfg config) error {
 			if err := c.Do(ctx, "BGSAVE").Err(); err != nil {
 				return err
 			}
-			for i := 0; i < 500; i++ {
-				info, _ := c.Info(ctx, "persistence").Result()
-				if strings.Contains(info, "rdb_bgsave_in_progress:1") {
+			// FLUSHALL once the snapshot's point in time is fixed and its
+			// writer has keys left to write.
+			for deadline := time.Now().Add(time.Minute); ; {
+				info, err := c.Info(ctx, "persistence").Result()
+				if err != nil {
+					return err
+				}
+				if done, total := infoInt(info, "current_save_keys_processed"), infoInt(info, "current_save_keys_total"); total > 0 && done < total/2 {
 					break
+				}
+				if time.Now().After(deadline) {
+					return fmt.Errorf("BGSAVE did not start writing 1M keys within a minute")
 				}
 				time.Sleep(time.Millisecond)
 			}
@@ -304,6 +312,17 @@ func filledSeed(key string, size int64, seed byte) func(context.Context, *redis.
 		}
 		return nil
 	}
+}
+
+// infoInt is field's value in an INFO reply (0 when absent).
+func infoInt(info, field string) int64 {
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
