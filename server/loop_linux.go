@@ -38,6 +38,7 @@ type eventLoop struct {
 	wake   [2]int // a pipe: writing to wake[1] interrupts epoll_wait
 	mu     sync.Mutex
 	newc   []*loopConn // handed over by the acceptor
+	resume []*loopConn // clients whose held replies may go now (mu)
 	conns  map[int]*loopConn
 	dirty  []*loopConn // clients with replies to send this round
 	rerun  []*loopConn // clients with requests left in their buffer
@@ -282,9 +283,12 @@ func (l *eventLoop) woken() {
 		}
 	}
 	l.mu.Lock()
-	newc := l.newc
-	l.newc = nil
+	newc, resume := l.newc, l.resume
+	l.newc, l.resume = nil, nil
 	l.mu.Unlock()
+	for _, c := range resume {
+		l.release(c)
+	}
 	for _, c := range newc {
 		if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, c.fd, &syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(c.fd)}); err != nil {
 			l.s.endSession(c.sess)
@@ -329,6 +333,9 @@ func (l *eventLoop) read(c *loopConn) {
 // written), or the client must be closed.
 func (l *eventLoop) runRequests(c *loopConn) {
 	s := l.s
+	if c.sess.wait != nil {
+		return // held until its merge is done (hold)
+	}
 	c.sess.clock = monoNow() // the first command's start; each later one starts at its predecessor's end
 	for !c.closeAfter {
 		if len(c.sess.reply.buf)-c.wpos >= flushAt {
@@ -364,10 +371,45 @@ func (l *eventLoop) runRequests(c *loopConn) {
 			c.rd.lim = s.readLimits(sess)
 		}
 		l.markDirty(c)
+		if sess.wait != nil {
+			l.hold(c)
+			return
+		}
 		if sess.quit || sess.closing.Load() {
 			c.closeAfter = true // QUIT: its reply goes out, nothing after it runs
 		}
 	}
+}
+
+// hold keeps c's replies and requests back until its BF.MERGE, finishing
+// in the background, is done; the loop serves its other clients meanwhile.
+// Nothing is read from c until then (its descriptor is watched for
+// nothing but hang-ups).
+func (l *eventLoop) hold(c *loopConn) {
+	syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_MOD, c.fd, &syscall.EpollEvent{Events: 0, Fd: int32(c.fd)})
+	wait := c.sess.wait
+	go func() {
+		<-wait
+		l.mu.Lock()
+		l.resume = append(l.resume, c)
+		l.mu.Unlock()
+		l.wakeUp()
+	}()
+}
+
+// release lets c's held replies go and its requests run again.
+func (l *eventLoop) release(c *loopConn) {
+	if l.conns[c.fd] != c {
+		return
+	}
+	c.sess.wait = nil
+	ev := uint32(syscall.EPOLLIN)
+	if c.watchOut {
+		ev = syscall.EPOLLOUT
+	}
+	syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_MOD, c.fd, &syscall.EpollEvent{Events: ev, Fd: int32(c.fd)})
+	l.markDirty(c)
+	l.rerun = append(l.rerun, c)
 }
 
 func (l *eventLoop) markDirty(c *loopConn) {
@@ -406,6 +448,9 @@ func (l *eventLoop) flushAll() {
 // write writes c's pending output; if the socket is full it waits for
 // writability (and reads nothing more meanwhile).
 func (l *eventLoop) write(c *loopConn) {
+	if c.sess.wait != nil {
+		return // held until its merge is done (hold)
+	}
 	buf := c.sess.reply.buf[:c.checked]
 	for c.wpos < len(buf) {
 		n, err := rawWrite(c.fd, buf[c.wpos:])

@@ -225,6 +225,10 @@ type Session struct {
 	// keyspace lock held: an unlocked command queued there must not take
 	// the lock again (see lockDB).
 	inExec bool
+	// canWait is set for network clients: a long BF.MERGE may then hold
+	// their replies (wait, closed when it is done) instead of the lock.
+	canWait bool
+	wait    <-chan struct{}
 }
 
 // Server is a bloomkit server. Its methods are safe for concurrent use.
@@ -785,6 +789,11 @@ func monoTime(ns int64) time.Time { return monoBase.Add(time.Duration(ns)) }
 // of the keys a write names for a running snapshot, and logs a write that
 // succeeded. The connection's replies then wait for everything it saw.
 func (s *Server) run(c *Session, cmd *command, args [][]byte, r *Reply) {
+	if len(s.db.merges) > 0 {
+		// A merge in the background took effect when it was logged:
+		// whoever names its keys sees it done (merge.go).
+		forKeys(cmd, args, s.db.finishMergesNamed)
+	}
 	if cmd.write && s.db.pass.active {
 		forKeys(cmd, args, s.db.touch)
 	}
