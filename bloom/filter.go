@@ -123,6 +123,9 @@ func (f *Filter) add(x, y uint64) {
 
 func (f *Filter) addRemix(x, y uint64) {
 	m, k, w, c := f.params.M, f.params.K, f.words, probeMulVar
+	if k == 0 {
+		panicZero("Filter")
+	}
 	for i := uint32(0); i < k; i++ {
 		pos, _ := bits.Mul64(x, m)
 		w[pos>>6] |= 1 << (pos & 63)
@@ -149,7 +152,7 @@ func (f *Filter) testRemix(x, y uint64) bool {
 		}
 		x = x*c + y
 	}
-	return true
+	return k != 0 // the zero Filter holds nothing
 }
 
 // testAll is test without early exit, so that the loads of many keys can be
@@ -169,7 +172,7 @@ func (f *Filter) testAllRemix(x, y uint64) bool {
 		acc &= w[pos>>6] >> (pos & 63)
 		x = x*c + y
 	}
-	return acc != 0
+	return acc != 0 && k != 0
 }
 
 func (f *Filter) testAndAdd(x, y uint64) bool {
@@ -181,6 +184,9 @@ func (f *Filter) testAndAdd(x, y uint64) bool {
 
 func (f *Filter) testAndAddRemix(x, y uint64) bool {
 	m, k, w, c := f.params.M, f.params.K, f.words, probeMulVar
+	if k == 0 {
+		panicZero("Filter")
+	}
 	var miss uint64
 	for i := uint32(0); i < k; i++ {
 		pos, _ := bits.Mul64(x, m)
@@ -207,7 +213,7 @@ func (f *Filter) testSync(x, y uint64) bool {
 		}
 		x = x*c + y
 	}
-	return true
+	return k != 0
 }
 
 func (f *Filter) testAndAddSync(x, y uint64) bool {
@@ -215,6 +221,9 @@ func (f *Filter) testAndAddSync(x, y uint64) bool {
 		return f.testAndAddSyncV1(x, y)
 	}
 	m, k, w, c := f.params.M, f.params.K, f.words, probeMulVar
+	if k == 0 {
+		panicZero("Filter")
+	}
 	present := true
 	for i := uint32(0); i < k; i++ {
 		pos, _ := bits.Mul64(x, m)
