@@ -315,6 +315,7 @@ func (n *nativeFilter) prefetch(now time.Time, items [][]byte) byte {
 		for i, item := range items[:k] {
 			h := bloom.Hash(n.params.Seed, item)
 			if n.typ == format.TypeClassic {
+				// The first probe: the same for every hash id.
 				b, _ := bits.Mul64(h.Lo, n.params.M)
 				pos[i] = b >> 3
 			} else {
@@ -431,7 +432,7 @@ func windowPrefix(gens int) uint64 { return 16 + 8*uint64(gens+1) }
 // header, and for a window the payload's configuration and start times.
 // The arrays, oldest first, follow it; then the CRC-32C trailer.
 func (n *nativeFilter) fileHeader() []byte {
-	h := format.Header{Type: n.typ, Seed: n.params.Seed, M: n.params.M, K: n.params.K, N: n.params.N, P: n.params.P}
+	h := format.Header{Type: n.typ, Hash: n.params.Hash, Seed: n.params.Seed, M: n.params.M, K: n.params.K, N: n.params.N, P: n.params.P}
 	h.PayloadLen = n.dataBytes()
 	if n.typ == format.TypeWindow {
 		h.PayloadLen += windowPrefix(n.gens)
@@ -459,7 +460,9 @@ func parseFileHeader(b []byte) (*nativeFilter, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	n := &nativeFilter{typ: h.Type, params: bloom.Params{M: h.M, K: h.K, Seed: h.Seed, N: h.N, P: h.P}}
+	// The hash id comes with the key: a classic key written before hash id
+	// 2 existed keeps id 1 and answers as it did.
+	n := &nativeFilter{typ: h.Type, params: bloom.Params{M: h.M, K: h.K, Seed: h.Seed, N: h.N, P: h.P, Hash: h.Hash}}
 	if h.K < 1 || h.K > bloom.MaxK || h.M == 0 || h.M > bloom.MaxBits || !(h.P >= 0 && h.P < 1) {
 		return nil, 0, errors.New("bloomkit header: bad parameters")
 	}
