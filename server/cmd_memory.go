@@ -70,7 +70,7 @@ func stringValueSize(v []byte) uint64 {
 // memoryUsage is MEMORY USAGE's answer for a live entry.
 func memoryUsage(key string, e *entry) uint64 {
 	v := e.dataBytes()
-	if e.kind == KindString {
+	if e.kind == kindString {
 		v = stringValueSize(e.str)
 	}
 	return v + sdsAlloc(uint64(len(key)), false) + dictEntrySize

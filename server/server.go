@@ -222,8 +222,9 @@ type Session struct {
 type Server struct {
 	cfg     Config
 	log     *slog.Logger
-	db      *DB
+	db      *keyspace
 	dir     dataDir
+	dirLock *DirLock // the data directory's lock, held until finish
 	aof     *appendLog
 	persist persistState
 	metrics *metrics
@@ -310,6 +311,7 @@ func New(cfg Config) (*Server, error) {
 	s.persist.lastOK.Store(true)
 	if !cfg.NoPersistence {
 		if err := s.load(); err != nil {
+			s.dirLock.Unlock()
 			return nil, err
 		}
 		s.db.reindex() // the snapshot was loaded into the map directly
@@ -489,6 +491,7 @@ func (s *Server) finish0() {
 			s.log.Error("closing append-only log", "err", err)
 		}
 	}
+	s.dirLock.Unlock() // last: nothing more is written to the directory
 }
 
 // background runs active expiry, the everysec fsync, automatic snapshots,

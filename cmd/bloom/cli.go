@@ -7,9 +7,10 @@ import (
 	"io"
 	"math"
 	"os"
-	"runtime/debug"
 	"strconv"
 	"strings"
+
+	buildversion "github.com/bloomkit/bloomkit/internal/version"
 )
 
 // This file holds what every subcommand shares: flag sets with --help and
@@ -116,12 +117,9 @@ func usageErr(stderr io.Writer, name, format string, args ...any) int {
 	return exitError
 }
 
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
-}
+// version is what `bloom --version` prints after "bloom ": release,
+// commit, commit date, Go version and platform (package version).
+func version() string { return buildversion.Get().String() }
 
 // countFlag is a number of items: 100000000, 100_000_000, 1e8, 100M, 1.5G.
 type countFlag struct {
