@@ -13,6 +13,10 @@ GOTEST = $(if $(wildcard $(GOTESTSUM)),$(GOTESTSUM) --format $(GOTESTSUM_FORMAT)
 
 .PHONY: test test-long test-short lint bench fuzz deps build licenses release image
 
+# staticcheck, for lint's unused check; make deps installs this version.
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
+
 ## test: installs redis when missing (as root), checks gofmt and go vet, and
 ## runs every test with the race detector.
 # examples/cacheguard embeds SQLite (modernc.org/sqlite, C translated to Go):
@@ -45,14 +49,14 @@ test-long: deps
 	cd examples && BLOOMKIT_LONG=1 $(GOTEST) -count=1 -timeout 60m ./...
 	cd release && BLOOMKIT_LONG=1 $(GOTEST) -count=1 -timeout 60m ./...
 
-## deps: install what the tests need from Debian: redis-server, redis-cli,
+## deps: install staticcheck (for lint) and gotestsum (make test's progress)
+## from the Go module proxy, and what the tests need from Debian: redis-server, redis-cli,
 ## redis-sentinel and redis-py with pytest (the server is tested with real
 ## clients and redis-py's own Bloom tests), PostgreSQL (for
 ## examples/cacheguard), the wamerican word list (for examples/spell),
 ## a JDK with Guava (guava/ is tested against the real Guava), promtool
 ## (package prometheus: deploy/'s alert rules) and systemd-analyze (package
-## systemd: deploy/'s unit); and gotestsum from the Go module proxy (make
-## test's progress). Run as root; does nothing when they are already there.
+## systemd: deploy/'s unit). Run as root; does nothing when they are already there.
 deps:
 	@if ! command -v redis-sentinel >/dev/null || ! command -v promtool >/dev/null || ! command -v systemd-analyze >/dev/null; then \
 		if [ "$$(id -u)" = 0 ]; then \
@@ -80,6 +84,9 @@ deps:
 		else echo "javac or Guava missing: run 'sudo make deps' or install default-jdk-headless and libguava-java"; fi; \
 	fi
 	@command -v redis-server >/dev/null && redis-server --version || true
+	@if ! $(STATICCHECK) -version 2>/dev/null | grep -q '$(STATICCHECK_VERSION:v%=%)'; then \
+		$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION); \
+	fi
 
 ## licenses: THIRD_PARTY_LICENSES, the licences of every module the bloom
 ## binary links (release/licenses; a test fails when it is out of date).
@@ -115,16 +122,27 @@ release:
 image: release
 	cd release && $(GO) run ./image -root .. -out $(abspath $(DIST)) -binary $(abspath $(DIST))/bloom-$(VERSION)-linux-amd64/bloom -version "$(VERSION)" -commit "$(COMMIT)" -date "$(DATE)"
 
+## test-long: the long runs behind flags: the differential replay test for
+## REPLAYTIME (default 5m) of random command streams, each round crashed,
+## restarted and compared.
+REPLAYTIME ?= 5m
+.PHONY: test-long
+test-long:
+	BLOOMKIT_REPLAY_TIME=$(REPLAYTIME) $(GO) test -count=1 -timeout 0 -run '^TestDifferentialReplay$$' -v ./server
+
 ## test-short: the tests without the race detector, for a quick loop.
 test-short:
 	$(GO) test -count=1 $(PKGS)
 	cd examples && $(GO) test -count=1 ./...
 
-## lint: gofmt and go vet must be clean.
+## lint: gofmt, go vet and staticcheck's unused check (no dead code) must be
+## clean.
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
+	@command -v $(STATICCHECK) >/dev/null || { echo "$(STATICCHECK) missing: run 'make deps'"; exit 1; }
+	$(STATICCHECK) -checks U1000 $(PKGS)
 	cd examples && $(GO) vet ./...
 	cd bench && $(GO) vet ./...
 	cd release && $(GO) vet ./...
@@ -147,6 +165,7 @@ fuzz:
 	$(GO) test ./cuckoo -run '^$$' -fuzz '^FuzzOperations$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./server -run '^$$' -fuzz '^FuzzCommand$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./server -run '^$$' -fuzz '^FuzzRequestReader$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./server -run '^$$' -fuzz '^FuzzGlob$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./redisbloom -run '^$$' -fuzz '^FuzzLoadHeaders$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/bloom -run '^$$' -fuzz '^FuzzFieldKey$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/bloom -run '^$$' -fuzz '^FuzzChunkReader$$' -fuzztime $(FUZZTIME)

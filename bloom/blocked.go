@@ -6,6 +6,9 @@ import (
 	"math/bits"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/bloomkit/bloomkit/internal/bitcount"
+	"github.com/bloomkit/bloomkit/internal/mem"
 )
 
 // Blocked is a blocked Bloom filter: the bits are cut into 512-bit blocks,
@@ -54,8 +57,7 @@ func NewBlockedFromParams(p Params) (*Blocked, error) {
 
 // alignedWords returns n zero words whose first word starts a cache line.
 func alignedWords(n uint64) []uint64 {
-	w := make([]uint64, n+7)
-	adviseHugePages(w)
+	w := mem.Words(n + 7)
 	off := (64 - uintptr(unsafe.Pointer(&w[0]))%64) % 64 / 8
 	return w[off : off+uintptr(n) : off+uintptr(n)]
 }
@@ -65,6 +67,9 @@ func (f *Blocked) Params() Params { return f.params }
 
 // block returns the block the key hashed to (_, hi) falls in.
 func (f *Blocked) block(hi uint64) *[8]uint64 {
+	if f.blocks == 0 {
+		panicZero("Blocked")
+	}
 	b, _ := bits.Mul64(hi, f.blocks)
 	return (*[8]uint64)(f.words[b*8 : b*8+8])
 }
@@ -109,7 +114,9 @@ func (f *Blocked) Sync() Sync { return Sync{f} }
 
 func (f *Blocked) add(lo, hi uint64) { f.addIn(f.block(hi), lo) }
 
-func (f *Blocked) test(lo, hi uint64) bool { return f.testIn(f.block(hi), lo) }
+func (f *Blocked) test(lo, hi uint64) bool {
+	return f.blocks != 0 && f.testIn(f.block(hi), lo) // the zero Blocked holds nothing
+}
 
 // addIn and testIn are add and test in the key's block blk.
 func (f *Blocked) addIn(blk *[8]uint64, lo uint64) {
@@ -228,6 +235,9 @@ func (f *Blocked) testAndAdd(lo, hi uint64) bool {
 // not already set.
 
 func (f *Blocked) testSync(lo, hi uint64) bool {
+	if f.blocks == 0 {
+		return false
+	}
 	blk := f.block(hi)
 	acc := uint64(1)
 	for _, s := range blockSalts[:f.params.K] {
@@ -293,6 +303,9 @@ func (f *Blocked) Equal(g *Blocked) bool {
 
 // Stats returns the filter's size and fill (see Stats).
 func (f *Blocked) Stats() Stats {
+	if f.blocks == 0 {
+		return Stats{Capacity: f.params.N} // a zero value
+	}
 	set, fpr := f.fill()
 	return Stats{
 		Bits:         f.params.M,
@@ -305,18 +318,8 @@ func (f *Blocked) Stats() Stats {
 }
 
 // approxCount estimates how many distinct keys were added from the number x
-// of bits set. With keys spread over blocks as a Poisson process of mean
-// λ = n/blocks, the expected fill is 1 - exp(-λ(1 - (1-1/512)^k)); this is
-// solved for n.
-func (f *Blocked) approxCount(x uint64) uint64 {
-	if x >= f.params.M {
-		return math.MaxUint64
-	}
-	fill := float64(x) / float64(f.params.M)
-	perKey := -math.Expm1(float64(f.params.K) * math.Log1p(-1.0/BlockBits)) // 1 - (1-1/512)^k
-	lambda := -math.Log1p(-fill) / perKey
-	return uint64(math.Round(lambda * float64(f.blocks)))
-}
+// of bits set (bitcount.Blocked).
+func (f *Blocked) approxCount(x uint64) uint64 { return bitcount.Blocked(x, f.params.M, f.params.K) }
 
 // fill returns the number of bits set and the false-positive rate the
 // filter has now: the mean over blocks of (bits set in the block / 512)^k,

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"sync"
+
+	"github.com/bloomkit/bloomkit/internal/bitcount"
 )
 
 // Params describes a Bloom filter: its size in bits, its number of probes
@@ -142,7 +144,7 @@ func minBits(n float64, k uint32, p float64) uint64 {
 
 // BlockBits is the size of one block of the blocked layout: one 64-byte
 // cache line.
-const BlockBits = 512
+const BlockBits = bitcount.BlockBits
 
 // BlockedFalsePositiveRate returns the expected false-positive rate of a
 // blocked filter of m bits (m/512 blocks) with k probes per key after n
@@ -352,8 +354,11 @@ func (p Params) validate(blocked bool) error {
 }
 
 func checkRate(p float64) error {
+	if p > 0 && p < MinRate {
+		return fmt.Errorf("%w: false-positive rate %v is below the smallest, MinRate = %g", ErrInvalidParams, p, float64(MinRate))
+	}
 	if !validRate(p) {
-		return fmt.Errorf("%w: false-positive rate %v is not in [MinRate, 1) = [%g, 1)", ErrInvalidParams, p, float64(MinRate))
+		return fmt.Errorf("%w: false-positive rate %v is not in (0, 1)", ErrInvalidParams, p)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/bloomkit/bloomkit/redisbloom"
@@ -53,23 +54,12 @@ func statusErr(st status) string {
 	return errExists
 }
 
-func (s *Server) bloomKey(key []byte) (*redisbloom.Bloom, status) {
-	e := s.db.getb(key)
-	if e == nil {
-		return nil, stEmpty
-	}
-	if e.kind != KindBloom {
-		return nil, stMismatch
-	}
-	return e.bf, stOK
-}
-
 func (s *Server) cuckooKey(key []byte) (*redisbloom.Cuckoo, status) {
 	e := s.db.getb(key)
 	if e == nil {
 		return nil, stEmpty
 	}
-	if e.kind != KindCuckoo {
+	if e.kind != kindCuckoo {
 		return nil, stMismatch
 	}
 	return e.cf, stOK
@@ -104,7 +94,7 @@ func (s *Server) createBloom(key []byte, e float64, capacity uint64, expansion u
 		}
 		return nil, errNoMemory
 	}
-	s.db.put(string(key), &entry{kind: KindBloom, bf: b})
+	s.db.put(string(key), &entry{kind: kindBloom, bf: b})
 	return b, ""
 }
 
@@ -185,9 +175,14 @@ func defaultBFOpts() bfInsertOpts {
 	return bfInsertOpts{capacity: bfDefaultCapacity, errorRate: bfDefaultError, expansion: bfDefaultExpansion, autocreate: true}
 }
 
-func (s *Server) bfInsertCommon(key []byte, items [][]byte, o bfInsertOpts, r *Reply) {
+// bfInsertCommon adds items to key (BF.ADD, BF.MADD, BF.INSERT). args is
+// the command and items its tail: when --maxmemory stops a multi-item add
+// part-way, the log gets the command with the items that were applied
+// (a replay ignores the limit, and would otherwise apply them all).
+func (s *Server) bfInsertCommon(c *Session, args, items [][]byte, o bfInsertOpts, r *Reply) {
+	key := args[1]
 	e, st := s.bloomEntry(key)
-	if st == stOK && e.kind == KindNative {
+	if st == stOK && e.kind == kindNative {
 		s.nativeInsert(key, e.nf, items, o.multi, r)
 		return
 	}
@@ -195,12 +190,14 @@ func (s *Server) bfInsertCommon(key []byte, items [][]byte, o bfInsertOpts, r *R
 	if st == stOK {
 		b = e.bf
 	}
+	created := false
 	if st == stEmpty && o.autocreate {
 		var msg string
 		if b, msg = s.createBloom(key, o.errorRate, uint64(o.capacity), uint32(o.expansion), o.nonScaling); msg != "" {
 			r.Error(msg)
 			return
 		}
+		created = true
 	} else if st != stOK {
 		r.Error(statusErr(st))
 		return
@@ -232,6 +229,15 @@ func (s *Server) bfInsertCommon(key []byte, items [][]byte, o bfInsertOpts, r *R
 	n := len(res)
 	if failure != nil {
 		n++
+		applied := len(args) - len(items) + len(res)
+		switch {
+		case len(res) > 0:
+			c.logArgs = args[:applied:applied]
+		case created:
+			c.logArgs = bfReserveArgs(key, o)
+		default:
+			c.skipLog = true // nothing changed
+		}
 	}
 	r.Array(n)
 	for _, v := range res {
@@ -240,6 +246,16 @@ func (s *Server) bfInsertCommon(key []byte, items [][]byte, o bfInsertOpts, r *R
 	if failure != nil {
 		r.Error(bfAddErr(failure))
 	}
+}
+
+// bfReserveArgs is the BF.RESERVE that creates the filter BF.INSERT's
+// options (or BF.MADD's defaults) create.
+func bfReserveArgs(key []byte, o bfInsertOpts) [][]byte {
+	la := [][]byte{[]byte("BF.RESERVE"), key, []byte(strconv.FormatFloat(o.errorRate, 'g', -1, 64)), []byte(strconv.FormatInt(o.capacity, 10))}
+	if o.nonScaling {
+		return append(la, []byte("NONSCALING"))
+	}
+	return append(la, []byte("EXPANSION"), []byte(strconv.FormatInt(o.expansion, 10)))
 }
 
 func bfAddErr(err error) string {
@@ -257,7 +273,7 @@ func cmdBFAdd(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error(wrongArity(lowerName(args[0])))
 		return
 	}
-	s.bfInsertCommon(args[1], args[2:], o, r)
+	s.bfInsertCommon(c, args, args[2:], o, r)
 }
 
 // BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION x] [NOCREATE] [NONSCALING] ITEMS item...
@@ -337,7 +353,7 @@ func cmdBFInsert(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error(wrongArity("bf.insert"))
 		return
 	}
-	s.bfInsertCommon(args[1], args[items:], o, r)
+	s.bfInsertCommon(c, args, args[items:], o, r)
 }
 
 // BF.EXISTS key item / BF.MEXISTS key item...
@@ -351,7 +367,7 @@ func cmdBFExists(s *Server, c *Session, args [][]byte, r *Reply) {
 	if multi {
 		r.Array(len(args) - 2)
 	}
-	if st == stOK && e.kind == KindNative {
+	if st == stOK && e.kind == kindNative {
 		s.nativeExists(e.nf, args[2:], r)
 		return
 	}
@@ -376,7 +392,7 @@ func cmdBFCard(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Int(0)
 	case st == stMismatch:
 		r.Error(errWrongType)
-	case e.kind == KindNative:
+	case e.kind == kindNative:
 		r.Uint(e.nf.card(s.db.now()))
 	default:
 		r.Uint(e.bf.Size)
@@ -394,7 +410,7 @@ func cmdBFInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error(statusErr(st))
 		return
 	}
-	if e.kind == KindNative {
+	if e.kind == kindNative {
 		s.nativeInfo(e.nf, args, r)
 		return
 	}
@@ -465,7 +481,7 @@ func cmdBFScanDump(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error("Second argument must be numeric")
 		return
 	}
-	if e.kind == KindNative {
+	if e.kind == kindNative {
 		s.nativeScanDump(e.nf, it, r)
 		return
 	}
@@ -497,7 +513,7 @@ func cmdBFLoadChunk(s *Server, c *Session, args [][]byte, r *Reply) {
 		s.nativeLoadHeader(args[1], args[3], r)
 		return
 	}
-	if st == stOK && e.kind == KindNative {
+	if st == stOK && e.kind == kindNative {
 		s.nativeLoadChunk(e.nf, it, args[3], r)
 		return
 	}
@@ -508,7 +524,7 @@ func cmdBFLoadChunk(s *Server, c *Session, args [][]byte, r *Reply) {
 			return
 		}
 		nb.AllowAlloc = s.db.allow
-		s.db.put(string(args[1]), &entry{kind: KindBloom, bf: nb})
+		s.db.put(string(args[1]), &entry{kind: kindBloom, bf: nb})
 		r.OK()
 		return
 	} else if st != stOK {
@@ -553,14 +569,14 @@ func cmdBFMerge(s *Server, c *Session, args [][]byte, r *Reply) {
 			return
 		}
 		entries = append(entries, e)
-		native = native || e.kind == KindNative
+		native = native || e.kind == kindNative
 	}
 	de, st := s.bloomEntry(args[1])
 	if st == stMismatch {
 		r.Error(errWrongType)
 		return
 	}
-	if native || (de != nil && de.kind == KindNative) {
+	if native || (de != nil && de.kind == kindNative) {
 		s.nativeMerge(args, de, entries, r)
 		return
 	}
@@ -588,7 +604,7 @@ func cmdBFMerge(s *Server, c *Session, args [][]byte, r *Reply) {
 			r.Error(errNoMemory)
 			return
 		}
-		s.db.put(string(args[1]), &entry{kind: KindBloom, bf: nb})
+		s.db.put(string(args[1]), &entry{kind: kindBloom, bf: nb})
 		dest, srcs = nb, srcs[1:]
 	}
 	for _, b := range srcs {

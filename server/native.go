@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/bloomkit/bloomkit/bloom"
+	"github.com/bloomkit/bloomkit/internal/bitcount"
 	"github.com/bloomkit/bloomkit/internal/format"
+	"github.com/bloomkit/bloomkit/internal/generation"
 	"github.com/bloomkit/bloomkit/redisbloom"
 )
 
@@ -102,7 +104,7 @@ func (n *nativeFilter) memUsage() uint64 { return n.dataBytes() + 96 + 32*uint64
 
 // nativeParams works out a new filter's parameters from BF.RESERVE's
 // capacity and rate as the library does (bloom.Estimate, EstimateBlocked,
-// and for a window EstimateBlocked(Items, Rate/2) per generation).
+// and for a window EstimateBlocked at the generations' rate).
 func nativeParams(typ uint8, capacity uint64, rate float64, period time.Duration, gens int, seed uint64) (*nativeFilter, error) {
 	n := &nativeFilter{typ: typ}
 	switch typ {
@@ -111,13 +113,13 @@ func nativeParams(typ uint8, capacity uint64, rate float64, period time.Duration
 	case format.TypeBlocked:
 		n.params = bloom.EstimateBlocked(capacity, rate)
 	case format.TypeWindow:
-		n.params = bloom.EstimateBlocked(capacity, rate/2)
+		n.params = bloom.EstimateBlocked(capacity, generation.Rate(rate))
 		n.params.N, n.params.P = capacity, rate
 		if period <= 0 || gens < 1 || gens > bloom.MaxGenerations {
 			return nil, errNativeParams
 		}
 		n.period, n.gens = period, gens
-		n.genLen = int64((uint64(period) + uint64(gens) - 1) / uint64(gens))
+		n.genLen = generation.Length(period, gens)
 	}
 	n.params.Seed = seed
 	if n.params.M == 0 || n.params.K == 0 || n.params.K > bloom.MaxK {
@@ -165,14 +167,7 @@ func (n *nativeFilter) free() {
 }
 
 // genAt is the generation the clock is in at t.
-func (n *nativeFilter) genAt(t time.Time) int64 {
-	ns := t.UnixNano()
-	g := ns / n.genLen
-	if ns%n.genLen < 0 {
-		g--
-	}
-	return g
-}
+func (n *nativeFilter) genAt(t time.Time) int64 { return generation.At(t, n.genLen) }
 
 // validGen reports whether a window can stand at generation g: the start
 // times of its generations g-G … g+1 are whole int64 nanoseconds. The
@@ -186,20 +181,13 @@ func (n *nativeFilter) validGen(g int64) bool {
 }
 
 // slot is the array generation g lives in.
-func (n *nativeFilter) slot(g int64) int {
-	r := g % int64(len(n.arrays))
-	if r < 0 {
-		r += int64(len(n.arrays))
-	}
-	return int(r)
-}
+func (n *nativeFilter) slot(g int64) int { return generation.Slot(g, len(n.arrays)) }
 
 // live returns the generations [lo, hi] a read at now sees: the last G+1
 // by the clock, of those the window holds. A clock behind the window counts
 // as standing at its newest generation, so keys are never forgotten early.
 func (n *nativeFilter) live(now time.Time) (lo, hi int64) {
-	clock := max(n.genAt(now), n.cur)
-	return max(n.cur-int64(n.gens), clock-int64(n.gens)), n.cur
+	return generation.Live(n.cur, n.genAt(now), n.gens)
 }
 
 // advance moves the window forward to generation g, emptying the slots of
@@ -208,7 +196,8 @@ func (n *nativeFilter) advance(g int64) {
 	if g <= n.cur {
 		return
 	}
-	for h := max(n.cur+1, g-int64(n.gens)); h <= g; h++ {
+	lo, hi := generation.Expiring(n.cur, g, n.gens)
+	for h := lo; h <= hi; h++ {
 		n.empty(n.slot(h))
 	}
 	n.cur = g
@@ -357,11 +346,19 @@ func (n *nativeFilter) test(key []byte, now time.Time, p *probe) bool {
 // generation (the only array, for a blocked or classic filter) that has
 // them all, if any does.
 func (n *nativeFilter) find(key []byte, now time.Time, p *probe) (int, bool) {
+	if n.typ != format.TypeWindow {
+		return n.findIn(key, 0, 0, p)
+	}
+	lo, hi := n.live(now)
+	return n.findIn(key, lo, hi, p)
+}
+
+// findIn is find over the generations [lo, hi] (ignored unless a window).
+func (n *nativeFilter) findIn(key []byte, lo, hi int64, p *probe) (int, bool) {
 	n.locate(key, p)
 	if n.typ != format.TypeWindow {
 		return 0, n.has(n.arrays[0], p)
 	}
-	lo, hi := n.live(now)
 	for g := hi; g >= lo; g-- {
 		if i := n.slot(g); n.has(n.arrays[i], p) {
 			return i, true
@@ -372,9 +369,12 @@ func (n *nativeFilter) find(key []byte, now time.Time, p *probe) (int, bool) {
 
 // add adds the key (a window into its newest generation, which the caller
 // has moved to the clock) and reports whether it was new: it did not test
-// present before.
-func (n *nativeFilter) add(key []byte, now time.Time, p *probe) bool {
-	at, present := n.find(key, now, p)
+// present in any generation the window holds. That is what a read at the
+// time of the add sees (the window stands at the clock's generation), and
+// it does not consult the clock, so replaying the log — on a server whose
+// clock is hours later — decides "new" exactly as the live server did.
+func (n *nativeFilter) add(key []byte, p *probe) bool {
+	at, present := n.findIn(key, n.cur-int64(n.gens), n.cur, p)
 	i := 0
 	if n.typ == format.TypeWindow {
 		i = n.slot(n.cur)
@@ -484,7 +484,7 @@ func parseFileHeader(b []byte) (*nativeFilter, int, error) {
 			return nil, 0, errors.New("window header: bad window or generations")
 		}
 		n.period, n.gens = time.Duration(period), int(gens)
-		n.genLen = int64((uint64(period) + uint64(gens) - 1) / uint64(gens))
+		n.genLen = generation.Length(n.period, n.gens)
 		if len(b) < size+int(windowPrefix(n.gens)) {
 			return nil, 0, errors.New("window header: truncated")
 		}
@@ -589,7 +589,7 @@ func (n *nativeFilter) merge(src *nativeFilter) {
 		// of the count the merged bits imply, so that an item in both is
 		// not counted twice.
 		i := n.slot(g)
-		n.counts[i] = max(n.counts[i], src.counts[src.slot(g)], estimateFromBits(popcount(d), uint64(len(d))*8, n.params))
+		n.counts[i] = max(n.counts[i], src.counts[src.slot(g)], n.keysFromBits(bitcount.Ones(d)))
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/bloomkit/bloomkit/internal/keyslot"
 	"github.com/bloomkit/bloomkit/internal/redistest"
 )
 
@@ -233,8 +234,8 @@ func TestMigrateCluster(t *testing.T) {
 func TestTempKey(t *testing.T) {
 	for _, k := range []string{"a", "urls", "seen:{user7}:day", "{}x", "k:" + strings.Repeat("z", 300)} {
 		tmp := tempKey(k)
-		if tmp == k || redistest.KeySlot(tmp) != redistest.KeySlot(k) || keySlot(k) != redistest.KeySlot(k) {
-			t.Errorf("%q → %q: slots %d and %d", k, tmp, redistest.KeySlot(k), redistest.KeySlot(tmp))
+		if tmp == k || keyslot.Of(tmp) != keyslot.Of(k) {
+			t.Errorf("%q → %q: slots %d and %d", k, tmp, keyslot.Of(k), keyslot.Of(tmp))
 		}
 	}
 }
