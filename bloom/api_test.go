@@ -94,7 +94,7 @@ func TestNoAllocationPerKey(t *testing.T) {
 	}
 }
 
-// TestAPISize keeps the method sets as issue 14 left them: one verb set
+// TestAPISize keeps the method sets as they are: one verb set
 // ([]byte and string forms of Add, Test, TestAndAdd; hashed forms on the
 // two layouts and Sync), the batch forms as the generic functions AddMany
 // and TestMany, one Stats for every figure of fill, streams for encoding.
