@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test test-short lint bench fuzz deps build
+.PHONY: test test-short lint bench fuzz deps build licenses release image
 
 # staticcheck, for lint's unused check; make deps installs this version.
 STATICCHECK_VERSION := v0.8.2
@@ -28,6 +28,7 @@ test: deps lint
 	cd examples && $(GO) test -race -count=1 $$($(GO) list ./... | grep -v '/examples/cacheguard$$')
 	cd examples && $(GO) test -count=1 $(NORACE)
 	cd bench && $(GO) test -race -count=1 ./interop
+	cd release && $(GO) test -count=1 ./...
 
 ## deps: install staticcheck (for lint) with go install, and what the tests
 ## need from Debian: redis-server, redis-cli and
@@ -60,9 +61,47 @@ deps:
 		$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION); \
 	fi
 
-## build: the bloom binary in ./bin/bloom.
+## licenses: THIRD_PARTY_LICENSES, the licences of every module the bloom
+## binary links (release/licenses; a test fails when it is out of date).
+licenses:
+	cd release && $(GO) run ./licenses -root .. -o ../THIRD_PARTY_LICENSES
+
+# The build's identity, stamped into the binary (internal/version): the
+# release tag, git describe after one, or a pseudo-version before the first.
+VPKG := github.com/bloomkit/bloomkit/internal/version
+VERSION ?= $(shell release/version.sh)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+DATE ?= $(shell git log -1 --format=%cI 2>/dev/null)
+LDFLAGS = -X $(VPKG).tag=$(VERSION) -X $(VPKG).commit=$(COMMIT) -X $(VPKG).date=$(DATE)
+BIN ?= bin/bloom
+
+## build: the bloom binary in ./bin/bloom, stamped with its version.
 build:
-	$(GO) build -o bin/bloom ./cmd/bloom
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/bloom
+
+## release: static binaries (CGO_ENABLED=0) for linux and darwin on amd64
+## and arm64, each in dist/bloom-VERSION-OS-ARCH.tar.gz with the licences,
+## and dist/SHA256SUMS; the archives are checked after they are written.
+DIST ?= dist
+release:
+	cd release && $(GO) run ./dist -root .. -out $(abspath $(DIST)) -version "$(VERSION)" -commit "$(COMMIT)" -date "$(DATE)"
+
+## image: the container image of the static linux/amd64 binary, built
+## without Docker from an empty base (release/image): dist/bloom-VERSION-image-oci/
+## (OCI layout) and dist/bloom-VERSION-image.tar (docker load), read back and
+## checked. Runs as user 65532, `bloom serve --addr 0.0.0.0:6479 --dir /data`,
+## port 6479, volume /data, health check `bloom ping`. Dockerfile builds the
+## same with Docker.
+image: release
+	cd release && $(GO) run ./image -root .. -out $(abspath $(DIST)) -binary $(abspath $(DIST))/bloom-$(VERSION)-linux-amd64/bloom -version "$(VERSION)" -commit "$(COMMIT)" -date "$(DATE)"
+
+## test-long: the long runs behind flags: the differential replay test for
+## REPLAYTIME (default 5m) of random command streams, each round crashed,
+## restarted and compared.
+REPLAYTIME ?= 5m
+.PHONY: test-long
+test-long:
+	BLOOMKIT_REPLAY_TIME=$(REPLAYTIME) $(GO) test -count=1 -timeout 0 -run '^TestDifferentialReplay$$' -v ./server
 
 ## test-short: the tests without the race detector, for a quick loop.
 test-short:
@@ -79,6 +118,7 @@ lint:
 	$(STATICCHECK) -checks U1000 $(PKGS)
 	cd examples && $(GO) vet ./...
 	cd bench && $(GO) vet ./...
+	cd release && $(GO) vet ./...
 
 ## bench: the comparison against other Go filter libraries; writes bench/RESULTS.md.
 ## BENCHFLAGS="-quick" runs a smaller version.
@@ -98,6 +138,7 @@ fuzz:
 	$(GO) test ./cuckoo -run '^$$' -fuzz '^FuzzOperations$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./server -run '^$$' -fuzz '^FuzzCommand$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./server -run '^$$' -fuzz '^FuzzRequestReader$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./server -run '^$$' -fuzz '^FuzzGlob$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./redisbloom -run '^$$' -fuzz '^FuzzLoadHeaders$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/bloom -run '^$$' -fuzz '^FuzzFieldKey$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/bloom -run '^$$' -fuzz '^FuzzChunkReader$$' -fuzztime $(FUZZTIME)

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/bloomkit/bloomkit/internal/bitcount"
+	"github.com/bloomkit/bloomkit/internal/mem"
 )
 
 // Blocked is a blocked Bloom filter: the bits are cut into 512-bit blocks,
@@ -56,8 +57,7 @@ func NewBlockedFromParams(p Params) (*Blocked, error) {
 
 // alignedWords returns n zero words whose first word starts a cache line.
 func alignedWords(n uint64) []uint64 {
-	w := make([]uint64, n+7)
-	adviseHugePages(w)
+	w := mem.Words(n + 7)
 	off := (64 - uintptr(unsafe.Pointer(&w[0]))%64) % 64 / 8
 	return w[off : off+uintptr(n) : off+uintptr(n)]
 }
@@ -67,6 +67,9 @@ func (f *Blocked) Params() Params { return f.params }
 
 // block returns the block the key hashed to (_, hi) falls in.
 func (f *Blocked) block(hi uint64) *[8]uint64 {
+	if f.blocks == 0 {
+		panicZero("Blocked")
+	}
 	b, _ := bits.Mul64(hi, f.blocks)
 	return (*[8]uint64)(f.words[b*8 : b*8+8])
 }
@@ -111,7 +114,9 @@ func (f *Blocked) Sync() Sync { return Sync{f} }
 
 func (f *Blocked) add(lo, hi uint64) { f.addIn(f.block(hi), lo) }
 
-func (f *Blocked) test(lo, hi uint64) bool { return f.testIn(f.block(hi), lo) }
+func (f *Blocked) test(lo, hi uint64) bool {
+	return f.blocks != 0 && f.testIn(f.block(hi), lo) // the zero Blocked holds nothing
+}
 
 // addIn and testIn are add and test in the key's block blk.
 func (f *Blocked) addIn(blk *[8]uint64, lo uint64) {
@@ -230,6 +235,9 @@ func (f *Blocked) testAndAdd(lo, hi uint64) bool {
 // not already set.
 
 func (f *Blocked) testSync(lo, hi uint64) bool {
+	if f.blocks == 0 {
+		return false
+	}
 	blk := f.block(hi)
 	acc := uint64(1)
 	for _, s := range blockSalts[:f.params.K] {
@@ -295,6 +303,9 @@ func (f *Blocked) Equal(g *Blocked) bool {
 
 // Stats returns the filter's size and fill (see Stats).
 func (f *Blocked) Stats() Stats {
+	if f.blocks == 0 {
+		return Stats{Capacity: f.params.N} // a zero value
+	}
 	set, fpr := f.fill()
 	return Stats{
 		Bits:         f.params.M,

@@ -168,6 +168,9 @@ func (c *Counting) CountString(key string) uint64 {
 
 func (c *Counting) add(x, y uint64) {
 	m, k, w := c.params.M, c.params.K, c.words
+	if k == 0 {
+		panicZero("Counting")
+	}
 	for i := uint32(0); i < k; i++ {
 		pos, _ := bits.Mul64(x, m)
 		shift := (pos & 15) * 4
@@ -190,11 +193,14 @@ func (c *Counting) test(x, y uint64) bool {
 		x += y
 		y += uint64(i)
 	}
-	return true
+	return k != 0 // the zero Counting holds nothing
 }
 
 func (c *Counting) count(x, y uint64) int {
 	m, k, w := c.params.M, c.params.K, c.words
+	if k == 0 {
+		return 0
+	}
 	least := uint64(CounterMax)
 	for i := uint32(0); i < k; i++ {
 		pos, _ := bits.Mul64(x, m)
@@ -266,6 +272,9 @@ func (c *Counting) Stats() Stats {
 // WriteTo writes the filter to w in the bloomkit file format (type 3,
 // docs/filters.md), streaming. The header's count is Len.
 func (c *Counting) WriteTo(w io.Writer) (int64, error) {
+	if c.words == nil {
+		return 0, ErrZero
+	}
 	h := paramsHeader(TypeCounting, c.params)
 	h.Count = c.items
 	return format.WriteWordsFile(w, h, c.words)

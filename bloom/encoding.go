@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/bloomkit/bloomkit/internal/format"
+	"github.com/bloomkit/bloomkit/internal/mem"
 )
 
 // The file format is described in docs/format.md. In short: an 80-byte
@@ -49,6 +50,10 @@ var (
 	ErrTruncated = format.ErrTruncated
 	// ErrTooLarge: the header declares a filter above MaxBits.
 	ErrTooLarge = format.ErrTooLarge
+	// ErrZero: the filter is a zero value, not made by a constructor or
+	// read from a file: it holds nothing, tests every key absent, and
+	// cannot be written or encoded.
+	ErrZero = format.ErrZero
 )
 
 // headerParams returns the Bloom parameters a header records, checking the
@@ -65,13 +70,7 @@ func paramsHeader(typ uint8, p Params) format.Header {
 	return format.Header{Type: typ, Seed: p.Seed, M: p.M, K: p.K, N: p.N, P: p.P}
 }
 
-func plainAlloc(n uint64) []uint64 {
-	w := make([]uint64, n)
-	if n > 0 {
-		adviseHugePages(w)
-	}
-	return w
-}
+func plainAlloc(n uint64) []uint64 { return mem.Words(n) }
 
 func classicWords(h format.Header) (uint64, error) {
 	p, err := headerParams(h)
@@ -99,6 +98,9 @@ func blockedWords(h format.Header) (uint64, error) {
 // needs no second copy of the filter in memory. It returns the number of
 // bytes written.
 func (f *Filter) WriteTo(w io.Writer) (int64, error) {
+	if f.words == nil {
+		return 0, ErrZero
+	}
 	return format.WriteWordsFile(w, paramsHeader(TypeClassic, f.params), f.words)
 }
 
@@ -121,6 +123,9 @@ func (f *Filter) ReadFrom(r io.Reader) (int64, error) {
 
 // WriteTo writes the filter to w in the bloomkit file format, streaming.
 func (f *Blocked) WriteTo(w io.Writer) (int64, error) {
+	if f.words == nil {
+		return 0, ErrZero
+	}
 	return format.WriteWordsFile(w, paramsHeader(TypeBlocked, f.params), f.words)
 }
 

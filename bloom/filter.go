@@ -87,6 +87,9 @@ func (f *Filter) Sync() Sync { return Sync{f} }
 
 func (f *Filter) add(x, y uint64) {
 	m, k, w := f.params.M, f.params.K, f.words
+	if k == 0 {
+		panicZero("Filter")
+	}
 	for i := uint32(0); i < k; i++ {
 		pos, _ := bits.Mul64(x, m)
 		w[pos>>6] |= 1 << (pos & 63)
@@ -108,7 +111,7 @@ func (f *Filter) test(x, y uint64) bool {
 		x += y
 		y += uint64(i)
 	}
-	return true
+	return k != 0 // the zero Filter holds nothing
 }
 
 // testAll is test without early exit, so that the loads of many keys can be
@@ -122,11 +125,14 @@ func (f *Filter) testAll(x, y uint64) bool {
 		x += y
 		y += uint64(i)
 	}
-	return acc != 0
+	return acc != 0 && k != 0
 }
 
 func (f *Filter) testAndAdd(x, y uint64) bool {
 	m, k, w := f.params.M, f.params.K, f.words
+	if k == 0 {
+		panicZero("Filter")
+	}
 	var miss uint64
 	for i := uint32(0); i < k; i++ {
 		pos, _ := bits.Mul64(x, m)
@@ -152,11 +158,14 @@ func (f *Filter) testSync(x, y uint64) bool {
 		x += y
 		y += uint64(i)
 	}
-	return true
+	return k != 0
 }
 
 func (f *Filter) testAndAddSync(x, y uint64) bool {
 	m, k, w := f.params.M, f.params.K, f.words
+	if k == 0 {
+		panicZero("Filter")
+	}
 	present := true
 	for i := uint32(0); i < k; i++ {
 		pos, _ := bits.Mul64(x, m)

@@ -49,6 +49,9 @@ type batchLayout interface{ *Filter | *Blocked }
 func addMany[K batch.Key, L batchLayout](f L, keys []K) {
 	switch f := any(f).(type) {
 	case *Filter:
+		if f.params.K == 0 && len(keys) > 0 {
+			panicZero("Filter")
+		}
 		filterMany(f, keys, nil)
 	case *Blocked:
 		blockedMany(f, keys, nil)
@@ -61,8 +64,16 @@ func testMany[K batch.Key, L batchLayout](f L, keys []K, dst []bool) []bool {
 	dst = slices.Grow(dst, len(keys))[:n+len(keys)]
 	switch f := any(f).(type) {
 	case *Filter:
+		if f.params.K == 0 {
+			clear(dst[n:]) // the zero Filter holds nothing
+			break
+		}
 		filterMany(f, keys, dst[n:])
 	case *Blocked:
+		if f.blocks == 0 {
+			clear(dst[n:])
+			break
+		}
 		blockedMany(f, keys, dst[n:])
 	}
 	return dst

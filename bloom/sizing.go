@@ -354,8 +354,11 @@ func (p Params) validate(blocked bool) error {
 }
 
 func checkRate(p float64) error {
+	if p > 0 && p < MinRate {
+		return fmt.Errorf("%w: false-positive rate %v is below the smallest, MinRate = %g", ErrInvalidParams, p, float64(MinRate))
+	}
 	if !validRate(p) {
-		return fmt.Errorf("%w: false-positive rate %v is not in [MinRate, 1) = [%g, 1)", ErrInvalidParams, p, float64(MinRate))
+		return fmt.Errorf("%w: false-positive rate %v is not in (0, 1)", ErrInvalidParams, p)
 	}
 	return nil
 }

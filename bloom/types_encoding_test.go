@@ -308,7 +308,10 @@ func TestTypeDecodeErrors(t *testing.T) {
 				return resign(put64(b, p+48+16, m1-512))
 			}, nil}, // reads, as another valid filter: checked below
 			{"link k = 0", func(b []byte) []byte { return resign(put32(b, p+16+24, 0)) }, ErrCorrupt},
-			{"link reserved", func(b []byte) []byte { b[p+16+28] = 1; return resign(b) }, ErrCorrupt},
+			{"link reserved", func(b []byte) []byte { b[p+48+28] = 1; return resign(b) }, ErrCorrupt},
+			{"size limit above MaxBits", func(b []byte) []byte { return resign(put32(b, p+16+28, 0xffffffff)) }, ErrCorrupt},
+			{"link capacity forged", func(b []byte) []byte { return resign(put64(b, p+48, 1<<40)) }, ErrCorrupt},
+			{"growth above MaxGrowth", func(b []byte) []byte { return resign(put32(b, p, MaxGrowth+1)) }, ErrCorrupt},
 		},
 		"window": {
 			{"count set", func(b []byte) []byte { b[56] = 1; return resign(b) }, ErrCorrupt},
@@ -369,6 +372,7 @@ func TestTypeForgedSizeDoesNotAllocate(t *testing.T) {
 			put64(b, 24, MaxBits)
 			put64(b, 56, 0)
 			put64(b, 64, 16+32+MaxBits/8)
+			put64(b, 40, 10)
 			put64(b, headerSize+16, 10)
 			put64(b, headerSize+16+8, 0)
 			put64(b, headerSize+16+16, MaxBits)

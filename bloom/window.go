@@ -78,7 +78,8 @@ type WindowConfig struct {
 // stood still: keys are never forgotten early.
 //
 // The zero Window is not usable: make one with NewWindow or NewWindowWith,
-// or read one from a file.
+// or read one from a file. It tests every key absent and Add panics with
+// ErrZero (see the package documentation).
 //
 // # Concurrency
 //
@@ -117,7 +118,11 @@ func NewWindowWith(c WindowConfig) (*Window, error) {
 	if err := checkRate(c.Rate); err != nil {
 		return nil, err
 	}
-	return newWindowSized(c, windowGeneration(c.Items, c.Rate))
+	p := windowGeneration(c.Items, c.Rate)
+	if p.M == 0 || p.M > MaxBits {
+		return nil, fmt.Errorf("%w: %d items a window at rate %g need more than %d bits a generation", ErrInvalidParams, c.Items, c.Rate, uint64(MaxBits))
+	}
+	return newWindowSized(c, p)
 }
 
 // windowGeneration returns the size of each generation of a window for
@@ -197,6 +202,9 @@ func (w *Window) now() int64 { return max(w.slotAt(w.clock()), w.cur) }
 // rotate makes the current generation the clock's, clearing the filters of
 // the generations that expire.
 func (w *Window) rotate() {
+	if len(w.gens) == 0 {
+		panicZero("Window")
+	}
 	now := w.now()
 	if now == w.cur {
 		return
@@ -259,6 +267,9 @@ func (w *Window) testAndAdd(lo, hi uint64) bool {
 // test checks the live generations, newest first. Generations older than
 // now−G have expired even if rotate has not cleared them yet.
 func (w *Window) test(lo, hi uint64) bool {
+	if len(w.gens) == 0 {
+		return false // the zero Window holds nothing
+	}
 	oldest, newest := generation.Live(w.cur, w.slotAt(w.clock()), w.g)
 	for i := newest; i >= oldest; i-- {
 		if w.gens[w.ring(i)].test(lo, hi) {
@@ -270,6 +281,9 @@ func (w *Window) test(lo, hi uint64) bool {
 
 // live calls fn with the filter of each generation that has not expired.
 func (w *Window) live(fn func(*Blocked)) {
+	if len(w.gens) == 0 {
+		return
+	}
 	oldest, newest := generation.Live(w.cur, w.slotAt(w.clock()), w.g)
 	for i := newest; i >= oldest; i-- {
 		fn(w.gens[w.ring(i)])
@@ -355,6 +369,9 @@ func (w *Window) payloadLen() uint64 {
 // docs/filters.md), streaming. The generations' start times are saved, so
 // a window read back keeps expiring keys on time.
 func (w *Window) WriteTo(out io.Writer) (int64, error) {
+	if len(w.gens) == 0 {
+		return 0, ErrZero
+	}
 	cw := &format.CRCWriter{W: out}
 	h := paramsHeader(TypeWindow, w.params)
 	h.PayloadLen = w.payloadLen()

@@ -34,11 +34,13 @@ func TestNoAllocationPerKey(t *testing.T) {
 
 // TestAPISize keeps the method set in step with the bloom package's: the
 // same verbs with []byte and string forms, batch forms as the generic
-// functions AddMany and TestMany, one Stats, streams for encoding.
+// functions AddMany and TestMany, one Stats, streams for encoding and the
+// standard encoders (binary, JSON; gob uses binary) wrapped around them.
 func TestAPISize(t *testing.T) {
 	want := []string{
 		"Add", "AddString", "AddUnique", "AddUniqueString", "Clone", "Config", "Count", "CountString",
-		"Delete", "DeleteString", "Equal", "Len", "ReadFrom", "Reset", "Stats", "Test", "TestString", "WriteTo",
+		"Delete", "DeleteString", "Equal", "Len", "MarshalBinary", "MarshalJSON", "ReadFrom", "Reset", "Stats", "Test",
+		"TestString", "UnmarshalBinary", "UnmarshalJSON", "WriteTo",
 	}
 	typ := reflect.TypeOf(&Filter{})
 	var got []string

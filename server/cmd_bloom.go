@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/bloomkit/bloomkit/redisbloom"
@@ -174,7 +175,12 @@ func defaultBFOpts() bfInsertOpts {
 	return bfInsertOpts{capacity: bfDefaultCapacity, errorRate: bfDefaultError, expansion: bfDefaultExpansion, autocreate: true}
 }
 
-func (s *Server) bfInsertCommon(key []byte, items [][]byte, o bfInsertOpts, r *Reply) {
+// bfInsertCommon adds items to key (BF.ADD, BF.MADD, BF.INSERT). args is
+// the command and items its tail: when --maxmemory stops a multi-item add
+// part-way, the log gets the command with the items that were applied
+// (a replay ignores the limit, and would otherwise apply them all).
+func (s *Server) bfInsertCommon(c *Session, args, items [][]byte, o bfInsertOpts, r *Reply) {
+	key := args[1]
 	e, st := s.bloomEntry(key)
 	if st == stOK && e.kind == kindNative {
 		s.nativeInsert(key, e.nf, items, o.multi, r)
@@ -184,12 +190,14 @@ func (s *Server) bfInsertCommon(key []byte, items [][]byte, o bfInsertOpts, r *R
 	if st == stOK {
 		b = e.bf
 	}
+	created := false
 	if st == stEmpty && o.autocreate {
 		var msg string
 		if b, msg = s.createBloom(key, o.errorRate, uint64(o.capacity), uint32(o.expansion), o.nonScaling); msg != "" {
 			r.Error(msg)
 			return
 		}
+		created = true
 	} else if st != stOK {
 		r.Error(statusErr(st))
 		return
@@ -221,6 +229,15 @@ func (s *Server) bfInsertCommon(key []byte, items [][]byte, o bfInsertOpts, r *R
 	n := len(res)
 	if failure != nil {
 		n++
+		applied := len(args) - len(items) + len(res)
+		switch {
+		case len(res) > 0:
+			c.logArgs = args[:applied:applied]
+		case created:
+			c.logArgs = bfReserveArgs(key, o)
+		default:
+			c.skipLog = true // nothing changed
+		}
 	}
 	r.Array(n)
 	for _, v := range res {
@@ -229,6 +246,16 @@ func (s *Server) bfInsertCommon(key []byte, items [][]byte, o bfInsertOpts, r *R
 	if failure != nil {
 		r.Error(bfAddErr(failure))
 	}
+}
+
+// bfReserveArgs is the BF.RESERVE that creates the filter BF.INSERT's
+// options (or BF.MADD's defaults) create.
+func bfReserveArgs(key []byte, o bfInsertOpts) [][]byte {
+	la := [][]byte{[]byte("BF.RESERVE"), key, []byte(strconv.FormatFloat(o.errorRate, 'g', -1, 64)), []byte(strconv.FormatInt(o.capacity, 10))}
+	if o.nonScaling {
+		return append(la, []byte("NONSCALING"))
+	}
+	return append(la, []byte("EXPANSION"), []byte(strconv.FormatInt(o.expansion, 10)))
 }
 
 func bfAddErr(err error) string {
@@ -246,7 +273,7 @@ func cmdBFAdd(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error(wrongArity(lowerName(args[0])))
 		return
 	}
-	s.bfInsertCommon(args[1], args[2:], o, r)
+	s.bfInsertCommon(c, args, args[2:], o, r)
 }
 
 // BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION x] [NOCREATE] [NONSCALING] ITEMS item...
@@ -326,7 +353,7 @@ func cmdBFInsert(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error(wrongArity("bf.insert"))
 		return
 	}
-	s.bfInsertCommon(args[1], args[items:], o, r)
+	s.bfInsertCommon(c, args, args[items:], o, r)
 }
 
 // BF.EXISTS key item / BF.MEXISTS key item...

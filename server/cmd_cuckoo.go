@@ -1,6 +1,8 @@
 package server
 
 import (
+	"strconv"
+
 	"github.com/bloomkit/bloomkit/redisbloom"
 )
 
@@ -84,14 +86,22 @@ type cfInsertOpts struct {
 	capacity              int64
 }
 
-func (s *Server) cfInsertCommon(key []byte, items [][]byte, o cfInsertOpts, r *Reply) {
+// cfInsertCommon adds items to key (CF.ADD, CF.ADDNX, CF.INSERT,
+// CF.INSERTNX); args is the command and items its tail. An item that
+// fails (full, or refused by --maxmemory) changes nothing (the eviction
+// loop is undone), and the log gets the command without it: a replay
+// ignores the memory limit and would otherwise insert it.
+func (s *Server) cfInsertCommon(c *Session, args, items [][]byte, o cfInsertOpts, r *Reply) {
+	key := args[1]
 	cf, st := s.cuckooKey(key)
+	created := false
 	if st == stEmpty && o.autocreate {
 		var msg string
 		if cf, msg = s.createCuckoo(key, uint64(o.capacity), cfDefaultBucketSize, cfDefaultMaxIter, cfDefaultExpansion); msg != "" {
 			r.Error(msg)
 			return
 		}
+		created = true
 	} else if st != stOK {
 		r.Error(statusErr(st))
 		return
@@ -105,12 +115,18 @@ func (s *Server) cfInsertCommon(key []byte, items [][]byte, o cfInsertOpts, r *R
 	}
 	// RESP3 booleans for CF.ADD, CF.ADDNX and CF.INSERT; CF.INSERTNX keeps integers.
 	boolReply := r.resp3 && (!o.nx || !o.multi)
-	for _, it := range items {
+	var logged [][]byte // the command with the items that did not fail, once one failed
+	for i, it := range items {
 		var res redisbloom.InsertStatus
 		if o.nx {
 			res = cf.InsertUnique(it)
 		} else {
 			res = cf.Insert(it)
+		}
+		if res != redisbloom.Inserted && res != redisbloom.Exists && logged == nil {
+			logged = append([][]byte(nil), args[:len(args)-len(items)+i]...)
+		} else if logged != nil && (res == redisbloom.Inserted || res == redisbloom.Exists) {
+			logged = append(logged, it)
 		}
 		switch res {
 		case redisbloom.Inserted, redisbloom.Exists:
@@ -135,6 +151,15 @@ func (s *Server) cfInsertCommon(key []byte, items [][]byte, o cfInsertOpts, r *R
 			}
 		}
 	}
+	switch {
+	case logged == nil:
+	case len(logged) > len(args)-len(items):
+		c.logArgs = logged
+	case created:
+		c.logArgs = [][]byte{[]byte("CF.RESERVE"), key, []byte(strconv.FormatInt(o.capacity, 10))}
+	default:
+		c.skipLog = true // nothing changed
+	}
 }
 
 // CF.ADD key item / CF.ADDNX key item
@@ -144,7 +169,7 @@ func cmdCFAdd(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error(wrongArity(lowerName(args[0])))
 		return
 	}
-	s.cfInsertCommon(args[1], args[2:], cfInsertOpts{nx: nx, autocreate: true, capacity: cfDefaultCapacity}, r)
+	s.cfInsertCommon(c, args, args[2:], cfInsertOpts{nx: nx, autocreate: true, capacity: cfDefaultCapacity}, r)
 }
 
 // CF.INSERT / CF.INSERTNX key [CAPACITY c] [NOCREATE] ITEMS item...
@@ -194,7 +219,7 @@ func cmdCFInsert(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error(wrongArity(name))
 		return
 	}
-	s.cfInsertCommon(args[1], args[items:], o, r)
+	s.cfInsertCommon(c, args, args[items:], o, r)
 }
 
 // CF.EXISTS / CF.MEXISTS / CF.COUNT

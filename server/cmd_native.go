@@ -261,13 +261,12 @@ func (s *Server) advanceTo(key []byte, n *nativeFilter, g int64) {
 // nativeInsert is BF.ADD, BF.MADD and BF.INSERT on a native key.
 func (s *Server) nativeInsert(key []byte, n *nativeFilter, items [][]byte, multi bool, r *Reply) {
 	s.toClock(key, n)
-	now := s.db.now()
 	p := s.probe()
 	if multi {
 		r.Array(len(items))
 	}
 	for _, it := range items {
-		r.Bool(n.add(it, now, p))
+		r.Bool(n.add(it, p))
 	}
 	s.db.dirty++
 }

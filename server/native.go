@@ -346,11 +346,19 @@ func (n *nativeFilter) test(key []byte, now time.Time, p *probe) bool {
 // generation (the only array, for a blocked or classic filter) that has
 // them all, if any does.
 func (n *nativeFilter) find(key []byte, now time.Time, p *probe) (int, bool) {
+	if n.typ != format.TypeWindow {
+		return n.findIn(key, 0, 0, p)
+	}
+	lo, hi := n.live(now)
+	return n.findIn(key, lo, hi, p)
+}
+
+// findIn is find over the generations [lo, hi] (ignored unless a window).
+func (n *nativeFilter) findIn(key []byte, lo, hi int64, p *probe) (int, bool) {
 	n.locate(key, p)
 	if n.typ != format.TypeWindow {
 		return 0, n.has(n.arrays[0], p)
 	}
-	lo, hi := n.live(now)
 	for g := hi; g >= lo; g-- {
 		if i := n.slot(g); n.has(n.arrays[i], p) {
 			return i, true
@@ -361,9 +369,12 @@ func (n *nativeFilter) find(key []byte, now time.Time, p *probe) (int, bool) {
 
 // add adds the key (a window into its newest generation, which the caller
 // has moved to the clock) and reports whether it was new: it did not test
-// present before.
-func (n *nativeFilter) add(key []byte, now time.Time, p *probe) bool {
-	at, present := n.find(key, now, p)
+// present in any generation the window holds. That is what a read at the
+// time of the add sees (the window stands at the clock's generation), and
+// it does not consult the clock, so replaying the log — on a server whose
+// clock is hours later — decides "new" exactly as the live server did.
+func (n *nativeFilter) add(key []byte, p *probe) bool {
+	at, present := n.findIn(key, n.cur-int64(n.gens), n.cur, p)
 	i := 0
 	if n.typ == format.TypeWindow {
 		i = n.slot(n.cur)

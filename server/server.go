@@ -212,6 +212,10 @@ type Session struct {
 	// txnLen mirrors len(multi) (0: not in MULTI) for CLIENT LIST,
 	// which other sessions run.
 	txnLen atomic.Int64
+	// inExec is set while EXEC runs this session's queue with the
+	// keyspace lock held: an unlocked command queued there must not take
+	// the lock again (see lockDB).
+	inExec bool
 }
 
 // Server is a bloomkit server. Its methods are safe for concurrent use.
@@ -220,6 +224,7 @@ type Server struct {
 	log     *slog.Logger
 	db      *keyspace
 	dir     dataDir
+	dirLock *DirLock // the data directory's lock, held until finish
 	aof     *appendLog
 	persist persistState
 	metrics *metrics
@@ -306,6 +311,7 @@ func New(cfg Config) (*Server, error) {
 	s.persist.lastOK.Store(true)
 	if !cfg.NoPersistence {
 		if err := s.load(); err != nil {
+			s.dirLock.Unlock()
 			return nil, err
 		}
 		s.db.reindex() // the snapshot was loaded into the map directly
@@ -485,6 +491,7 @@ func (s *Server) finish0() {
 			s.log.Error("closing append-only log", "err", err)
 		}
 	}
+	s.dirLock.Unlock() // last: nothing more is written to the directory
 }
 
 // background runs active expiry, the everysec fsync, automatic snapshots,
@@ -849,6 +856,8 @@ func (s *Server) exec(c *Session, r *Reply) {
 			c.pendingSync = s.aof.appended.Load()
 		}
 	}()
+	c.inExec = true
+	defer func() { c.inExec = false }()
 	for _, e := range q[1:] {
 		sub.Reset(c.resp3)
 		t := time.Now()
@@ -856,6 +865,18 @@ func (s *Server) exec(c *Session, r *Reply) {
 		s.stats.executedInTxn(e.cmd, time.Since(t), &sub)
 		r.buf = append(r.buf, sub.buf...)
 	}
+}
+
+// lockDB takes the keyspace lock for a command marked unlocked and returns
+// its release. Inside EXEC the lock is already held for the whole queue (the
+// transaction is atomic), so it neither takes nor releases it: taking it
+// again would deadlock the server.
+func (s *Server) lockDB(c *Session) (unlock func()) {
+	if c != nil && c.inExec {
+		return func() {}
+	}
+	s.db.mu.Lock()
+	return s.db.mu.Unlock
 }
 
 // newRunID is 40 random hex digits, as Redis's run_id.

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 
 	"github.com/bloomkit/bloomkit/redisbloom"
+	"github.com/google/btree"
 )
 
 // Snapshots.
@@ -70,6 +71,13 @@ type snapshot struct {
 	pending []snapKey
 	frozen  []*entry
 	current *entry
+	// keys and order, once set, are the keyspace FLUSHALL took away while
+	// the snapshot ran: the walk goes on over them (nothing else reaches
+	// their entries), and endSnapshot frees them, with later, the
+	// keyspaces further flushes took away meanwhile.
+	keys  map[string]*entry
+	order *btree.BTreeG[scanKey]
+	later []map[string]*entry
 	// copied counts bytes copied because a write came first (copy-on-write);
 	// processed counts keys written out.
 	copied    atomic.Int64
@@ -137,12 +145,16 @@ func (snap *snapshot) next(db *keyspace) (snapKey, bool) {
 	}
 	var found snapKey
 	ok := false
+	keys, order := db.keys, db.order
+	if snap.keys != nil {
+		keys, order = snap.keys, snap.order
+	}
 	visit := func(sk scanKey) bool {
 		if snap.started && sk == snap.cursor {
 			return true // the key the walk stopped at last time
 		}
 		snap.cursor, snap.started = sk, true
-		e := db.keys[sk.k]
+		e := keys[sk.k]
 		if e == nil || e.epoch >= snap.epoch || (e.img != nil && e.img.claimed) {
 			return true
 		}
@@ -155,7 +167,7 @@ func (snap *snapshot) next(db *keyspace) (snapKey, bool) {
 		return false
 	}
 	if !snap.walked {
-		db.order.AscendGreaterOrEqual(snap.cursor, visit)
+		order.AscendGreaterOrEqual(snap.cursor, visit)
 		if !ok {
 			snap.walked = true
 		}
@@ -211,16 +223,38 @@ func (snap *snapshot) done(e *entry) {
 	case kindNative:
 		e.nf.guard = nil
 	}
-	for _, c := range im.copies {
-		c.free()
-	}
-	im.copies = nil
-	for _, a := range im.released {
-		redisbloom.FreeArray(a)
-	}
+	copies, released := im.copies, im.released
+	im.copies, im.released = nil, nil
 	if im.dropped {
-		e.free()
+		e.release()
 	}
+	// The copies and the arrays the filter gave up meanwhile can be as
+	// large as the filter: unmapping them waits for no one.
+	var n uint64
+	for _, a := range released {
+		n += uint64(len(a))
+	}
+	for _, c := range copies {
+		if c != nil {
+			n += uint64(len(c.buf))
+		}
+	}
+	if n == 0 {
+		return
+	}
+	free := func() {
+		for _, c := range copies {
+			c.free()
+		}
+		for _, a := range released {
+			redisbloom.FreeArray(a)
+		}
+	}
+	if n < lazyFreeBytes {
+		free()
+		return
+	}
+	go free()
 }
 
 // end finishes the snapshot, successful or not (db.mu held): every entry
@@ -240,6 +274,15 @@ func (db *keyspace) endSnapshot(snap *snapshot) {
 	snap.frozen, snap.pending, snap.current = nil, nil, nil
 	if db.snap == snap {
 		db.snap = nil
+	}
+	if snap.keys != nil {
+		flushed := append(snap.later, snap.keys)
+		snap.keys, snap.order, snap.later = nil, nil, nil
+		go func() {
+			for _, m := range flushed {
+				freeAll(m)
+			}
+		}()
 	}
 }
 

@@ -201,7 +201,7 @@ func runBuild(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		nextCheck = keys.Load() + int64(max(n.v/20, batchKeys))
 		est := nf.stats.ApproxCount()
-		if !overPlanned(est, n.v, nf.params, nf.blocked, false) {
+		if !overPlanned(est, max(n.v, 1), nf.params, nf.blocked, nf.exact) { // -n 0 plans the smallest filter
 			return nil
 		}
 		warned = true

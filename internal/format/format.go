@@ -74,6 +74,9 @@ var (
 	ErrChecksum  = errors.New("bloomkit: checksum mismatch")
 	ErrTruncated = errors.New("bloomkit: truncated filter data")
 	ErrTooLarge  = errors.New("bloomkit: filter too large")
+	// ErrZero is what encoding, or adding to, the zero value of a filter
+	// type returns: it holds no array and no parameters.
+	ErrZero = errors.New("bloomkit: the zero value of a filter type holds nothing; make filters with a constructor or Read")
 )
 
 // Castagnoli is the CRC-32C table used for every checksum.
