@@ -579,7 +579,7 @@ func cmdBFMerge(s *Server, c *Session, args [][]byte, r *Reply) {
 		return
 	}
 	if native || (de != nil && de.Kind == keyspace.KindNative) {
-		s.nativeMerge(args, de, entries, r)
+		s.nativeMerge(c, args, de, entries, r)
 		return
 	}
 	srcs := make([]*redisbloom.Bloom, len(entries))
@@ -600,20 +600,20 @@ func cmdBFMerge(s *Server, c *Session, args [][]byte, r *Reply) {
 			return
 		}
 	}
-	if dest == nil {
-		nb, err := srcs[0].Clone(s.db.Allow)
+	clone := de == nil
+	if clone {
+		// A copy of the first source: its header now, its bits by the
+		// merge job (a copy is an OR into zeros).
+		nb, err := redisbloom.LoadBloomHeader(srcs[0].Header(), s.db.Allow)
 		if err != nil {
 			r.Error(errNoMemory)
 			return
 		}
-		s.db.Put(string(args[1]), &keyspace.Entry{Kind: keyspace.KindBloom, BF: nb})
-		dest, srcs = nb, srcs[1:]
-	}
-	for _, b := range srcs {
-		if b != dest {
-			dest.Merge(b)
-		}
+		nb.AllowAlloc = s.db.Allow
+		de = &keyspace.Entry{Kind: keyspace.KindBloom, BF: nb}
+		s.db.Put(string(args[1]), de)
 	}
 	s.db.Changed()
+	s.runMerge(c, keyspace.BloomMergeJob(de, keyspace.UniqueSources(de, entries), clone))
 	r.OK()
 }

@@ -496,7 +496,7 @@ func (s *Server) nativeLoadChunk(n *keyspace.NativeFilter, it int64, data []byte
 // nativeMerge is BF.MERGE with native keys: dest (created as a copy of the
 // first source if missing) becomes the OR of itself and the sources, which
 // must all have one shape. Windows are first moved to one generation.
-func (s *Server) nativeMerge(args [][]byte, dest *keyspace.Entry, srcs []*keyspace.Entry, r *Reply) {
+func (s *Server) nativeMerge(c *Session, args [][]byte, dest *keyspace.Entry, srcs []*keyspace.Entry, r *Reply) {
 	shape := srcs[0].NF
 	if dest != nil {
 		if dest.Kind != keyspace.KindNative {
@@ -541,11 +541,7 @@ func (s *Server) nativeMerge(args [][]byte, dest *keyspace.Entry, srcs []*keyspa
 		}
 		dest = s.db.GetBytes(args[1])
 	}
-	for _, e := range srcs {
-		if e != dest {
-			dest.NF.Merge(e.NF)
-		}
-	}
 	s.db.Changed()
+	s.runMerge(c, keyspace.NativeMergeJob(dest, keyspace.UniqueSources(dest, srcs)))
 	r.OK()
 }

@@ -114,6 +114,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	s.totalConns.Add(1)
 	c := &Session{ID: s.nextID.Add(1), Addr: nc.RemoteAddr().String(), LocalAddr: nc.LocalAddr().String(), created: time.Now()}
 	c.authed = s.requirePass() == ""
+	c.canWait = true
 	c.lastCmd.Store(c.created.UnixMilli())
 	lc := s.adoptable(nc, c)
 	if lc == nil {
@@ -174,6 +175,10 @@ func (s *Server) serveConn(nc net.Conn) {
 		c.reply.w.Next()
 		s.Do(c, args, &c.reply)
 		c.batched++
+		if c.wait != nil {
+			<-c.wait // a BF.MERGE finishing in the background
+			c.wait = nil
+		}
 		if c.authed != wasAuthed {
 			p.SetLimits(s.readLimits(c))
 		}

@@ -204,7 +204,12 @@ func (s *Server) rewrite0(gen uint64) error {
 	if err != nil {
 		return fmt.Errorf("new log: %w", err)
 	}
+	// A snapshot's point in time must not fall inside a merge (the
+	// merge is in the log before it): wait for the running ones, and
+	// finish any started since with the lock held.
+	s.db.WaitMerges()
 	s.db.Lock()
+	s.db.FinishMerges(nil)
 	failedBefore := s.aof.Failure() != nil
 	snap := s.db.BeginSnapshot(gen)
 	s.aof.Rotate(lf)

@@ -243,6 +243,10 @@ type Session struct {
 	// keyspace lock held: an unlocked command queued there must not take
 	// the lock again (see lockDB).
 	inExec bool
+	// canWait is set for network clients: a long BF.MERGE may then hold
+	// their replies (wait, closed when it is done) instead of the lock.
+	canWait bool
+	wait    <-chan struct{}
 }
 
 // Server is a bloomkit server. Its methods are safe for concurrent use.
@@ -797,6 +801,11 @@ func monoTime(ns int64) time.Time { return monoBase.Add(time.Duration(ns)) }
 // of the keys a write names for a running snapshot, and logs a write that
 // succeeded. The connection's replies then wait for everything it saw.
 func (s *Server) run(c *Session, cmd *command, args [][]byte, r *Reply) {
+	if s.db.Merging() {
+		// A merge in the background took effect when it was logged:
+		// whoever names its keys sees it done (internal/keyspace/merge.go).
+		forKeys(cmd, args, s.db.FinishMergesNamed)
+	}
 	if cmd.write && s.db.Recounting() {
 		forKeys(cmd, args, s.db.Touch)
 	}

@@ -114,7 +114,9 @@ type DB struct {
 	snap  *Snapshot
 	epoch uint64
 	// probe is scratch space for native filters' lookups (Scratch).
-	Probe Probe
+	probe Probe
+	// merges are the BF.MERGEs still ORing in the background (merge.go).
+	merges []*MergeJob
 }
 
 func New(limit uint64, now func() time.Time) *DB {
@@ -261,6 +263,7 @@ func (e *Entry) Free() {
 // remove takes key out of the keyspace without releasing its filter
 // (RENAME moves it).
 func (db *DB) Remove(key string, e *Entry) {
+	db.FinishMerges(e) // a merge it is part of took effect already
 	db.leaving(key, e)
 	delete(db.keys, key)
 	db.order.Delete(ScanKey{scanHash(key), key})
@@ -411,6 +414,7 @@ func (db *DB) attach(e *Entry) {
 }
 
 func (db *DB) Flush() {
+	db.FinishMerges(nil)
 	if len(db.keys) > 0 {
 		db.dirty++
 	}
@@ -646,7 +650,7 @@ func (db *DB) FirstKeys(dst []string, n int) []string {
 // with the keyspace locked (a local one would escape to the heap: one
 // allocation per command).
 func (db *DB) Scratch() *Probe {
-	p := &db.Probe
+	p := &db.probe
 	if p.offsets == nil {
 		p.offsets = make([]uint16, 0, bloom.MaxK)
 		p.bits = make([]uint64, 0, bloom.MaxK)

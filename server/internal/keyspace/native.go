@@ -316,6 +316,7 @@ func (n *NativeFilter) Prefetch(now time.Time, items [][]byte) byte {
 		for i, item := range items[:k] {
 			h := bloom.Hash(n.Params.Seed, item)
 			if n.Typ == format.TypeClassic {
+				// The first probe: the same for every hash id.
 				b, _ := bits.Mul64(h.Lo, n.Params.M)
 				pos[i] = b >> 3
 			} else {
@@ -432,7 +433,7 @@ func windowPrefix(gens int) uint64 { return 16 + 8*uint64(gens+1) }
 // header, and for a window the payload's configuration and start times.
 // The arrays, oldest first, follow it; then the CRC-32C trailer.
 func (n *NativeFilter) FileHeader() []byte {
-	h := format.Header{Type: n.Typ, Seed: n.Params.Seed, M: n.Params.M, K: n.Params.K, N: n.Params.N, P: n.Params.P}
+	h := format.Header{Type: n.Typ, Hash: n.Params.Hash, Seed: n.Params.Seed, M: n.Params.M, K: n.Params.K, N: n.Params.N, P: n.Params.P}
 	h.PayloadLen = n.DataBytes()
 	if n.Typ == format.TypeWindow {
 		h.PayloadLen += windowPrefix(n.Gens)
@@ -460,7 +461,9 @@ func ParseFileHeader(b []byte) (*NativeFilter, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	n := &NativeFilter{Typ: h.Type, Params: bloom.Params{M: h.M, K: h.K, Seed: h.Seed, N: h.N, P: h.P}}
+	// The hash id comes with the key: a classic key written before hash id
+	// 2 existed keeps id 1 and answers as it did.
+	n := &NativeFilter{Typ: h.Type, Params: bloom.Params{M: h.M, K: h.K, Seed: h.Seed, N: h.N, P: h.P, Hash: h.Hash}}
 	if h.K < 1 || h.K > bloom.MaxK || h.M == 0 || h.M > bloom.MaxBits || !(h.P >= 0 && h.P < 1) {
 		return nil, 0, errors.New("bloomkit header: bad parameters")
 	}
@@ -567,30 +570,6 @@ func loadSnapshotHeader(b []byte, fits func(uint64) error) (*NativeFilter, error
 // so that their bits can be ORed.
 func (n *NativeFilter) SameShape(o *NativeFilter) bool {
 	return n.Typ == o.Typ && n.Params == o.Params && n.Period == o.Period && n.Gens == o.Gens
-}
-
-// merge ORs src's generations that n still holds into n's (the caller
-// moved windows to one generation first).
-func (n *NativeFilter) Merge(src *NativeFilter) {
-	for g := src.Cur - int64(src.Gens); g <= src.Cur; g++ {
-		if g < n.Cur-int64(n.Gens) || g > n.Cur {
-			continue
-		}
-		if src.dirty != nil && !src.dirty[src.Slot(g)] {
-			continue // all zeros: nothing to OR
-		}
-		d := n.Arrays[n.Slot(g)]
-		if n.Guard != nil {
-			n.Guard.Write(d, 0, len(d))
-		}
-		orBytes(d, src.Arrays[src.Slot(g)])
-		n.MarkDirty(n.Slot(g))
-		// As for RedisBloom-layout keys: the larger of the two counts and
-		// of the count the merged bits imply, so that an item in both is
-		// not counted twice.
-		i := n.Slot(g)
-		n.Counts[i] = max(n.Counts[i], src.Counts[src.Slot(g)], n.KeysFromBits(bitcount.Ones(d)))
-	}
 }
 
 func orBytes(d, s []byte) {
