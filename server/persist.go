@@ -34,7 +34,8 @@ type LogCheck = aof.LogCheck
 // CheckLog reads the append-only log at path and reports its good records
 // and the first damage, as redis-check-aof does. With fix it truncates the
 // file at the first bad record (losing everything from there on) and
-// fsyncs it. The server must not be running on the file.
+// fsyncs it, holding the data directory's lock (LockDir): with a server
+// running there it fails with ErrDirLocked and changes nothing.
 func CheckLog(path string, fix bool) (LogCheck, error) { return aof.CheckLog(path, fix) }
 
 // persistState is the snapshot bookkeeping INFO and /healthz report.
