@@ -361,15 +361,6 @@ func (s *Server) rewriteConfig() error {
 	return os.Rename(tmp, s.configFile)
 }
 
-// configQuote quotes a value for the config file when it is empty or has
-// spaces or quotes (Redis's config syntax).
-func configQuote(v string) string {
-	if v != "" && !strings.ContainsAny(v, " \t\"'\\#") {
-		return v
-	}
-	return strconv.Quote(v)
-}
-
 // resetStats is CONFIG RESETSTAT: the counters INFO stats, commandstats and
 // errorstats report start again from zero (the slow log stays).
 func (s *Server) resetStats() {
