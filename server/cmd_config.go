@@ -30,7 +30,7 @@ func (e errConfigValue) Error() string { return string(e) }
 var settingList = []setting{
 	{name: "appendfsync", get: func(s *Server) string { return s.appendFsync() }, set: setAppendFsync},
 	{name: "appendonly", get: func(s *Server) string {
-		if s.cfg.NoPersistence {
+		if s.cfg.NoPersistence || s.cfg.NoAppendLog {
 			return "no"
 		}
 		return "yes"

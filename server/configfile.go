@@ -72,9 +72,10 @@ func ReadConfigFile(path string, cfg *Config) error {
 		case "appendonly":
 			switch strings.ToLower(v) {
 			case "yes":
-				cfg.NoPersistence = false
+				cfg.NoPersistence, cfg.NoAppendLog = false, false
 			case "no":
-				cfg.NoPersistence = true
+				// Redis's meaning: no log, snapshots still written.
+				cfg.NoAppendLog = true
 			default:
 				return bad("want yes or no")
 			}
