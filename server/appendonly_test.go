@@ -39,7 +39,9 @@ func TestAppendOnlyNoKeepsSnapshots(t *testing.T) {
 	if got := rc.do("BGSAVE"); !strings.HasPrefix(got, "+Background saving started") {
 		t.Fatal(got)
 	}
-	waitFor(t, func() bool { return rc.do("LASTSAVE") != before || !s.persist.saving.Load() && s.persist.gen.Load() > 1 })
+	waitFor(t, func() bool {
+		return rc.do("LASTSAVE") != before || !s.persist.saving.Load() && s.persist.gen.Load() > 1
+	})
 	rc.do("BF.ADD", "lost", "c") // no log: a crash loses it, as with Redis
 	s.Close()                    // a crash: no shutdown save
 	logs, _ := filepath.Glob(filepath.Join(dir, "appendonly.*.aof"))
