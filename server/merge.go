@@ -155,7 +155,9 @@ func (s *Server) runMerge(c *Session, j *mergeJob) {
 	}
 	s.db.merges = append(s.db.merges, j)
 	c.wait = j.done
-	go func() {
+	// On a thread of lower priority, as the snapshot writer: the event
+	// loops get the CPU first when there is not enough for both.
+	go s.inBackgroundThread(func() error {
 		for {
 			if mergePause != nil {
 				mergePause()
@@ -167,11 +169,11 @@ func (s *Server) runMerge(c *Session, j *mergeJob) {
 			}
 			s.db.mu.Unlock()
 			if finished {
-				return
+				return nil
 			}
 			runtime.Gosched()
 		}
-	}()
+	})
 }
 
 // waitMerges waits (without the lock) for the merges running now.
