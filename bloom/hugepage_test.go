@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"runtime"
 	"testing"
+
+	"github.com/bloomkit/bloomkit/internal/mem"
 )
 
-// TestLargeFiltersOnRecycledMemory builds filters above hugePageMin from
+// TestLargeFiltersOnRecycledMemory builds filters above mem.HugePageMin from
 // memory the runtime recycles (a large slice of non-zero words is freed
-// first), where adviseHugePages hands the runtime's zeroed pages back to the
+// first), where internal/mem hands the runtime's zeroed pages back to the
 // kernel: the new filters must be empty, keep what is added, and read back
 // from their file bit for bit.
 func TestLargeFiltersOnRecycledMemory(t *testing.T) {
@@ -23,7 +25,7 @@ func TestLargeFiltersOnRecycledMemory(t *testing.T) {
 		junk = nil
 		runtime.GC()
 
-		const m = 4 * hugePageMin * 8 // bits: 32 MiB of words
+		const m = 4 * mem.HugePageMin * 8 // bits: 32 MiB of words
 		f, err := NewFromParams(Params{M: m, K: 7})
 		if err != nil {
 			t.Fatal(err)

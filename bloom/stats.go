@@ -1,6 +1,10 @@
 package bloom
 
-import "math"
+import (
+	"math"
+
+	"github.com/bloomkit/bloomkit/internal/bitcount"
+)
 
 // Stats is a filter's size and fill, as the Stats method of every type in
 // this package reports it. Computing it reads every bit once, which costs
@@ -50,21 +54,16 @@ type Stats struct {
 // classicStats is the Stats of a classic layout of parameters p with set of
 // its bits (or counters) nonzero.
 func classicStats(set uint64, p Params) Stats {
+	if p.M == 0 {
+		return Stats{Capacity: p.N} // a zero value
+	}
 	fill := float64(set) / float64(p.M)
 	return Stats{
 		Bits:         p.M,
 		BitsSet:      set,
 		FillRatio:    fill,
-		ApproxCount:  approxClassic(set, p.M, p.K),
+		ApproxCount:  bitcount.Classic(set, p.M, p.K),
 		EstimatedFPR: math.Pow(fill, float64(p.K)),
 		Capacity:     p.N,
 	}
-}
-
-func approxClassic(x, m uint64, k uint32) uint64 {
-	if x >= m {
-		return math.MaxUint64
-	}
-	n := math.Log1p(-float64(x)/float64(m)) / (float64(k) * math.Log1p(-1/float64(m)))
-	return uint64(math.Round(n))
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bloomkit/bloomkit/internal/format"
+	"github.com/bloomkit/bloomkit/internal/generation"
 )
 
 // TypeWindow is the file-format type of a Window filter.
@@ -77,7 +78,8 @@ type WindowConfig struct {
 // stood still: keys are never forgotten early.
 //
 // The zero Window is not usable: make one with NewWindow or NewWindowWith,
-// or read one from a file.
+// or read one from a file. It tests every key absent and Add panics with
+// ErrZero (see the package documentation).
 //
 // # Concurrency
 //
@@ -116,14 +118,18 @@ func NewWindowWith(c WindowConfig) (*Window, error) {
 	if err := checkRate(c.Rate); err != nil {
 		return nil, err
 	}
-	return newWindowSized(c, windowGeneration(c.Items, c.Rate))
+	p := windowGeneration(c.Items, c.Rate)
+	if p.M == 0 || p.M > MaxBits {
+		return nil, fmt.Errorf("%w: %d items a window at rate %g need more than %d bits a generation", ErrInvalidParams, c.Items, c.Rate, uint64(MaxBits))
+	}
+	return newWindowSized(c, p)
 }
 
 // windowGeneration returns the size of each generation of a window for
 // items keys per period at rate: the filter of all items keys at rate/2
 // (see Window).
 func windowGeneration(items uint64, rate float64) Params {
-	return EstimateBlocked(items, rate/2)
+	return EstimateBlocked(items, generation.Rate(rate))
 }
 
 // newWindowSized returns an empty window configured by c whose generations
@@ -131,7 +137,8 @@ func windowGeneration(items uint64, rate float64) Params {
 func newWindowSized(c WindowConfig, p Params) (*Window, error) {
 	g := uint64(c.Generations)
 	p.N, p.P, p.Seed = c.Items, c.Rate, c.Seed
-	if err := p.validate(true); err != nil {
+	p, err := p.validate(true)
+	if err != nil {
 		return nil, err
 	}
 	if p.M > MaxBits/(g+1) {
@@ -152,7 +159,7 @@ func newWindow(period time.Duration, g int, p Params) *Window {
 		gens:   make([]*Blocked, g+1),
 		g:      g,
 		window: period,
-		d:      int64((uint64(period) + uint64(g) - 1) / uint64(g)),
+		d:      generation.Length(period, g),
 		params: p,
 		clock:  time.Now,
 	}
@@ -184,22 +191,10 @@ func (w *Window) bits() uint64 { return w.params.M * uint64(len(w.gens)) }
 
 // slotAt returns the generation that time t falls in: ⌊t/d⌋, t in Unix
 // nanoseconds.
-func (w *Window) slotAt(t time.Time) int64 {
-	ns := t.UnixNano()
-	s := ns / w.d
-	if ns%w.d < 0 {
-		s--
-	}
-	return s
-}
+func (w *Window) slotAt(t time.Time) int64 { return generation.At(t, w.d) }
 
-func (w *Window) ring(s int64) int {
-	r := s % int64(len(w.gens))
-	if r < 0 {
-		r += int64(len(w.gens))
-	}
-	return int(r)
-}
+// ring returns the index in gens of generation s.
+func (w *Window) ring(s int64) int { return generation.Slot(s, len(w.gens)) }
 
 // now returns the current generation as the clock tells it, never going
 // back before w.cur.
@@ -208,13 +203,16 @@ func (w *Window) now() int64 { return max(w.slotAt(w.clock()), w.cur) }
 // rotate makes the current generation the clock's, clearing the filters of
 // the generations that expire.
 func (w *Window) rotate() {
+	if len(w.gens) == 0 {
+		panicZero("Window")
+	}
 	now := w.now()
 	if now == w.cur {
 		return
 	}
-	for s := max(w.cur+1, now-int64(w.g)); s <= now; s++ {
-		i := w.ring(s)
-		w.gens[i].Reset()
+	lo, hi := generation.Expiring(w.cur, now, w.g)
+	for s := lo; s <= hi; s++ {
+		w.gens[w.ring(s)].Reset()
 	}
 	w.cur = now
 }
@@ -270,8 +268,11 @@ func (w *Window) testAndAdd(lo, hi uint64) bool {
 // test checks the live generations, newest first. Generations older than
 // now−G have expired even if rotate has not cleared them yet.
 func (w *Window) test(lo, hi uint64) bool {
-	oldest := w.now() - int64(w.g)
-	for i := w.cur; i >= w.cur-int64(w.g) && i >= oldest; i-- {
+	if len(w.gens) == 0 {
+		return false // the zero Window holds nothing
+	}
+	oldest, newest := generation.Live(w.cur, w.slotAt(w.clock()), w.g)
+	for i := newest; i >= oldest; i-- {
 		if w.gens[w.ring(i)].test(lo, hi) {
 			return true
 		}
@@ -281,8 +282,11 @@ func (w *Window) test(lo, hi uint64) bool {
 
 // live calls fn with the filter of each generation that has not expired.
 func (w *Window) live(fn func(*Blocked)) {
-	oldest := w.now() - int64(w.g)
-	for i := w.cur; i >= w.cur-int64(w.g) && i >= oldest; i-- {
+	if len(w.gens) == 0 {
+		return
+	}
+	oldest, newest := generation.Live(w.cur, w.slotAt(w.clock()), w.g)
+	for i := newest; i >= oldest; i-- {
 		fn(w.gens[w.ring(i)])
 	}
 }
@@ -366,6 +370,9 @@ func (w *Window) payloadLen() uint64 {
 // docs/filters.md), streaming. The generations' start times are saved, so
 // a window read back keeps expiring keys on time.
 func (w *Window) WriteTo(out io.Writer) (int64, error) {
+	if len(w.gens) == 0 {
+		return 0, ErrZero
+	}
 	cw := &format.CRCWriter{W: out}
 	h := paramsHeader(TypeWindow, w.params)
 	h.PayloadLen = w.payloadLen()
@@ -404,7 +411,7 @@ func (w *Window) ReadFrom(r io.Reader) (int64, error) {
 	if err != nil {
 		return cr.N, err
 	}
-	if err := p.validate(true); err != nil {
+	if _, err := p.validate(true); err != nil {
 		return cr.N, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	if h.Count != 0 || !(p.P > 0) {

@@ -41,6 +41,10 @@ const (
 	// MaxBits is the largest total size of a filter's fingerprint tables,
 	// in bits (2^43 bits, 1 TiB), as for the bloom package.
 	MaxBits = 1 << 43
+	// DefaultMaxBytes is how large a filter's tables may grow in all,
+	// in bytes, when Config.MaxBytes is 0 and the first table is smaller
+	// than a quarter of it (1 GiB).
+	DefaultMaxBytes = 1 << 30
 )
 
 // ErrFull is returned (wrapped, with the reason) by Add when a key cannot be
@@ -48,6 +52,14 @@ const (
 // MaxTables or MaxBits. The filter is unchanged: nothing already in it is
 // lost.
 var ErrFull = errors.New("cuckoo: filter is full")
+
+// ErrTooManyCopies is returned (wrapped) by Add when the key's fingerprint
+// already fills 2·BucketSize slots of its buckets (Count(key) ≥
+// 2·BucketSize): the key was added that many times, or, rarely, other keys
+// share its fingerprint and buckets. Each further copy could only go into
+// a new table, so a key added in a loop would otherwise grow the filter
+// without bound. The filter is unchanged.
+var ErrTooManyCopies = errors.New("cuckoo: key stored too many times")
 
 // ErrInvalidConfig is returned (wrapped) by NewWith for a Config
 // outside the limits.
@@ -57,8 +69,8 @@ var ErrInvalidConfig = errors.New("cuckoo: invalid configuration")
 type Config struct {
 	// Capacity is the number of items the first table is sized for: it
 	// gets ⌈Capacity / (BucketSize · TypicalLoad(BucketSize))⌉ buckets, so
-	// that Capacity items usually fit without growing. One of Capacity and
-	// Buckets must be set.
+	// that Capacity items usually fit without growing. 0 gives one bucket,
+	// the smallest table.
 	Capacity uint64
 	// Buckets, when not 0, is the exact number of buckets of the first
 	// table, overriding Capacity (for callers that must match another
@@ -91,6 +103,13 @@ type Config struct {
 	// NoGrow makes an insertion that finds no room fail with ErrFull
 	// instead of chaining a new table.
 	NoGrow bool
+	// MaxBytes is how large the tables may grow in all, in bytes, rounded
+	// up to a whole KiB: an insertion that would need a table past it
+	// fails with ErrFull. 0 means DefaultMaxBytes, or four times the first
+	// table when that is larger. It must be at least the first table's
+	// size and at most MaxBits/8. It is kept in the file (a filter read
+	// back has the same limit).
+	MaxBytes uint64
 	// Seed is mixed into the hash of every key (see bloom.RandomSeed).
 	Seed uint64
 }
@@ -228,9 +247,8 @@ func (c Config) withDefaults() (Config, error) {
 	c.Expansion = 1 << bits.Len32(c.Expansion-1)
 	slotBits := uint64(c.BucketSize) * uint64(c.FingerprintBits)
 	if c.Buckets == 0 {
-		if c.Capacity == 0 {
-			return bad("neither Capacity nor Buckets is set")
-		}
+		// Capacity 0 gives the smallest table, one bucket, as bloom.New(0,
+		// p) gives the smallest filter.
 		b := math.Ceil(float64(c.Capacity) / (float64(c.BucketSize) * TypicalLoad(c.BucketSize)))
 		if b > MaxBits {
 			return bad("%d items need more than %d bits", c.Capacity, uint64(MaxBits))
@@ -240,7 +258,27 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Buckets > MaxBits/slotBits {
 		return bad("%d buckets of %d bits exceed %d bits", c.Buckets, slotBits, uint64(MaxBits))
 	}
+	if c.MaxBytes != 0 {
+		if c.MaxBytes > MaxBits/8 {
+			return bad("MaxBytes %d, the limit is %d", c.MaxBytes, uint64(MaxBits/8))
+		}
+		c.MaxBytes = (c.MaxBytes + 1023) &^ 1023
+		if first := tableBytes(c.Buckets, slotBits); first > c.MaxBytes {
+			return bad("a first table of %d bytes is larger than MaxBytes %d", first, c.MaxBytes)
+		}
+	}
 	return c, nil
+}
+
+// tableBytes is the size in bytes of a table of n buckets of bb bits.
+func tableBytes(n, bb uint64) uint64 { return (n*bb + 63) / 64 * 8 }
+
+// maxBytes is the limit of the tables' total size (Config.MaxBytes).
+func (c *Config) maxBytes() uint64 {
+	if c.MaxBytes != 0 {
+		return c.MaxBytes
+	}
+	return max(DefaultMaxBytes, min(4*tableBytes(c.Buckets, uint64(c.BucketSize)*uint64(c.FingerprintBits)), MaxBits/8))
 }
 
 // rngStart is the state of the generator that picks which fingerprint an
@@ -278,8 +316,10 @@ func (f *Filter) fingerprint(hi uint64) uint64 {
 }
 
 // Add inserts key. Keys may be added more than once: each addition takes
-// a slot, and Count counts them. It fails, wrapping ErrFull, only when the
-// filter may not grow and has no room; nothing is lost then.
+// a slot, and Count counts them, up to 2·BucketSize copies (then
+// ErrTooManyCopies). It fails, wrapping ErrFull, when the filter has no
+// room and may not grow (Config.NoGrow) or has reached MaxTables or
+// Config.MaxBytes; nothing is lost then.
 func (f *Filter) Add(key []byte) error {
 	lo, hi := batch.Sum(key, f.cfg.Seed)
 	return f.add(lo, hi)
@@ -416,7 +456,13 @@ func (f *Filter) addUnique(lo, hi uint64) (bool, error) {
 // table, newest first; failing that, makes room in the newest table by
 // moving fingerprints to their other buckets; failing that, grows.
 func (f *Filter) add(lo, hi uint64) error {
+	if len(f.tables) == 0 {
+		return ErrZero
+	}
 	s, fp := &f.shape, f.fingerprint(hi)
+	if c := f.countKey(lo, hi); c >= 2*s.b {
+		return fmt.Errorf("%w: its fingerprint fills %d slots of its buckets, the limit is 2 × %d", ErrTooManyCopies, c, s.b)
+	}
 	for k := len(f.tables) - 1; k >= 0; k-- {
 		t := &f.tables[k]
 		i1 := mulHigh(lo, t.buckets)
@@ -491,6 +537,10 @@ func (f *Filter) grow() error {
 	if shift >= 64 || last.nb0 > MaxBits>>shift || f.bits()+(last.nb0<<shift)*f.shape.bb > MaxBits {
 		return fmt.Errorf("%w: a table of %d × 2^%d more buckets would pass %d bits", ErrFull, last.nb0, shift, uint64(MaxBits))
 	}
+	if now, next := f.bytes(), tableBytes(last.nb0<<shift, f.shape.bb); now+next > f.cfg.maxBytes() {
+		return fmt.Errorf("%w: %d items in %d tables of %d bytes; one more table of %d bytes would pass the limit of %d bytes (Config.MaxBytes)",
+			ErrFull, f.count, len(f.tables), now, next, f.cfg.maxBytes())
+	}
 	f.tables = append(f.tables, f.shape.newTable(last.nb0, shift))
 	return nil
 }
@@ -500,6 +550,15 @@ func (f *Filter) bits() uint64 {
 	var b uint64
 	for k := range f.tables {
 		b += f.tables[k].buckets * f.shape.bb
+	}
+	return b
+}
+
+// bytes is the total size of the tables' words in bytes.
+func (f *Filter) bytes() uint64 {
+	var b uint64
+	for k := range f.tables {
+		b += uint64(len(f.tables[k].words)) * 8
 	}
 	return b
 }
@@ -536,7 +595,9 @@ func (f *Filter) Stats() Stats {
 		load := float64(t.count) / float64(t.buckets*f.shape.b)
 		miss *= 1 - ExpectedRate(f.cfg.BucketSize, f.cfg.FingerprintBits, load)
 	}
-	st.LoadFactor = float64(f.count) / float64(st.Slots)
+	if st.Slots > 0 {
+		st.LoadFactor = float64(f.count) / float64(st.Slots)
+	}
 	st.EstimatedFPR = 1 - miss
 	return st
 }
@@ -553,6 +614,9 @@ func (f *Filter) slots() uint64 {
 // Reset empties the filter and drops the tables it grew, keeping the
 // configuration.
 func (f *Filter) Reset() {
+	if len(f.tables) == 0 {
+		return
+	}
 	clear(f.tables[1:]) // let the grown tables' memory go
 	f.tables = f.tables[:1]
 	clear(f.tables[0].words)

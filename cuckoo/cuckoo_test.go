@@ -50,7 +50,6 @@ func TestDefaults(t *testing.T) {
 
 func TestConfigLimits(t *testing.T) {
 	bad := []Config{
-		{},
 		{Capacity: 10, BucketSize: MaxBucketSize + 1},
 		{Capacity: 10, FingerprintBits: MinFingerprintBits - 1},
 		{Capacity: 10, FingerprintBits: MaxFingerprintBits + 1},
@@ -269,7 +268,11 @@ func TestMultisetProperty(t *testing.T) {
 			switch op := rng.IntN(10); {
 			case op < 6 || len(present) == 0:
 				k := "key" + strconv.Itoa(rng.IntN(universe))
-				if err := f.AddString(k); err != nil {
+				err := f.AddString(k)
+				if errors.Is(err, ErrTooManyCopies) && f.CountString(k) >= 2*uint64(c.BucketSize) {
+					continue // small fingerprints: other keys fill its buckets
+				}
+				if err != nil {
 					t.Fatalf("trial %d: add: %v", trial, err)
 				}
 				ref[k]++
@@ -427,7 +430,8 @@ func TestNoGrowReportsFull(t *testing.T) {
 }
 
 func TestTableLimit(t *testing.T) {
-	f := mustNew(t, Config{Buckets: 1, BucketSize: 1, FingerprintBits: 4, MaxKicks: 1, Expansion: 1})
+	// 32-bit fingerprints, so that distinct keys do not share one.
+	f := mustNew(t, Config{Buckets: 1, BucketSize: 1, FingerprintBits: 32, MaxKicks: 1, Expansion: 1})
 	var err error
 	for i := 0; err == nil && i < 10_000; i++ {
 		err = f.AddString(strconv.Itoa(i))

@@ -38,6 +38,9 @@ var (
 	ErrTruncated = format.ErrTruncated
 	// ErrTooLarge: the header declares tables above MaxBits.
 	ErrTooLarge = format.ErrTooLarge
+	// ErrZero: the Filter is a zero value, not made by New, NewWith or
+	// Read; it tests every key absent but cannot store or be written.
+	ErrZero = format.ErrZero
 )
 
 // metaWords is the number of configuration words before the table list.
@@ -76,7 +79,7 @@ func (f *Filter) meta() []uint64 {
 	m := []uint64{
 		uint64(c.FingerprintBits) | flags<<32,
 		uint64(c.MaxKicks) | uint64(c.Expansion)<<32,
-		uint64(len(f.tables)),
+		uint64(len(f.tables)) | c.MaxBytes>>10<<32,
 	}
 	for _, t := range f.tables {
 		m = append(m, t.buckets, t.count)
@@ -88,6 +91,9 @@ func (f *Filter) meta() []uint64 {
 // the tables through a small buffer. It returns the number of bytes
 // written.
 func (f *Filter) WriteTo(w io.Writer) (int64, error) {
+	if len(f.tables) == 0 {
+		return 0, ErrZero
+	}
 	cw := &format.CRCWriter{W: w}
 	h := f.header()
 	if _, err := cw.Write(h.Marshal()); err != nil {
@@ -172,6 +178,7 @@ func readFilter(cr *format.CRCReader, avail int64, known bool) (*Filter, error) 
 		NoGrow:          m[0]>>32&flagNoGrow != 0,
 		MaxKicks:        uint32(m[1]),
 		Expansion:       uint32(m[1] >> 32),
+		MaxBytes:        m[2] >> 32 << 10,
 	}
 	switch {
 	case m[0]>>32&^flagNoGrow != 0:
@@ -182,12 +189,14 @@ func readFilter(cr *format.CRCReader, avail int64, known bool) (*Filter, error) 
 		return nil, corrupt("max kicks %d", c.MaxKicks)
 	case c.Expansion < 1 || c.Expansion > MaxExpansion || c.Expansion&(c.Expansion-1) != 0:
 		return nil, corrupt("expansion %d (a power of two up to %d)", c.Expansion, MaxExpansion)
-	case m[2] < 1 || m[2] > MaxTables:
-		return nil, corrupt("%d tables", m[2])
-	case c.NoGrow && m[2] != 1:
-		return nil, corrupt("%d tables in a filter that does not grow", m[2])
+	case uint32(m[2]) < 1 || uint32(m[2]) > MaxTables:
+		return nil, corrupt("%d tables", uint32(m[2]))
+	case c.NoGrow && uint32(m[2]) != 1:
+		return nil, corrupt("%d tables in a filter that does not grow", uint32(m[2]))
+	case c.MaxBytes > MaxBits/8:
+		return nil, corrupt("a size limit of %d bytes, above %d", c.MaxBytes, uint64(MaxBits/8))
 	}
-	nt := int(m[2])
+	nt := int(uint32(m[2]))
 	if h.PayloadLen < 8*uint64(metaWords+2*nt) {
 		return nil, corrupt("payload of %d bytes for %d tables", h.PayloadLen, nt)
 	}
@@ -215,6 +224,9 @@ func readFilter(cr *format.CRCReader, avail int64, known bool) (*Filter, error) 
 		words += s.tableWords(n)
 		count += items
 		f.tables[k] = table{buckets: n, count: items, nb0: h.M, shift: shift}
+	}
+	if c.MaxBytes != 0 && 8*words > c.MaxBytes {
+		return nil, corrupt("tables of %d bytes, above the filter's limit of %d", 8*words, c.MaxBytes)
 	}
 	if count != h.Count {
 		return nil, corrupt("tables hold %d items, the header says %d", count, h.Count)

@@ -265,7 +265,7 @@ const (
 	offFlags = hdr + 4  // flags, u32
 	offKicks = hdr + 8  // max kicks, u32
 	offExp   = hdr + 12 // expansion, u32
-	offNT    = hdr + 16 // number of tables, u64
+	offNT    = hdr + 16 // number of tables, u32; size limit in KiB, u32
 	offT0    = hdr + 24 // table 0: buckets, items; table 1: ...
 	offSlots = hdr + 24 + 2*16
 )
@@ -313,6 +313,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"0 tables", put64(offNT, 0), ErrCorrupt},
 		{"too many tables", put64(offNT, MaxTables+1), ErrCorrupt},
 		{"3 tables", put64(offNT, 3), ErrCorrupt},
+		{"size limit above MaxBits", put32(offNT+4, 0xffffffff), ErrCorrupt},
 		{"table size wrong", put64(offT0+16, 5), ErrCorrupt},
 		{"table items above slots", put64(offT0+8, 100), ErrCorrupt},
 		{"table items disagree with slots", mod(func(b []byte) {

@@ -1,6 +1,10 @@
 package cuckoo
 
-import "math/bits"
+import (
+	"math/bits"
+
+	"github.com/bloomkit/bloomkit/internal/mem"
+)
 
 // A table is one cuckoo hash table of the chain: buckets × b slots of f bits
 // each, packed in a bit array. Slot j of bucket i holds bits
@@ -92,11 +96,7 @@ func (s *shape) newTable(nb0 uint64, shift uint) table {
 }
 
 // allocWords returns n zeroed words, on huge pages when they are many.
-func allocWords(n uint64) []uint64 {
-	w := make([]uint64, n)
-	adviseHugePages(w)
-	return w
-}
+func allocWords(n uint64) []uint64 { return mem.Words(n) }
 
 // tableWords is the number of 64-bit words of a table of n buckets. Callers
 // keep n·bb below MaxBits.

@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	mbits "math/bits"
+
+	"github.com/bloomkit/bloomkit/internal/bitcount"
 )
 
 // Option bits stored in a Bloom chain's header, as RedisBloom defines them.
@@ -313,7 +314,7 @@ func (b *Bloom) DataBytes() uint64 {
 func (b *Bloom) FillRatio() float64 {
 	var set, total uint64
 	for i := range b.Links {
-		set += popcount(b.Links[i].Data)
+		set += bitcount.Ones(b.Links[i].Data)
 		total += b.Links[i].Bytes * 8
 	}
 	if total == 0 {
@@ -328,7 +329,7 @@ func (b *Bloom) EstimatedFPR() float64 {
 	miss := 1.0
 	for i := range b.Links {
 		l := &b.Links[i]
-		f := float64(popcount(l.Data)) / float64(l.Bytes*8)
+		f := float64(bitcount.Ones(l.Data)) / float64(l.Bytes*8)
 		miss *= 1 - math.Pow(f, float64(l.Hashes))
 	}
 	return 1 - miss
@@ -482,18 +483,6 @@ func (b *Bloom) String() string {
 	return fmt.Sprintf("bloom{items:%d links:%d capacity:%d bytes:%d}", b.Size, len(b.Links), b.Capacity(), b.DataBytes())
 }
 
-func popcount(p []byte) uint64 {
-	var n uint64
-	for len(p) >= 8 {
-		n += uint64(mbits.OnesCount64(binary.LittleEndian.Uint64(p)))
-		p = p[8:]
-	}
-	for _, c := range p {
-		n += uint64(mbits.OnesCount64(uint64(c)))
-	}
-	return n
-}
-
 // ErrLayout is returned by Merge for chains whose links differ.
 var ErrLayout = errors.New("ERR filters differ in layout: only filters created with the same capacity, error rate, expansion and options, grown to the same number of links, can be merged")
 
@@ -533,10 +522,9 @@ func (b *Bloom) Merge(o *Bloom) error {
 		for j := range l.Data {
 			l.Data[j] |= src[j]
 		}
-		est := -float64(l.Bits) / float64(l.Hashes) * math.Log1p(-float64(popcount(l.Data))/float64(l.Bits))
 		size := max(l.Size, o.Links[i].Size)
-		if !math.IsInf(est, 0) && est > float64(size) {
-			size = uint64(math.Round(est))
+		if set := bitcount.Ones(l.Data); set < l.Bits {
+			size = max(size, bitcount.Classic(set, l.Bits, l.Hashes))
 		}
 		l.Size = size
 		b.Size += size

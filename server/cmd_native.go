@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bloomkit/bloomkit/bloom"
+	"github.com/bloomkit/bloomkit/internal/bitcount"
 	"github.com/bloomkit/bloomkit/internal/format"
 )
 
@@ -35,7 +36,7 @@ func (s *Server) bloomEntry(key []byte) (*entry, status) {
 	if e == nil {
 		return nil, stEmpty
 	}
-	if e.kind != KindBloom && e.kind != KindNative {
+	if e.kind != kindBloom && e.kind != kindNative {
 		return nil, stMismatch
 	}
 	return e, stOK
@@ -234,7 +235,7 @@ func (s *Server) placeNative(key []byte, n *nativeFilter, r *Reply) bool {
 		r.Error(errNoMemory)
 		return false
 	}
-	s.db.put(string(key), &entry{kind: KindNative, nf: n})
+	s.db.put(string(key), &entry{kind: kindNative, nf: n})
 	return true
 }
 
@@ -312,7 +313,7 @@ func cmdBFAdvance(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error(statusErr(st))
 		return
 	}
-	if e.kind != KindNative || e.nf.typ != format.TypeWindow {
+	if e.kind != kindNative || e.nf.typ != format.TypeWindow {
 		r.Error("ERR BF.ADVANCE needs a WINDOW filter")
 		return
 	}
@@ -487,24 +488,25 @@ func (s *Server) nativeLoadChunk(n *nativeFilter, it int64, data []byte, r *Repl
 		slot = n.slot(n.cur - int64(n.gens) + int64(i))
 	}
 	n.markDirty(slot)
-	n.counts[slot] += popcount(data)
+	n.counts[slot] += bitcount.Ones(data)
 	if lo+uint64(len(data)) == size {
-		n.counts[slot] = estimateFromBits(n.counts[slot], size*8, n.params)
+		n.counts[slot] = n.keysFromBits(n.counts[slot])
 	}
 	s.db.dirty++
 	r.OK()
 }
 
-// estimateFromBits estimates how many keys set bits of m bits with k
-// probes each (Swamidass and Baldi).
-func estimateFromBits(set, m uint64, p bloom.Params) uint64 {
-	if set == 0 {
-		return 0
+// keysFromBits estimates how many keys set the set bits of one of the
+// filter's arrays, as the library's Stats does for its layout; an array
+// with every bit set counts as holding its capacity.
+func (n *nativeFilter) keysFromBits(set uint64) uint64 {
+	if set >= n.params.M {
+		return n.params.N
 	}
-	if set >= m {
-		return p.N
+	if n.typ == format.TypeClassic {
+		return bitcount.Classic(set, n.params.M, n.params.K)
 	}
-	return uint64(-float64(m) / float64(p.K) * math.Log1p(-float64(set)/float64(m)))
+	return bitcount.Blocked(set, n.params.M, n.params.K)
 }
 
 // nativeMerge is BF.MERGE with native keys: dest (created as a copy of the
@@ -513,14 +515,14 @@ func estimateFromBits(set, m uint64, p bloom.Params) uint64 {
 func (s *Server) nativeMerge(c *Session, args [][]byte, dest *entry, srcs []*entry, r *Reply) {
 	shape := srcs[0].nf
 	if dest != nil {
-		if dest.kind != KindNative {
+		if dest.kind != kindNative {
 			r.Error(errMergeShape)
 			return
 		}
 		shape = dest.nf
 	}
 	for _, e := range srcs {
-		if e.kind != KindNative || !shape.sameShape(e.nf) {
+		if e.kind != kindNative || !shape.sameShape(e.nf) {
 			r.Error(errMergeShape)
 			return
 		}

@@ -1,13 +1,12 @@
 package server
 
 import (
-	"encoding/binary"
 	"math"
-	"math/bits"
 	"sync"
 	"time"
 
 	"github.com/bloomkit/bloomkit/cuckoo"
+	"github.com/bloomkit/bloomkit/internal/bitcount"
 )
 
 // Per-filter metric series (fill ratio, implied false-positive rate, items,
@@ -77,7 +76,7 @@ func (s *Server) filterRow(key string) (filterRow, bool) {
 	db := &s.db.mu
 	db.Lock()
 	e := s.db.keys[key]
-	if e == nil || (e.kind != KindBloom && e.kind != KindCuckoo && e.kind != KindNative) {
+	if e == nil || (e.kind != kindBloom && e.kind != kindCuckoo && e.kind != kindNative) {
 		db.Unlock()
 		return filterRow{}, false
 	}
@@ -88,19 +87,19 @@ func (s *Server) filterRow(key string) (filterRow, bool) {
 	var hashes []uint32
 	var bucketSize uint16
 	switch e.kind {
-	case KindBloom:
+	case kindBloom:
 		row.typ, row.items, row.bytes = "bloom", float64(e.bf.Size), float64(e.bf.MemUsage())
 		for i := range e.bf.Links {
 			sizes = append(sizes, len(e.bf.Links[i].Data))
 			hashes = append(hashes, e.bf.Links[i].Hashes)
 		}
-	case KindNative:
+	case kindNative:
 		row.typ, row.items, row.bytes = e.nf.layout(), float64(e.nf.card(s.db.now())), float64(e.nf.memUsage())
 		for range e.nf.arrays {
 			sizes = append(sizes, int(e.nf.arrayBytes()))
 			hashes = append(hashes, e.nf.params.K)
 		}
-	case KindCuckoo:
+	case kindCuckoo:
 		row.typ, row.items, row.bytes = "cuckoo", float64(e.cf.NumItems), float64(e.cf.MemUsage())
 		bucketSize = e.cf.BucketSize
 		for _, f := range e.cf.Filters {
@@ -120,8 +119,8 @@ func (s *Server) filterRow(key string) (filterRow, bool) {
 				db.Unlock()
 				return filterRow{}, false
 			}
-			if e.kind != KindCuckoo {
-				part += popcount(cur[off:end])
+			if e.kind != kindCuckoo {
+				part += bitcount.Ones(cur[off:end])
 			} else {
 				part += nonzero(cur[off:end])
 			}
@@ -130,7 +129,7 @@ func (s *Server) filterRow(key string) (filterRow, bool) {
 		if n == 0 {
 			continue
 		}
-		if e.kind != KindCuckoo {
+		if e.kind != kindCuckoo {
 			set += part
 			total += uint64(n) * 8
 			miss *= 1 - math.Pow(float64(part)/float64(n*8), float64(hashes[i]))
@@ -154,32 +153,20 @@ func (s *Server) filterPart(key string, e *entry, i, n int) ([]byte, bool) {
 		return nil, false
 	}
 	switch e.kind {
-	case KindBloom:
+	case kindBloom:
 		if i < len(e.bf.Links) && len(e.bf.Links[i].Data) == n {
 			return e.bf.Links[i].Data, true
 		}
-	case KindNative:
+	case kindNative:
 		if i < len(e.nf.arrays) && len(e.nf.arrays[i]) == n {
 			return e.nf.arrays[i], true
 		}
-	case KindCuckoo:
+	case kindCuckoo:
 		if i < len(e.cf.Filters) && len(e.cf.Filters[i]) == n {
 			return e.cf.Filters[i], true
 		}
 	}
 	return nil, false
-}
-
-func popcount(p []byte) uint64 {
-	var n uint64
-	for len(p) >= 8 {
-		n += uint64(bits.OnesCount64(binary.LittleEndian.Uint64(p)))
-		p = p[8:]
-	}
-	for _, c := range p {
-		n += uint64(bits.OnesCount8(c))
-	}
-	return n
 }
 
 func nonzero(p []byte) uint64 {

@@ -9,31 +9,31 @@ import (
 	"github.com/google/btree"
 )
 
-// Kind is the type of a key's value.
-type Kind uint8
+// valueKind is the type of a key's value.
+type valueKind uint8
 
 // Value kinds, with the names TYPE reports (RedisBloom's module type names).
 const (
-	KindBloom  Kind = 1
-	KindCuckoo Kind = 2
-	// KindString is a plain Redis string (SET/GET), kept so that clients
+	kindBloom  valueKind = 1
+	kindCuckoo valueKind = 2
+	// kindString is a plain Redis string (SET/GET), kept so that clients
 	// mixing strings and filters get WRONGTYPE where RedisBloom gives it.
-	KindString Kind = 3
-	// KindNative is one of bloomkit's own filters (classic, blocked or
+	kindString valueKind = 3
+	// kindNative is one of bloomkit's own filters (classic, blocked or
 	// window; native.go), created with BF.RESERVE's LAYOUT or WINDOW.
-	KindNative Kind = 4
+	kindNative valueKind = 4
 )
 
 // String is the name TYPE reports for the kind.
-func (k Kind) String() string {
+func (k valueKind) String() string {
 	switch k {
-	case KindBloom:
+	case kindBloom:
 		return "MBbloom--"
-	case KindCuckoo:
+	case kindCuckoo:
 		return "MBbloomCF"
-	case KindString:
+	case kindString:
 		return "string"
-	case KindNative:
+	case kindNative:
 		return "BKbloom--"
 	}
 	return "none"
@@ -41,7 +41,7 @@ func (k Kind) String() string {
 
 // entry is one key's value.
 type entry struct {
-	kind Kind
+	kind valueKind
 	bf   *redisbloom.Bloom
 	cf   *redisbloom.Cuckoo
 	nf   *nativeFilter
@@ -66,13 +66,13 @@ const keyOverhead = 160
 
 func (e *entry) dataBytes() uint64 {
 	switch e.kind {
-	case KindBloom:
+	case kindBloom:
 		return e.bf.MemUsage()
-	case KindCuckoo:
+	case kindCuckoo:
 		return e.cf.MemUsage()
-	case KindString:
+	case kindString:
 		return uint64(len(e.str))
-	case KindNative:
+	case kindNative:
 		return e.nf.memUsage()
 	}
 	return 0
@@ -81,9 +81,9 @@ func (e *entry) dataBytes() uint64 {
 // errOOM is returned when an allocation would exceed the memory limit.
 var errOOM = errors.New("allocation exceeds maxmemory")
 
-// DB is the keyspace: key → filter, with expiry. All access goes through
+// keyspace is the keys: key → filter, with expiry. All access goes through
 // the server's single mutex (mu), like Redis's single thread.
-type DB struct {
+type keyspace struct {
 	mu   sync.Mutex
 	keys map[string]*entry
 	// order holds every key of keys sorted by (scanHash, key): SCAN resumes
@@ -116,11 +116,11 @@ type DB struct {
 	merges []*mergeJob
 }
 
-func newDB(limit uint64, now func() time.Time) *DB {
+func newDB(limit uint64, now func() time.Time) *keyspace {
 	if now == nil {
 		now = time.Now
 	}
-	return &DB{keys: map[string]*entry{}, order: newOrder(), limit: limit, now: now}
+	return &keyspace{keys: map[string]*entry{}, order: newOrder(), limit: limit, now: now}
 }
 
 func newOrder() *btree.BTreeG[scanKey] {
@@ -133,7 +133,7 @@ func newOrder() *btree.BTreeG[scanKey] {
 }
 
 // link adds key → e to the map and the scan order (key not present).
-func (db *DB) link(key string, e *entry) {
+func (db *keyspace) link(key string, e *entry) {
 	db.keys[key] = e
 	h := scanHash(key)
 	db.order.ReplaceOrInsert(scanKey{h, key})
@@ -146,7 +146,7 @@ func (db *DB) link(key string, e *entry) {
 }
 
 // setExpire changes a key's expiry, keeping the expires count.
-func (db *DB) setExpire(e *entry, at int64) {
+func (db *keyspace) setExpire(e *entry, at int64) {
 	if (e.expireAt != 0) != (at != 0) {
 		if at != 0 {
 			db.expires++
@@ -158,7 +158,7 @@ func (db *DB) setExpire(e *entry, at int64) {
 }
 
 // reindex rebuilds the scan order and the expires count from the map.
-func (db *DB) reindex() {
+func (db *keyspace) reindex() {
 	db.order = newOrder()
 	db.expires = 0
 	for k, e := range db.keys {
@@ -169,10 +169,10 @@ func (db *DB) reindex() {
 	}
 }
 
-func (db *DB) nowMs() int64 { return db.now().UnixMilli() }
+func (db *keyspace) nowMs() int64 { return db.now().UnixMilli() }
 
 // allow is the filters' allocation check against the memory limit.
-func (db *DB) allow(n uint64) error {
+func (db *keyspace) allow(n uint64) error {
 	if db.limit != 0 && db.used+n > db.limit {
 		return errOOM
 	}
@@ -181,7 +181,7 @@ func (db *DB) allow(n uint64) error {
 }
 
 // get returns the live entry for key, removing it first if expired.
-func (db *DB) get(key string) *entry {
+func (db *keyspace) get(key string) *entry {
 	e, ok := db.keys[key]
 	if !ok {
 		return nil
@@ -193,7 +193,7 @@ func (db *DB) get(key string) *entry {
 	return e
 }
 
-func (db *DB) expire(key string, e *entry) {
+func (db *keyspace) expire(key string, e *entry) {
 	db.drop(key, e)
 	db.expired++
 	if db.onExpire != nil {
@@ -202,7 +202,7 @@ func (db *DB) expire(key string, e *entry) {
 }
 
 // getb is get for a key given as bytes, without allocating.
-func (db *DB) getb(key []byte) *entry {
+func (db *keyspace) getb(key []byte) *entry {
 	e, ok := db.keys[string(key)]
 	if !ok {
 		return nil
@@ -215,7 +215,7 @@ func (db *DB) getb(key []byte) *entry {
 
 // drop removes key and releases its filter's memory, unless a snapshot
 // being written still needs it (it is released when written).
-func (db *DB) drop(key string, e *entry) {
+func (db *keyspace) drop(key string, e *entry) {
 	db.remove(key, e)
 	db.preserve(e)
 	if e.img != nil {
@@ -248,18 +248,18 @@ var lazyFree = func(e *entry) { e.free() }
 
 func (e *entry) free() {
 	switch e.kind {
-	case KindBloom:
+	case kindBloom:
 		e.bf.Free()
-	case KindCuckoo:
+	case kindCuckoo:
 		e.cf.Free()
-	case KindNative:
+	case kindNative:
 		e.nf.free()
 	}
 }
 
 // remove takes key out of the keyspace without releasing its filter
 // (RENAME moves it).
-func (db *DB) remove(key string, e *entry) {
+func (db *keyspace) remove(key string, e *entry) {
 	db.finishMerges(e) // a merge it is part of took effect already
 	db.leaving(key, e)
 	delete(db.keys, key)
@@ -277,7 +277,7 @@ func (db *DB) remove(key string, e *entry) {
 }
 
 // put stores a new entry whose filter memory was already accounted by allow.
-func (db *DB) put(key string, e *entry) {
+func (db *keyspace) put(key string, e *entry) {
 	if old, ok := db.keys[key]; ok {
 		db.drop(key, old)
 	}
@@ -294,13 +294,13 @@ func (db *DB) put(key string, e *entry) {
 
 func dataArrays(e *entry) uint64 {
 	switch e.kind {
-	case KindBloom:
+	case kindBloom:
 		return e.bf.DataBytes()
-	case KindCuckoo:
+	case kindCuckoo:
 		return e.cf.DataBytes()
-	case KindString:
+	case kindString:
 		return uint64(len(e.str)) // counted by the SET that stored it
-	case KindNative:
+	case kindNative:
 		return e.nf.dataBytes()
 	}
 	return 0
@@ -331,7 +331,7 @@ func (p *recountPass) uncount(e *entry) {
 
 // touch is called (db.mu held) before a write to key: if the pass is
 // behind it, the key is recounted at the end of the pass.
-func (db *DB) touch(key []byte) {
+func (db *keyspace) touch(key []byte) {
 	p := &db.pass
 	if h := scanHash(string(key)); h >= p.cursor {
 		return
@@ -349,7 +349,7 @@ func entrySize(k string, e *entry) uint64 {
 // recountStep advances the memory recount for about budget (db.mu held),
 // starting a pass if none runs; it reports whether the pass finished (and
 // db.used was set from it).
-func (db *DB) recountStep(budget time.Duration) bool {
+func (db *keyspace) recountStep(budget time.Duration) bool {
 	p := &db.pass
 	if !p.active {
 		*p = recountPass{active: true, id: p.id + 1, recheck: map[string]struct{}{}}
@@ -391,7 +391,7 @@ func (db *DB) recountStep(budget time.Duration) bool {
 // recount recomputes the memory accounting from scratch.
 // It is O(N) with the lock held: start-up only; the server recounts with
 // recountStep.
-func (db *DB) recount() {
+func (db *keyspace) recount() {
 	db.pass = recountPass{id: db.pass.id}
 	var n uint64
 	for k, e := range db.keys {
@@ -401,16 +401,16 @@ func (db *DB) recount() {
 }
 
 // attach makes a filter's growth allocations go through the limit check.
-func (db *DB) attach(e *entry) {
+func (db *keyspace) attach(e *entry) {
 	switch e.kind {
-	case KindBloom:
+	case kindBloom:
 		e.bf.AllowAlloc = db.allow
-	case KindCuckoo:
+	case kindCuckoo:
 		e.cf.AllowAlloc = db.allow
 	}
 }
 
-func (db *DB) flush() {
+func (db *keyspace) flush() {
 	db.finishMerges(nil)
 	if len(db.keys) > 0 {
 		db.dirty++
@@ -456,7 +456,7 @@ func freeAll(keys map[string]*entry) {
 
 // expireSome removes up to max expired keys, sampling like Redis's active
 // expiry; it reports how many were removed.
-func (db *DB) expireSome(max int) int {
+func (db *keyspace) expireSome(max int) int {
 	now := db.nowMs()
 	n, seen := 0, 0
 	for k, e := range db.keys { // map order is random
@@ -479,7 +479,7 @@ func (db *DB) expireSome(max int) int {
 // O(count + log N): keys present for a whole scan are each visited once
 // whatever is added or removed meanwhile, since a key's position depends
 // on its own hash only.
-func (db *DB) scan(cursor uint64, count int, fn func(k string, e *entry)) uint64 {
+func (db *keyspace) scan(cursor uint64, count int, fn func(k string, e *entry)) uint64 {
 	now := db.nowMs()
 	next := uint64(0)
 	visited := 0

@@ -4,6 +4,7 @@ import (
 	"math"
 	"runtime"
 
+	"github.com/bloomkit/bloomkit/internal/bitcount"
 	"github.com/bloomkit/bloomkit/redisbloom"
 )
 
@@ -76,7 +77,7 @@ func (j *mergeJob) step(budget int) bool {
 			}
 			d := p.d[j.off : j.off+n]
 			orBytes(d, p.s[j.off:j.off+n])
-			j.pop += popcount(d)
+			j.pop += bitcount.Ones(d)
 			j.off += n
 			budget -= n
 		}
@@ -112,7 +113,7 @@ func (j *mergeJob) involves(e *entry) bool {
 
 // finishMerges completes, with the lock held, the running merges that
 // involve e (all of them when e is nil).
-func (db *DB) finishMerges(e *entry) {
+func (db *keyspace) finishMerges(e *entry) {
 	if len(db.merges) == 0 {
 		return
 	}
@@ -129,14 +130,14 @@ func (db *DB) finishMerges(e *entry) {
 }
 
 // finishMergesNamed is finishMerges for the key a command names.
-func (db *DB) finishMergesNamed(key []byte) {
+func (db *keyspace) finishMergesNamed(key []byte) {
 	if e, ok := db.keys[string(key)]; ok {
 		db.finishMerges(e)
 	}
 }
 
 // drop removes a finished job from the running ones.
-func (db *DB) dropMerge(j *mergeJob) {
+func (db *keyspace) dropMerge(j *mergeJob) {
 	for i, x := range db.merges {
 		if x == j {
 			db.merges = append(db.merges[:i], db.merges[i+1:]...)
@@ -249,7 +250,7 @@ func nativeMergeJob(dest *entry, srcs []*entry) *mergeJob {
 				n.markDirty(i)
 				// As for RedisBloom-layout keys: the larger of the two
 				// counts and of the count the merged bits imply.
-				n.counts[i] = max(n.counts[i], src.counts[si], estimateFromBits(pop, uint64(len(d))*8, n.params))
+				n.counts[i] = max(n.counts[i], src.counts[si], n.keysFromBits(pop))
 			}})
 		}
 	}

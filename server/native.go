@@ -10,6 +10,7 @@ import (
 
 	"github.com/bloomkit/bloomkit/bloom"
 	"github.com/bloomkit/bloomkit/internal/format"
+	"github.com/bloomkit/bloomkit/internal/generation"
 	"github.com/bloomkit/bloomkit/redisbloom"
 )
 
@@ -102,7 +103,7 @@ func (n *nativeFilter) memUsage() uint64 { return n.dataBytes() + 96 + 32*uint64
 
 // nativeParams works out a new filter's parameters from BF.RESERVE's
 // capacity and rate as the library does (bloom.Estimate, EstimateBlocked,
-// and for a window EstimateBlocked(Items, Rate/2) per generation).
+// and for a window EstimateBlocked at the generations' rate).
 func nativeParams(typ uint8, capacity uint64, rate float64, period time.Duration, gens int, seed uint64) (*nativeFilter, error) {
 	n := &nativeFilter{typ: typ}
 	switch typ {
@@ -111,13 +112,13 @@ func nativeParams(typ uint8, capacity uint64, rate float64, period time.Duration
 	case format.TypeBlocked:
 		n.params = bloom.EstimateBlocked(capacity, rate)
 	case format.TypeWindow:
-		n.params = bloom.EstimateBlocked(capacity, rate/2)
+		n.params = bloom.EstimateBlocked(capacity, generation.Rate(rate))
 		n.params.N, n.params.P = capacity, rate
 		if period <= 0 || gens < 1 || gens > bloom.MaxGenerations {
 			return nil, errNativeParams
 		}
 		n.period, n.gens = period, gens
-		n.genLen = int64((uint64(period) + uint64(gens) - 1) / uint64(gens))
+		n.genLen = generation.Length(period, gens)
 	}
 	n.params.Seed = seed
 	if n.params.M == 0 || n.params.K == 0 || n.params.K > bloom.MaxK {
@@ -165,14 +166,7 @@ func (n *nativeFilter) free() {
 }
 
 // genAt is the generation the clock is in at t.
-func (n *nativeFilter) genAt(t time.Time) int64 {
-	ns := t.UnixNano()
-	g := ns / n.genLen
-	if ns%n.genLen < 0 {
-		g--
-	}
-	return g
-}
+func (n *nativeFilter) genAt(t time.Time) int64 { return generation.At(t, n.genLen) }
 
 // validGen reports whether a window can stand at generation g: the start
 // times of its generations g-G … g+1 are whole int64 nanoseconds. The
@@ -186,20 +180,13 @@ func (n *nativeFilter) validGen(g int64) bool {
 }
 
 // slot is the array generation g lives in.
-func (n *nativeFilter) slot(g int64) int {
-	r := g % int64(len(n.arrays))
-	if r < 0 {
-		r += int64(len(n.arrays))
-	}
-	return int(r)
-}
+func (n *nativeFilter) slot(g int64) int { return generation.Slot(g, len(n.arrays)) }
 
 // live returns the generations [lo, hi] a read at now sees: the last G+1
 // by the clock, of those the window holds. A clock behind the window counts
 // as standing at its newest generation, so keys are never forgotten early.
 func (n *nativeFilter) live(now time.Time) (lo, hi int64) {
-	clock := max(n.genAt(now), n.cur)
-	return max(n.cur-int64(n.gens), clock-int64(n.gens)), n.cur
+	return generation.Live(n.cur, n.genAt(now), n.gens)
 }
 
 // advance moves the window forward to generation g, emptying the slots of
@@ -208,7 +195,8 @@ func (n *nativeFilter) advance(g int64) {
 	if g <= n.cur {
 		return
 	}
-	for h := max(n.cur+1, g-int64(n.gens)); h <= g; h++ {
+	lo, hi := generation.Expiring(n.cur, g, n.gens)
+	for h := lo; h <= hi; h++ {
 		n.empty(n.slot(h))
 	}
 	n.cur = g
@@ -327,6 +315,7 @@ func (n *nativeFilter) prefetch(now time.Time, items [][]byte) byte {
 		for i, item := range items[:k] {
 			h := bloom.Hash(n.params.Seed, item)
 			if n.typ == format.TypeClassic {
+				// The first probe: the same for every hash id.
 				b, _ := bits.Mul64(h.Lo, n.params.M)
 				pos[i] = b >> 3
 			} else {
@@ -443,7 +432,7 @@ func windowPrefix(gens int) uint64 { return 16 + 8*uint64(gens+1) }
 // header, and for a window the payload's configuration and start times.
 // The arrays, oldest first, follow it; then the CRC-32C trailer.
 func (n *nativeFilter) fileHeader() []byte {
-	h := format.Header{Type: n.typ, Seed: n.params.Seed, M: n.params.M, K: n.params.K, N: n.params.N, P: n.params.P}
+	h := format.Header{Type: n.typ, Hash: n.params.Hash, Seed: n.params.Seed, M: n.params.M, K: n.params.K, N: n.params.N, P: n.params.P}
 	h.PayloadLen = n.dataBytes()
 	if n.typ == format.TypeWindow {
 		h.PayloadLen += windowPrefix(n.gens)
@@ -471,7 +460,9 @@ func parseFileHeader(b []byte) (*nativeFilter, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	n := &nativeFilter{typ: h.Type, params: bloom.Params{M: h.M, K: h.K, Seed: h.Seed, N: h.N, P: h.P}}
+	// The hash id comes with the key: a classic key written before hash id
+	// 2 existed keeps id 1 and answers as it did.
+	n := &nativeFilter{typ: h.Type, params: bloom.Params{M: h.M, K: h.K, Seed: h.Seed, N: h.N, P: h.P, Hash: h.Hash}}
 	if h.K < 1 || h.K > bloom.MaxK || h.M == 0 || h.M > bloom.MaxBits || !(h.P >= 0 && h.P < 1) {
 		return nil, 0, errors.New("bloomkit header: bad parameters")
 	}
@@ -495,7 +486,7 @@ func parseFileHeader(b []byte) (*nativeFilter, int, error) {
 			return nil, 0, errors.New("window header: bad window or generations")
 		}
 		n.period, n.gens = time.Duration(period), int(gens)
-		n.genLen = int64((uint64(period) + uint64(gens) - 1) / uint64(gens))
+		n.genLen = generation.Length(n.period, n.gens)
 		if len(b) < size+int(windowPrefix(n.gens)) {
 			return nil, 0, errors.New("window header: truncated")
 		}
@@ -578,30 +569,6 @@ func loadSnapshotHeader(b []byte, fits func(uint64) error) (*nativeFilter, error
 // so that their bits can be ORed.
 func (n *nativeFilter) sameShape(o *nativeFilter) bool {
 	return n.typ == o.typ && n.params == o.params && n.period == o.period && n.gens == o.gens
-}
-
-// merge ORs src's generations that n still holds into n's (the caller
-// moved windows to one generation first).
-func (n *nativeFilter) merge(src *nativeFilter) {
-	for g := src.cur - int64(src.gens); g <= src.cur; g++ {
-		if g < n.cur-int64(n.gens) || g > n.cur {
-			continue
-		}
-		if src.dirty != nil && !src.dirty[src.slot(g)] {
-			continue // all zeros: nothing to OR
-		}
-		d := n.arrays[n.slot(g)]
-		if n.guard != nil {
-			n.guard.Write(d, 0, len(d))
-		}
-		orBytes(d, src.arrays[src.slot(g)])
-		n.markDirty(n.slot(g))
-		// As for RedisBloom-layout keys: the larger of the two counts and
-		// of the count the merged bits imply, so that an item in both is
-		// not counted twice.
-		i := n.slot(g)
-		n.counts[i] = max(n.counts[i], src.counts[src.slot(g)], estimateFromBits(popcount(d), uint64(len(d))*8, n.params))
-	}
 }
 
 func orBytes(d, s []byte) {

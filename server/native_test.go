@@ -564,6 +564,14 @@ func TestNativeDumpLoad(t *testing.T) {
 		if card < 4800 || card > 5200 {
 			t.Errorf("%s: BF.CARD of a loaded file of 5000 keys: %d", key, card)
 		}
+		// … as the library estimates it from the same bits.
+		f, err := bloom.Read(bytes.NewReader(pullFile(t, c, key+"-file")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := f.(interface{ Stats() bloom.Stats }).Stats().ApproxCount; uint64(card) != want {
+			t.Errorf("%s: BF.CARD of a loaded file %d, the library's estimate %d", key, card, want)
+		}
 		ex, _ := c.BFExists(ctx, key+"-copy", "k4999").Result()
 		if !ex {
 			t.Errorf("%s: loaded copy misses a key", key)

@@ -245,3 +245,39 @@ func TestBuildSeedAndProgress(t *testing.T) {
 		t.Errorf("no overfill warning: %q", r.stderr)
 	}
 }
+
+// TestBuildCuckooDistinctAndOverfill: build --type cuckoo stores each
+// distinct key once (a repeated line takes no slot and cannot grow the
+// filter), and more distinct keys than -n is an overfill as for the other
+// types: a warning, or with --strict exit 2 and no file.
+func TestBuildCuckooDistinctAndOverfill(t *testing.T) {
+	dir := t.TempDir()
+	same := strings.Repeat("same-line\n", 170)
+	bloomIn(t, dir, same, "build", "--type", "cuckoo", "-n", "1000", "-o", "same.bf", "-").want(t, exitOK, "one line 170 times")
+	if fi, err := os.Stat(filepath.Join(dir, "same.bf")); err != nil || fi.Size() > 4096 {
+		t.Fatalf("a filter of one repeated line: %v, %d bytes", err, fi.Size())
+	}
+	info := bloomIn(t, dir, "", "info", "same.bf").want(t, exitOK, "info")
+	if !strings.Contains(info.stdout, "items:        1\n") || !strings.Contains(info.stdout, "tables:       1\n") {
+		t.Errorf("one line 170 times:\n%s", info.stdout)
+	}
+	thrice := keys("k", 2000) + keys("k", 2000) + keys("k", 2000)
+	bloomIn(t, dir, thrice, "build", "--type", "cuckoo", "-n", "2000", "-o", "thrice.bf", "-").want(t, exitOK, "2,000 keys three times")
+	info = bloomIn(t, dir, "", "info", "thrice.bf").want(t, exitOK, "info")
+	if !strings.Contains(info.stdout, "tables:       1\n") || strings.Contains(info.stdout, "items:        6,000") {
+		t.Errorf("2,000 keys three times:\n%s", info.stdout)
+	}
+
+	writeFile(t, dir, "many.txt", keys("m", 5000))
+	r := bloomIn(t, dir, "", "build", "--type", "cuckoo", "-n", "100", "-o", "over.bf", "many.txt").want(t, exitOK, "overfilled")
+	if !strings.Contains(r.stderr, "more than -n 100") {
+		t.Errorf("no overfill warning: %q", r.stderr)
+	}
+	r = bloomIn(t, dir, "", "build", "--type", "cuckoo", "-n", "100", "--strict", "-o", "strict.bf", "many.txt").want(t, exitError, "--strict")
+	if !strings.Contains(r.stderr, "--strict") {
+		t.Errorf("--strict: %q", r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "strict.bf")); err == nil {
+		t.Error("--strict wrote the filter")
+	}
+}

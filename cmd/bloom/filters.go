@@ -35,6 +35,9 @@ type newFilter struct {
 	params bloom.Params
 	// blocked: the estimate's noise is the blocked layout's.
 	blocked bool
+	// exact: stats.ApproxCount is an exact count of the distinct keys
+	// stored (cuckoo), so any count above n is an overfill.
+	exact bool
 	// grows: the type grows past n by design (scalable, cuckoo), so holding
 	// more keys than planned is no overfill.
 	grows bool
@@ -205,18 +208,39 @@ func makeScalable(n uint64, p float64, seed uint64) (*newFilter, error) {
 	}, nil
 }
 
+// makeCuckoo builds a cuckoo filter of distinct keys: a key that tests
+// present is not stored again (AddUnique), so that n counts distinct keys
+// as for the other types and a repeated line takes no slot. The filter
+// grows past n (up to cuckoo.DefaultMaxBytes or 4x its first table), but
+// more than n keys is an overfill, warned of or refused with --strict.
 func makeCuckoo(n uint64, p float64, seed uint64) (*newFilter, error) {
 	f, err := cuckoo.NewWith(cuckoo.Config{Capacity: n, Rate: p, Seed: seed})
 	if err != nil {
 		return nil, err
 	}
+	add := func(k []byte) error { _, err := f.AddUnique(k); return err }
 	return &newFilter{
-		add:      f.Add,
-		addMany:  func(k [][]byte) error { _, err := cuckoo.AddMany(f, k); return err },
+		add: add,
+		addMany: func(keys [][]byte) error {
+			for _, k := range keys {
+				if err := add(k); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
 		WriterTo: f,
-		grows:    true,
+		stats:    cuckooStats{f},
+		exact:    true,
 	}, nil
 }
+
+// cuckooStats is the filterStats of a cuckoo filter: its item count, which
+// build keeps to distinct keys, and its rate now.
+type cuckooStats struct{ f *cuckoo.Filter }
+
+func (c cuckooStats) ApproxCount() uint64   { return c.f.Len() }
+func (c cuckooStats) EstimatedFPR() float64 { return c.f.Stats().EstimatedFPR }
 
 func addEach(add func([]byte), keys [][]byte) {
 	for _, k := range keys {
@@ -284,6 +308,16 @@ func loadFilterFrom(path string, stdin io.Reader) (*loaded, error) {
 	}
 	raw := make([]byte, format.HeaderSize)
 	got, rerr := io.ReadFull(file, raw)
+	if compressed(raw[:got]) {
+		if _, err := file.Seek(0, io.SeekStart); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		data, err := decompress(path, file)
+		if err != nil {
+			return nil, err
+		}
+		return loadBytes(path, data)
+	}
 	if got > 0 && string(raw[:min(got, len(format.Magic))]) != format.Magic[:min(got, len(format.Magic))] {
 		// Not a bloomkit file: perhaps one of another library.
 		if _, err := file.Seek(0, io.SeekStart); err == nil {
@@ -381,6 +415,45 @@ func loadStdin(stdin io.Reader) (*loaded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if compressed(data) {
+		if data, err = decompress(path, bytes.NewReader(data)); err != nil {
+			return nil, err
+		}
+	}
+	return loadBytes(path, data)
+}
+
+// compressed reports whether head starts a gzip or zstd stream.
+func compressed(head []byte) bool {
+	return bytes.HasPrefix(head, gzipMagic) || bytes.HasPrefix(head, zstdMagic)
+}
+
+// decompress reads the whole gzip or zstd stream r into memory, refusing
+// more than the memory available: a filter file is decoded from memory
+// once decompressed, as from stdin.
+func decompress(path string, r io.Reader) ([]byte, error) {
+	in, err := openInput("-", r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	defer in.close()
+	limit := uint64(1) << 62
+	if avail, _, ok := memoryLimit(); ok {
+		limit = avail / 2
+	}
+	data, err := io.ReadAll(io.LimitReader(in.r, int64(limit)+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", path, in.compression, err)
+	}
+	if uint64(len(data)) > limit {
+		return nil, fmt.Errorf("%s: the %s-compressed filter is larger than half the memory available (%s); decompress it to a file first", path, in.compression, humanBytes(limit))
+	}
+	return data, nil
+}
+
+// loadBytes reads a whole filter file held in data (from stdin, or
+// decompressed).
+func loadBytes(path string, data []byte) (*loaded, error) {
 	if !bytes.HasPrefix(data, []byte(format.Magic)) {
 		r := bytes.NewReader(data)
 		l, ok, err := sniffForeign(path, data[:min(len(data), format.HeaderSize)], int64(len(data)), r)

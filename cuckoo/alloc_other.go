@@ -1,5 +1,0 @@
-//go:build !linux
-
-package cuckoo
-
-func adviseHugePages([]uint64) {}
