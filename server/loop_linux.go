@@ -412,7 +412,11 @@ func (l *eventLoop) runRequests(c *loopConn) {
 // Nothing is read from c until then (its descriptor is watched for
 // nothing but hang-ups).
 func (l *eventLoop) hold(c *loopConn) {
-	syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_MOD, c.fd, &syscall.EpollEvent{Events: 0, Fd: int32(c.fd)})
+	if err := l.ctl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &unix.EpollEvent{Events: 0, Fd: int32(c.fd)}); err != nil {
+		// Still watched for input: harmless, its requests wait anyway
+		// (runRequests), but it may wake the loop for nothing.
+		l.s.log.Debug("event loop: cannot stop watching a held client", "addr", c.sess.Addr, "err", err)
+	}
 	wait := c.sess.wait
 	go func() {
 		<-wait
@@ -429,11 +433,15 @@ func (l *eventLoop) release(c *loopConn) {
 		return
 	}
 	c.sess.wait = nil
-	ev := uint32(syscall.EPOLLIN)
+	ev := uint32(unix.EPOLLIN)
 	if c.watchOut {
-		ev = syscall.EPOLLOUT
+		ev = unix.EPOLLOUT
 	}
-	syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_MOD, c.fd, &syscall.EpollEvent{Events: ev, Fd: int32(c.fd)})
+	if err := l.ctl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &unix.EpollEvent{Events: ev, Fd: int32(c.fd)}); err != nil {
+		l.s.log.Warn("event loop: cannot watch a client again after its merge; disconnecting it", "addr", c.sess.Addr, "err", err)
+		l.close(c)
+		return
+	}
 	l.markDirty(c)
 	l.rerun = append(l.rerun, c)
 }
