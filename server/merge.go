@@ -206,10 +206,10 @@ func bloomMergeJob(dest *entry, srcs []*entry, clone bool) *mergeJob {
 			if !clone || n > 0 {
 				merged = true
 				p.finish = func(pop uint64) {
-					est := -float64(l.Bits) / float64(l.Hashes) * math.Log1p(-float64(pop)/float64(l.Bits))
+					// As redisbloom's Merge.
 					size := max(l.Size, ol.Size)
-					if !math.IsInf(est, 0) && est > float64(size) {
-						size = uint64(math.Round(est))
+					if pop < l.Bits {
+						size = max(size, bitcount.Classic(pop, l.Bits, l.Hashes))
 					}
 					l.Size = size
 				}
