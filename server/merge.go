@@ -10,5 +10,9 @@ func (s *Server) runMerge(c *Session, j *keyspace.MergeJob) {
 		j.Finish()
 		return
 	}
-	c.wait = s.db.Background(j)
+	// On a thread of lower priority, as the snapshot writer: the event
+	// loops get the CPU first when there is not enough for both.
+	c.wait = s.db.Background(j, func(work func()) {
+		go s.inBackgroundThread(func() error { work(); return nil })
+	})
 }

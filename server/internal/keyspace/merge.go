@@ -147,11 +147,12 @@ func (db *DB) dropMerge(j *MergeJob) {
 	}
 }
 
-// Background starts j in the background, MergeChunk bytes per hold of the
-// lock (db.mu held), and returns what is closed when it is done.
-func (db *DB) Background(j *MergeJob) <-chan struct{} {
+// Background starts j in the background, MergeChunk bytes per hold of
+// the lock (db.mu held): start runs the work on a goroutine of its choice.
+// It returns what is closed when the job is done.
+func (db *DB) Background(j *MergeJob, start func(work func())) <-chan struct{} {
 	db.merges = append(db.merges, j)
-	go func() {
+	start(func() {
 		for {
 			if MergePause != nil {
 				MergePause()
@@ -167,7 +168,7 @@ func (db *DB) Background(j *MergeJob) <-chan struct{} {
 			}
 			runtime.Gosched()
 		}
-	}()
+	})
 	return j.done
 }
 
@@ -207,10 +208,10 @@ func BloomMergeJob(dest *Entry, srcs []*Entry, clone bool) *MergeJob {
 			if !clone || n > 0 {
 				merged = true
 				p.finish = func(pop uint64) {
-					est := -float64(l.Bits) / float64(l.Hashes) * math.Log1p(-float64(pop)/float64(l.Bits))
+					// As redisbloom's Merge.
 					size := max(l.Size, ol.Size)
-					if !math.IsInf(est, 0) && est > float64(size) {
-						size = uint64(math.Round(est))
+					if pop < l.Bits {
+						size = max(size, bitcount.Classic(pop, l.Bits, l.Hashes))
 					}
 					l.Size = size
 				}

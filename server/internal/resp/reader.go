@@ -178,7 +178,7 @@ func (p *Reader) inline() ([][]byte, error) {
 	if n := len(line); n > 0 && line[n-1] == '\r' {
 		line = line[:n-1]
 	}
-	args, err := splitArgs(line, p.args[:0], p.lim.MaxArgs)
+	args, err := SplitArgs(line, p.args[:0], p.lim.MaxArgs)
 	if err != nil {
 		return nil, err
 	}
@@ -192,11 +192,11 @@ func (p *Reader) inline() ([][]byte, error) {
 	return args, nil
 }
 
-// splitArgs splits an inline command into words as Redis's sdssplitargs
+// SplitArgs splits an inline command into words as Redis's sdssplitargs
 // does: spaces separate; "double quotes" take \n \r \t \b \a \\ \" and
 // \xHH escapes; 'single quotes' take \'. A closing quote must be followed
 // by a space or the end. Words are written over the line itself.
-func splitArgs(line []byte, args [][]byte, MaxArgs int) ([][]byte, error) {
+func SplitArgs(line []byte, args [][]byte, maxArgs int) ([][]byte, error) {
 	i := 0
 	for {
 		for i < len(line) && isSpace(line[i]) {
@@ -205,7 +205,7 @@ func splitArgs(line []byte, args [][]byte, MaxArgs int) ([][]byte, error) {
 		if i >= len(line) {
 			return args, nil
 		}
-		if len(args) >= MaxArgs {
+		if len(args) >= maxArgs {
 			return nil, protoErr("too many arguments in inline request")
 		}
 		start, w := i, i // the word is rewritten in place from start
