@@ -98,7 +98,7 @@ func (s *Server) createBloom(key []byte, e float64, capacity uint64, expansion u
 		return nil, errNoMemory
 	}
 	s.db.used -= n // NewBloom's own allow call counts it again
-	b, err := redisbloom.NewBloom(capacity, e, expansion, nonScaling, s.db.allow)
+	b, err := redisbloom.NewBloom(capacity, e, expansion, nonScaling, s.db.allowFn)
 	if err != nil {
 		if err == redisbloom.ErrInvalid {
 			return nil, "ERR could not create filter"
@@ -529,12 +529,12 @@ func cmdBFLoadChunk(s *Server, c *Session, args [][]byte, r *Reply) {
 		return
 	}
 	if st == stEmpty && it == 1 {
-		nb, err := redisbloom.LoadBloomHeader(args[3], s.db.allow)
+		nb, err := redisbloom.LoadBloomHeader(args[3], s.db.allowFn)
 		if err != nil {
 			r.Error(err.Error())
 			return
 		}
-		nb.AllowAlloc = s.db.allow
+		nb.AllowAlloc = s.db.allowFn
 		s.db.put(string(args[1]), &entry{kind: KindBloom, bf: nb})
 		r.OK()
 		return
@@ -610,7 +610,7 @@ func cmdBFMerge(s *Server, c *Session, args [][]byte, r *Reply) {
 		}
 	}
 	if dest == nil {
-		nb, err := srcs[0].Clone(s.db.allow)
+		nb, err := srcs[0].Clone(s.db.allowFn)
 		if err != nil {
 			r.Error(errNoMemory)
 			return

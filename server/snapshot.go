@@ -187,7 +187,7 @@ func (snap *snapshot) freeze(e *entry) *image {
 		im.arrays = append(im.arrays, e.cf.Filters...)
 		e.cf.Guard = im
 	case KindString:
-		im.header = e.str // immutable: a write replaces the entry
+		im.header = e.strBytes() // immutable: a write replaces the entry
 	case KindNative:
 		im.header = e.nf.snapshotHeader()
 		im.arrays, _ = e.nf.ordered()
@@ -490,7 +490,7 @@ func (s *Server) readSnapshot(f readFile, path string) (uint64, int, error) {
 				arrays = e.cf.Filters
 			}
 		case KindString:
-			e.str = hdr
+			e.str = string(hdr)
 		case KindNative:
 			e.nf, err = loadSnapshotHeader(hdr, fits)
 			if err == nil {
