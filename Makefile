@@ -2,7 +2,20 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test test-short lint bench fuzz deps build licenses
+# Tests run through gotestsum (installed by make deps), which prints each
+# package as it finishes, with its time, and the failures in full; plain
+# `go test` when it is missing. GOTESTSUM_FORMAT=standard-verbose shows
+# every test.
+GOTESTSUM_VERSION := v1.13.0
+GOTESTSUM := $(shell $(GO) env GOPATH)/bin/gotestsum
+GOTESTSUM_FORMAT ?= pkgname-and-test-fails
+GOTEST = $(if $(wildcard $(GOTESTSUM)),$(GOTESTSUM) --format $(GOTESTSUM_FORMAT) --format-hide-empty-pkg --,$(GO) test)
+
+.PHONY: test test-long test-short lint bench fuzz deps build licenses release image
+
+# staticcheck, for lint's unused check; make deps installs this version.
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
 
 ## test: installs redis when missing (as root), checks gofmt and go vet, and
 ## runs every test with the race detector.
@@ -19,20 +32,39 @@ NORACE := ./cacheguard
 # them and makes them 10-20 times slower; they run here without it.
 STATS := ./bloom ./cuckoo
 test: deps lint
-	$(GO) test -race -count=1 $(PKGS)
-	$(GO) test -count=1 $(STATS)
-	cd examples && $(GO) test -race -count=1 $$($(GO) list ./... | grep -v '/examples/cacheguard$$')
-	cd examples && $(GO) test -count=1 $(NORACE)
-	cd bench && $(GO) test -race -count=1 ./interop
-	cd release && $(GO) test -count=1 ./...
+	$(GOTEST) -race -count=1 $(PKGS)
+	$(GOTEST) -count=1 $(STATS)
+	cd examples && $(GOTEST) -race -count=1 $$($(GO) list ./... | grep -v '/examples/cacheguard$$')
+	cd examples && $(GOTEST) -count=1 $(NORACE)
+	cd bench && $(GOTEST) -race -count=1 ./interop
+	cd release && $(GOTEST) -count=1 ./...
 
-## deps: install what the tests need from Debian: redis-server, redis-cli and
-## redis-py with pytest (the server is tested with real clients and redis-py's
-## own Bloom tests), PostgreSQL (for
-## examples/cacheguard), the wamerican word list (for examples/spell) and
-## a JDK with Guava (guava/ is tested against the real Guava);
-## run as root; does nothing when they are already there.
+## test-long: the long forms of the statistical, end-to-end and release
+## tests, which `make test` runs short or skips: every test runs with
+## BLOOMKIT_LONG=1 (a test with a long form checks it), without the race
+## detector. A test that takes minutes belongs here, with a short form in
+## `make test`.
+test-long: deps
+	BLOOMKIT_LONG=1 $(GOTEST) -count=1 -timeout 60m $(PKGS)
+	cd examples && BLOOMKIT_LONG=1 $(GOTEST) -count=1 -timeout 60m ./...
+	cd release && BLOOMKIT_LONG=1 $(GOTEST) -count=1 -timeout 60m ./...
+
+## deps: install staticcheck (for lint) and gotestsum (make test's progress)
+## from the Go module proxy, and what the tests need from Debian: redis-server, redis-cli,
+## redis-sentinel and redis-py with pytest (the server is tested with real
+## clients and redis-py's own Bloom tests), PostgreSQL (for
+## examples/cacheguard), the wamerican word list (for examples/spell),
+## a JDK with Guava (guava/ is tested against the real Guava), promtool
+## (package prometheus: deploy/'s alert rules) and systemd-analyze (package
+## systemd: deploy/'s unit). Run as root; does nothing when they are already there.
 deps:
+	@if ! command -v redis-sentinel >/dev/null || ! command -v promtool >/dev/null || ! command -v systemd-analyze >/dev/null; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-sentinel prometheus systemd >/dev/null; \
+		else echo "redis-sentinel, promtool or systemd-analyze missing: run 'sudo make deps' or install redis-sentinel, prometheus and systemd"; fi; \
+	fi
+	@[ -x "$(GOTESTSUM)" ] || $(GO) install gotest.tools/gotestsum@$(GOTESTSUM_VERSION)
 	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || [ ! -e /usr/share/dict/american-english ]; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
@@ -52,26 +84,65 @@ deps:
 		else echo "javac or Guava missing: run 'sudo make deps' or install default-jdk-headless and libguava-java"; fi; \
 	fi
 	@command -v redis-server >/dev/null && redis-server --version || true
+	@if ! $(STATICCHECK) -version 2>/dev/null | grep -q '$(STATICCHECK_VERSION:v%=%)'; then \
+		$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION); \
+	fi
 
 ## licenses: THIRD_PARTY_LICENSES, the licences of every module the bloom
 ## binary links (release/licenses; a test fails when it is out of date).
 licenses:
 	cd release && $(GO) run ./licenses -root .. -o ../THIRD_PARTY_LICENSES
 
-## build: the bloom binary in ./bin/bloom.
+# The build's identity, stamped into the binary (internal/version): the
+# release tag, git describe after one, or a pseudo-version before the first.
+VPKG := github.com/bloomkit/bloomkit/internal/version
+VERSION ?= $(shell release/version.sh)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+DATE ?= $(shell git log -1 --format=%cI 2>/dev/null)
+LDFLAGS = -X $(VPKG).tag=$(VERSION) -X $(VPKG).commit=$(COMMIT) -X $(VPKG).date=$(DATE)
+BIN ?= bin/bloom
+
+## build: the bloom binary in ./bin/bloom, stamped with its version.
 build:
-	$(GO) build -o bin/bloom ./cmd/bloom
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/bloom
+
+## release: static binaries (CGO_ENABLED=0) for linux and darwin on amd64
+## and arm64, each in dist/bloom-VERSION-OS-ARCH.tar.gz with the licences,
+## and dist/SHA256SUMS; the archives are checked after they are written.
+DIST ?= dist
+release:
+	cd release && $(GO) run ./dist -root .. -out $(abspath $(DIST)) -version "$(VERSION)" -commit "$(COMMIT)" -date "$(DATE)"
+
+## image: the container image of the static linux/amd64 binary, built
+## without Docker from an empty base (release/image): dist/bloom-VERSION-image-oci/
+## (OCI layout) and dist/bloom-VERSION-image.tar (docker load), read back and
+## checked. Runs as user 65532, `bloom serve --addr 0.0.0.0:6479 --dir /data`,
+## port 6479, volume /data, health check `bloom ping`. Dockerfile builds the
+## same with Docker.
+image: release
+	cd release && $(GO) run ./image -root .. -out $(abspath $(DIST)) -binary $(abspath $(DIST))/bloom-$(VERSION)-linux-amd64/bloom -version "$(VERSION)" -commit "$(COMMIT)" -date "$(DATE)"
+
+## test-long: the long runs behind flags: the differential replay test for
+## REPLAYTIME (default 5m) of random command streams, each round crashed,
+## restarted and compared.
+REPLAYTIME ?= 5m
+.PHONY: test-long
+test-long:
+	BLOOMKIT_REPLAY_TIME=$(REPLAYTIME) $(GO) test -count=1 -timeout 0 -run '^TestDifferentialReplay$$' -v ./server
 
 ## test-short: the tests without the race detector, for a quick loop.
 test-short:
 	$(GO) test -count=1 $(PKGS)
 	cd examples && $(GO) test -count=1 ./...
 
-## lint: gofmt and go vet must be clean.
+## lint: gofmt, go vet and staticcheck's unused check (no dead code) must be
+## clean.
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
+	@command -v $(STATICCHECK) >/dev/null || { echo "$(STATICCHECK) missing: run 'make deps'"; exit 1; }
+	$(STATICCHECK) -checks U1000 $(PKGS)
 	cd examples && $(GO) vet ./...
 	cd bench && $(GO) vet ./...
 	cd release && $(GO) vet ./...
@@ -94,6 +165,7 @@ fuzz:
 	$(GO) test ./cuckoo -run '^$$' -fuzz '^FuzzOperations$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./server -run '^$$' -fuzz '^FuzzCommand$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./server -run '^$$' -fuzz '^FuzzRequestReader$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./server -run '^$$' -fuzz '^FuzzGlob$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./redisbloom -run '^$$' -fuzz '^FuzzLoadHeaders$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/bloom -run '^$$' -fuzz '^FuzzFieldKey$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/bloom -run '^$$' -fuzz '^FuzzChunkReader$$' -fuzztime $(FUZZTIME)

@@ -48,7 +48,8 @@ func NewBlocked(n uint64, p float64) (*Blocked, error) {
 // p.M must be a multiple of BlockBits: round a size of your own up with
 // (m + BlockBits − 1) / BlockBits · BlockBits.
 func NewBlockedFromParams(p Params) (*Blocked, error) {
-	if err := p.validate(true); err != nil {
+	p, err := p.validate(true)
+	if err != nil {
 		return nil, err
 	}
 	blocks := p.M / BlockBits
@@ -67,6 +68,9 @@ func (f *Blocked) Params() Params { return f.params }
 
 // block returns the block the key hashed to (_, hi) falls in.
 func (f *Blocked) block(hi uint64) *[8]uint64 {
+	if f.blocks == 0 {
+		panicZero("Blocked")
+	}
 	b, _ := bits.Mul64(hi, f.blocks)
 	return (*[8]uint64)(f.words[b*8 : b*8+8])
 }
@@ -111,7 +115,9 @@ func (f *Blocked) Sync() Sync { return Sync{f} }
 
 func (f *Blocked) add(lo, hi uint64) { f.addIn(f.block(hi), lo) }
 
-func (f *Blocked) test(lo, hi uint64) bool { return f.testIn(f.block(hi), lo) }
+func (f *Blocked) test(lo, hi uint64) bool {
+	return f.blocks != 0 && f.testIn(f.block(hi), lo) // the zero Blocked holds nothing
+}
 
 // addIn and testIn are add and test in the key's block blk.
 func (f *Blocked) addIn(blk *[8]uint64, lo uint64) {
@@ -230,6 +236,9 @@ func (f *Blocked) testAndAdd(lo, hi uint64) bool {
 // not already set.
 
 func (f *Blocked) testSync(lo, hi uint64) bool {
+	if f.blocks == 0 {
+		return false
+	}
 	blk := f.block(hi)
 	acc := uint64(1)
 	for _, s := range blockSalts[:f.params.K] {
@@ -295,6 +304,9 @@ func (f *Blocked) Equal(g *Blocked) bool {
 
 // Stats returns the filter's size and fill (see Stats).
 func (f *Blocked) Stats() Stats {
+	if f.blocks == 0 {
+		return Stats{Capacity: f.params.N} // a zero value
+	}
 	set, fpr := f.fill()
 	return Stats{
 		Bits:         f.params.M,
@@ -350,15 +362,16 @@ func LocateBlock(p Params, h KeyHash, dst []uint16) (block uint64, offsets []uin
 
 // Locate returns, appended to dst, the p.K bit positions (0 to p.M−1) of
 // the key hashed to h in a classic filter with parameters p, in probe order
-// (positions may repeat). Bit i is bit i%64 of the filter's 64-bit word
-// i/64 (docs/format.md).
+// (positions may repeat), by p's hash id (0 is HashXXH3Remix). Bit i is bit
+// i%64 of the filter's 64-bit word i/64 (docs/format.md).
 func Locate(p Params, h KeyHash, dst []uint64) []uint64 {
-	x, y := h.Lo, h.Hi
-	for i := uint32(0); i < min(p.K, MaxK); i++ {
-		pos, _ := bits.Mul64(x, p.M)
-		dst = append(dst, pos)
-		x += y
-		y += uint64(i)
+	if p.Hash == HashXXH3 {
+		return locateV1(p, h, dst)
+	}
+	x := h.Lo
+	for range min(p.K, MaxK) {
+		dst = append(dst, probePos(x, p.M))
+		x = nextProbe(x, h.Hi)
 	}
 	return dst
 }

@@ -32,16 +32,27 @@
 // streams (a filter may be gigabytes; bytes.Buffer and bytes.Reader hold
 // one in memory): a versioned header, the bits and a CRC-32C, so a filter saved today
 // reads and answers identically in every later version, and damaged input is
-// reported with a distinct error rather than half-used.
+// reported with a distinct error rather than half-used. Every type also
+// implements encoding.BinaryMarshaler and Unmarshaler and json.Marshaler
+// and Unmarshaler as thin wrappers over them (the binary form is the file;
+// JSON holds it as a base64 string; gob uses the binary form), so a filter
+// can be a field of a struct that is saved with encoding/json or gob.
+//
+// The zero value of a type is not a filter: it tests every key absent,
+// reports zero Stats and fails to encode with ErrZero; an Add to it, which
+// has no error to return, panics with a value wrapping ErrZero rather than
+// drop the key. Make filters with the constructors or Read.
 //
 // The Test methods are safe for concurrent use. To add from many goroutines
 // while others test, every goroutine uses the view f.Sync() of a Filter or
 // Blocked (the same verbs, with atomic operations); other methods need
 // exclusive access; see Filter. Code that already holds a key's hash passes
 // it to AddHash and TestHash (Hash computes it); Locate and LocateBlock name
-// the bits a key sets. Across this package and cuckoo the verbs are the
-// same: Add, Test, TestAndAdd, Delete (Counting), Count(key) and Len()
-// (uint64), Reset, Clone, Stats, WriteTo and ReadFrom.
+// the bits a key sets. The cuckoo package uses the same names where it can:
+// Test, Delete, Count(key) and Len() (uint64), Reset, Clone, WriteTo and
+// ReadFrom; but its Add returns an error (a cuckoo filter can refuse a
+// key), AddUnique takes the place of TestAndAdd and its Stats are its own,
+// so a cuckoo.Filter is a Tester, not an Interface.
 //
 // # One verb set
 //

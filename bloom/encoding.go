@@ -50,12 +50,16 @@ var (
 	ErrTruncated = format.ErrTruncated
 	// ErrTooLarge: the header declares a filter above MaxBits.
 	ErrTooLarge = format.ErrTooLarge
+	// ErrZero: the filter is a zero value, not made by a constructor or
+	// read from a file: it holds nothing, tests every key absent, and
+	// cannot be written or encoded.
+	ErrZero = format.ErrZero
 )
 
 // headerParams returns the Bloom parameters a header records, checking the
 // size limit.
 func headerParams(h format.Header) (Params, error) {
-	p := Params{Seed: h.Seed, M: h.M, K: h.K, N: h.N, P: h.P}
+	p := Params{Seed: h.Seed, M: h.M, K: h.K, N: h.N, P: h.P, Hash: h.Hash}
 	if p.M > MaxBits {
 		return p, fmt.Errorf("%w: m = %d bits, the limit is %d", ErrTooLarge, p.M, uint64(MaxBits))
 	}
@@ -63,7 +67,7 @@ func headerParams(h format.Header) (Params, error) {
 }
 
 func paramsHeader(typ uint8, p Params) format.Header {
-	return format.Header{Type: typ, Seed: p.Seed, M: p.M, K: p.K, N: p.N, P: p.P}
+	return format.Header{Type: typ, Hash: p.Hash, Seed: p.Seed, M: p.M, K: p.K, N: p.N, P: p.P}
 }
 
 func plainAlloc(n uint64) []uint64 { return mem.Words(n) }
@@ -73,7 +77,7 @@ func classicWords(h format.Header) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := p.validate(false); err != nil {
+	if _, err := p.validate(false); err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	return (p.M + 63) / 64, nil
@@ -84,7 +88,7 @@ func blockedWords(h format.Header) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := p.validate(true); err != nil {
+	if _, err := p.validate(true); err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	return p.M / BlockBits * 8, nil
@@ -94,6 +98,9 @@ func blockedWords(h format.Header) (uint64, error) {
 // needs no second copy of the filter in memory. It returns the number of
 // bytes written.
 func (f *Filter) WriteTo(w io.Writer) (int64, error) {
+	if f.words == nil {
+		return 0, ErrZero
+	}
 	return format.WriteWordsFile(w, paramsHeader(TypeClassic, f.params), f.words)
 }
 
@@ -116,6 +123,9 @@ func (f *Filter) ReadFrom(r io.Reader) (int64, error) {
 
 // WriteTo writes the filter to w in the bloomkit file format, streaming.
 func (f *Blocked) WriteTo(w io.Writer) (int64, error) {
+	if f.words == nil {
+		return 0, ErrZero
+	}
 	return format.WriteWordsFile(w, paramsHeader(TypeBlocked, f.params), f.words)
 }
 

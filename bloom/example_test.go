@@ -2,6 +2,7 @@ package bloom_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -127,7 +128,7 @@ func ExampleFilter_Sync() {
 	}
 	wg.Wait()
 	fmt.Println(s.TestString("worker 3 item 999"), f.Stats().ApproxCount)
-	// Output: true 4005
+	// Output: true 4001
 }
 
 func ExampleFilter_Stats() {
@@ -137,5 +138,26 @@ func ExampleFilter_Stats() {
 	}
 	st := f.Stats()
 	fmt.Printf("about %d items, %.0f%% of bits set, rate now %.4f\n", st.ApproxCount, 100*st.FillRatio, st.EstimatedFPR)
-	// Output: about 4993 items, 31% of bits set, rate now 0.0002
+	// Output: about 4999 items, 31% of bits set, rate now 0.0003
+}
+
+// A filter is a field of a struct saved with encoding/json (or gob): it
+// is written as its file, in base64.
+func ExampleFilter_MarshalJSON() {
+	type profile struct {
+		User string
+		Seen *bloom.Filter
+	}
+	f, _ := bloom.New(1000, 0.01)
+	f.AddString("article-17")
+	data, err := json.Marshal(profile{User: "ann", Seen: f})
+	if err != nil {
+		panic(err)
+	}
+	var back profile
+	if err := json.Unmarshal(data, &back); err != nil {
+		panic(err)
+	}
+	fmt.Println(back.User, back.Seen.TestString("article-17"), back.Seen.TestString("article-18"))
+	// Output: ann true false
 }

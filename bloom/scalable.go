@@ -24,6 +24,15 @@ var ErrFull = errors.New("bloom: filter is full")
 // MaxLinks is the largest number of links a Scalable filter chains.
 const MaxLinks = 64
 
+// MaxGrowth is the largest ScalableConfig.Growth: with it, 64 links
+// already span far more capacity than MaxBits can hold.
+const MaxGrowth = 1 << 16
+
+// DefaultMaxBytes is how large a Scalable filter's links may grow in all,
+// in bytes, when ScalableConfig.MaxBytes is 0 and the first link is
+// smaller than a quarter of it (1 GiB).
+const DefaultMaxBytes = 1 << 30
+
 // Defaults for ScalableConfig.
 const (
 	// DefaultGrowth is the capacity multiplier of each new link.
@@ -35,7 +44,8 @@ const (
 
 // ScalableConfig describes a Scalable filter.
 type ScalableConfig struct {
-	// Capacity is the number of items the first link holds (at least 1).
+	// Capacity is the number of items the first link holds; 0 is taken
+	// as 1, the smallest link.
 	Capacity uint64
 	// Rate is the bound on the compound false-positive rate, in (0, 1): it
 	// holds however far the filter grows.
@@ -58,14 +68,26 @@ type ScalableConfig struct {
 	NonScaling bool
 	// Seed is the hash seed of every link.
 	Seed uint64
+	// MaxBytes is how large the links may grow in all, in bytes, rounded
+	// up to a whole KiB: TryAdd fails with ErrFull (and Add overfills the
+	// last link) rather than add a link that would pass it. 0 means
+	// DefaultMaxBytes, or four times the first link when that is larger.
+	// A limit below the first link is an error. It is kept in the file.
+	MaxBytes uint64
 }
 
 func (c ScalableConfig) withDefaults() ScalableConfig {
+	if c.Capacity == 0 {
+		c.Capacity = 1 // n = 0 sizes the smallest filter, as New(0, p) does
+	}
 	if c.Growth == 0 {
 		c.Growth = DefaultGrowth
 	}
 	if c.Tightening == 0 {
 		c.Tightening = DefaultTightening
+	}
+	if c.MaxBytes != 0 && c.MaxBytes <= MaxBits/8 {
+		c.MaxBytes = (c.MaxBytes + 1023) &^ 1023
 	}
 	return c
 }
@@ -74,10 +96,12 @@ func (c ScalableConfig) validate() error {
 	switch {
 	case c.Capacity == 0:
 		return fmt.Errorf("%w: capacity 0", ErrInvalidParams)
-	case !(c.Rate > 0 && c.Rate < 1):
+	case !(c.Rate >= MinRate && c.Rate < 1):
 		return fmt.Errorf("%w: false-positive rate %v is not in (0, 1)", ErrInvalidParams, c.Rate)
-	case c.Growth == 0:
-		return fmt.Errorf("%w: growth factor 0", ErrInvalidParams)
+	case c.Growth == 0 || c.Growth > MaxGrowth:
+		return fmt.Errorf("%w: growth factor %d, want 1 to %d", ErrInvalidParams, c.Growth, MaxGrowth)
+	case c.MaxBytes > MaxBits/8:
+		return fmt.Errorf("%w: MaxBytes %d, the limit is %d", ErrInvalidParams, c.MaxBytes, uint64(MaxBits/8))
 	case !(c.Tightening > 0 && c.Tightening < 1):
 		return fmt.Errorf("%w: tightening ratio %v is not in (0, 1)", ErrInvalidParams, c.Tightening)
 	}
@@ -135,7 +159,9 @@ func (c ScalableConfig) linkPlan(i int) float64 {
 // number of adds that were new.
 //
 // The zero Scalable is not usable: make one with NewScalable or
-// NewScalableWith, or read one from a file.
+// NewScalableWith, or read one from a file. It tests every key absent;
+// TryAdd returns ErrZero and Add panics with it (see the package
+// documentation).
 //
 // # Concurrency
 //
@@ -237,10 +263,28 @@ func NewScalableWith(c ScalableConfig) (*Scalable, error) {
 		return nil, err
 	}
 	s := &Scalable{cfg: c}
+	if p := EstimateBlocked(c.Capacity, c.linkPlan(0)); p.M == 0 || p.M > MaxBits {
+		return nil, fmt.Errorf("%w: a first link of %d items at rate %g needs more than %d bits", ErrInvalidParams, c.Capacity, c.linkPlan(0), uint64(MaxBits))
+	}
 	if err := s.grow(); err != nil {
+		if errors.Is(err, ErrInvalidParams) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%w: %w", ErrInvalidParams, err)
 	}
 	return s, nil
+}
+
+// maxBytes is the limit of the links' total size (ScalableConfig.MaxBytes).
+func (s *Scalable) maxBytes() uint64 {
+	if s.cfg.MaxBytes != 0 {
+		return s.cfg.MaxBytes
+	}
+	var first uint64
+	if len(s.links) > 0 {
+		first = s.links[0].f.params.M / 8
+	}
+	return max(DefaultMaxBytes, min(4*first, MaxBits/8))
 }
 
 // Config returns the filter's configuration.
@@ -267,6 +311,20 @@ func (s *Scalable) bits() uint64 {
 		m += l.f.params.M
 	}
 	return m
+}
+
+// linkCapacity is the capacity of link i: Capacity·Growth^i, or 0 when
+// that overflows (no link has capacity 0).
+func linkCapacity(c ScalableConfig, i int) uint64 {
+	n := c.Capacity
+	for range i {
+		hi, lo := bits.Mul64(n, uint64(c.Growth))
+		if hi != 0 {
+			return 0
+		}
+		n = lo
+	}
+	return n
 }
 
 func satAdd(a, b uint64) uint64 {
@@ -296,6 +354,14 @@ func (s *Scalable) grow() error {
 	if p.M == 0 || p.M > MaxBits || s.bits()+p.M > MaxBits {
 		return fmt.Errorf("%w: the next link (%d items at rate %g) would take the chain above %d bits", ErrFull, capacity, p.P, uint64(MaxBits))
 	}
+	if i > 0 {
+		if now, limit := s.bits()/8, s.maxBytes(); now+p.M/8 > limit {
+			return fmt.Errorf("%w: %d links of %d bytes; the next (%d items at rate %g) of %d bytes would pass the limit of %d bytes (ScalableConfig.MaxBytes)",
+				ErrFull, i, now, capacity, p.P, p.M/8, limit)
+		}
+	} else if s.cfg.MaxBytes != 0 && p.M/8 > s.cfg.MaxBytes {
+		return fmt.Errorf("%w: the first link (%d items at rate %g) takes %d bytes, above MaxBytes %d", ErrInvalidParams, capacity, p.P, p.M/8, s.cfg.MaxBytes)
+	}
 	f, err := NewBlockedFromParams(p)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrFull, err)
@@ -322,6 +388,9 @@ func (s *Scalable) TryAddString(key string) (added bool, err error) {
 }
 
 func (s *Scalable) tryAdd(lo, hi uint64) (bool, error) {
+	if len(s.links) == 0 {
+		return false, fmt.Errorf("%w (a zero Scalable)", ErrZero)
+	}
 	if s.test(lo, hi) {
 		return false, nil
 	}
@@ -357,6 +426,9 @@ func (s *Scalable) AddString(key string) {
 
 func (s *Scalable) addAnyway(lo, hi uint64) bool {
 	added, err := s.tryAdd(lo, hi)
+	if len(s.links) == 0 {
+		panicZero("Scalable")
+	}
 	if err != nil {
 		s.links[len(s.links)-1].add(lo, hi)
 		s.count++
@@ -514,7 +586,9 @@ func (s *Scalable) Stats() Stats {
 		miss *= 1 - fpr
 		st.Parts = append(st.Parts, l.f.params)
 	}
-	st.FillRatio = float64(st.BitsSet) / float64(st.Bits)
+	if st.Bits > 0 {
+		st.FillRatio = float64(st.BitsSet) / float64(st.Bits)
+	}
 	st.EstimatedFPR = 1 - miss
 	return st
 }
@@ -554,7 +628,11 @@ func (s *Scalable) table() []byte {
 		binary.LittleEndian.PutUint64(e[8:], l.items)
 		binary.LittleEndian.PutUint64(e[16:], l.f.params.M)
 		binary.LittleEndian.PutUint32(e[24:], l.f.params.K)
-		// e[28:32] reserved, zero.
+		if i == 0 {
+			// The size limit in KiB (0: the default); reserved, zero, in
+			// the other links.
+			binary.LittleEndian.PutUint32(e[28:], uint32(s.cfg.MaxBytes>>10))
+		}
 	}
 	return b
 }
@@ -562,6 +640,9 @@ func (s *Scalable) table() []byte {
 // WriteTo writes the filter to w in the bloomkit file format (type 4,
 // docs/filters.md), streaming.
 func (s *Scalable) WriteTo(w io.Writer) (int64, error) {
+	if len(s.links) == 0 {
+		return 0, ErrZero
+	}
 	cw := &format.CRCWriter{W: w}
 	h := s.header()
 	if _, err := cw.Write(h.Marshal()); err != nil {
@@ -612,6 +693,7 @@ func (s *Scalable) ReadFrom(r io.Reader) (int64, error) {
 		Tightening: math.Float64frombits(binary.LittleEndian.Uint64(tbl[8:])),
 		NonScaling: binary.LittleEndian.Uint32(tbl[4:]) == scalableNonScaling,
 		Seed:       h.Seed,
+		MaxBytes:   uint64(binary.LittleEndian.Uint32(tbl[scalableConfigSize+28:])) << 10,
 	}, count: h.Count}
 	if flags := binary.LittleEndian.Uint32(tbl[4:]); flags&^scalableNonScaling != 0 {
 		return cr.N, fmt.Errorf("%w: unknown scalable flags %#x", ErrCorrupt, flags)
@@ -630,12 +712,18 @@ func (s *Scalable) ReadFrom(r io.Reader) (int64, error) {
 			Seed: h.Seed,
 			N:    l.capacity,
 			P:    t.cfg.linkPlan(i),
+			Hash: HashXXH3,
 		}
-		if err := p.validate(true); err != nil {
+		if _, err := p.validate(true); err != nil {
 			return cr.N, fmt.Errorf("%w: link %d: %w", ErrCorrupt, i, err)
 		}
-		if binary.LittleEndian.Uint32(e[28:]) != 0 || l.capacity == 0 {
-			return cr.N, fmt.Errorf("%w: link %d: capacity 0 or reserved bytes set", ErrCorrupt, i)
+		if i > 0 && binary.LittleEndian.Uint32(e[28:]) != 0 {
+			return cr.N, fmt.Errorf("%w: link %d: reserved bytes set", ErrCorrupt, i)
+		}
+		// Links are made with capacity Capacity·Growth^i: a forged
+		// capacity would size every later link.
+		if want := linkCapacity(t.cfg, i); l.capacity != want {
+			return cr.N, fmt.Errorf("%w: link %d: capacity %d, want %d × %d^%d", ErrCorrupt, i, l.capacity, t.cfg.Capacity, t.cfg.Growth, i)
 		}
 		total += p.M // no overflow: each is at most MaxBits, and there are at most 64
 		var carry uint64
@@ -647,6 +735,9 @@ func (s *Scalable) ReadFrom(r io.Reader) (int64, error) {
 	}
 	if total != h.M || items != h.Count {
 		return cr.N, fmt.Errorf("%w: links hold %d bits and %d items, the header says %d and %d", ErrCorrupt, total, items, h.M, h.Count)
+	}
+	if t.cfg.MaxBytes != 0 && total/8 > t.cfg.MaxBytes {
+		return cr.N, fmt.Errorf("%w: links of %d bytes, above the filter's limit of %d", ErrCorrupt, total/8, t.cfg.MaxBytes)
 	}
 	for i := range t.links {
 		l := &t.links[i]

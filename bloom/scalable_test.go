@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -200,10 +201,10 @@ func TestScalableNonScaling(t *testing.T) {
 func TestScalableGrowthLimit(t *testing.T) {
 	// A filter that cannot grow further reports ErrFull, and Add keeps
 	// every key all the same.
-	s := mustScalable(t, ScalableConfig{Capacity: 1000, Rate: 0.5, Growth: 1 << 31})
+	s := mustScalable(t, ScalableConfig{Capacity: 1000, Rate: 0.5, Growth: MaxGrowth, MaxBytes: 64 << 10})
 	s.links[0].items = s.links[0].capacity // pretend it is full
-	if _, err := s.TryAddString("x"); !errors.Is(err, ErrFull) {
-		t.Fatalf("growth beyond MaxBits: %v", err)
+	if _, err := s.TryAddString("x"); !errors.Is(err, ErrFull) || !strings.Contains(err.Error(), "MaxBytes") {
+		t.Fatalf("growth beyond MaxBytes: %v", err)
 	}
 	s.AddString("x")
 	if !s.TestString("x") || len(s.Stats().Parts) != 1 {
@@ -213,7 +214,6 @@ func TestScalableGrowthLimit(t *testing.T) {
 		t.Errorf("an impossible first link: %v", err)
 	}
 	for _, c := range []ScalableConfig{
-		{Rate: 0.01},
 		{Capacity: 10, Rate: 1},
 		{Capacity: 10, Rate: math.NaN()},
 		{Capacity: 10, Rate: 0.01, Tightening: 1},

@@ -54,6 +54,9 @@ type Stats struct {
 // classicStats is the Stats of a classic layout of parameters p with set of
 // its bits (or counters) nonzero.
 func classicStats(set uint64, p Params) Stats {
+	if p.M == 0 {
+		return Stats{Capacity: p.N} // a zero value
+	}
 	fill := float64(set) / float64(p.M)
 	return Stats{
 		Bits:         p.M,

@@ -78,7 +78,8 @@ type WindowConfig struct {
 // stood still: keys are never forgotten early.
 //
 // The zero Window is not usable: make one with NewWindow or NewWindowWith,
-// or read one from a file.
+// or read one from a file. It tests every key absent and Add panics with
+// ErrZero (see the package documentation).
 //
 // # Concurrency
 //
@@ -117,7 +118,11 @@ func NewWindowWith(c WindowConfig) (*Window, error) {
 	if err := checkRate(c.Rate); err != nil {
 		return nil, err
 	}
-	return newWindowSized(c, windowGeneration(c.Items, c.Rate))
+	p := windowGeneration(c.Items, c.Rate)
+	if p.M == 0 || p.M > MaxBits {
+		return nil, fmt.Errorf("%w: %d items a window at rate %g need more than %d bits a generation", ErrInvalidParams, c.Items, c.Rate, uint64(MaxBits))
+	}
+	return newWindowSized(c, p)
 }
 
 // windowGeneration returns the size of each generation of a window for
@@ -132,7 +137,8 @@ func windowGeneration(items uint64, rate float64) Params {
 func newWindowSized(c WindowConfig, p Params) (*Window, error) {
 	g := uint64(c.Generations)
 	p.N, p.P, p.Seed = c.Items, c.Rate, c.Seed
-	if err := p.validate(true); err != nil {
+	p, err := p.validate(true)
+	if err != nil {
 		return nil, err
 	}
 	if p.M > MaxBits/(g+1) {
@@ -197,6 +203,9 @@ func (w *Window) now() int64 { return max(w.slotAt(w.clock()), w.cur) }
 // rotate makes the current generation the clock's, clearing the filters of
 // the generations that expire.
 func (w *Window) rotate() {
+	if len(w.gens) == 0 {
+		panicZero("Window")
+	}
 	now := w.now()
 	if now == w.cur {
 		return
@@ -259,6 +268,9 @@ func (w *Window) testAndAdd(lo, hi uint64) bool {
 // test checks the live generations, newest first. Generations older than
 // now−G have expired even if rotate has not cleared them yet.
 func (w *Window) test(lo, hi uint64) bool {
+	if len(w.gens) == 0 {
+		return false // the zero Window holds nothing
+	}
 	oldest, newest := generation.Live(w.cur, w.slotAt(w.clock()), w.g)
 	for i := newest; i >= oldest; i-- {
 		if w.gens[w.ring(i)].test(lo, hi) {
@@ -270,6 +282,9 @@ func (w *Window) test(lo, hi uint64) bool {
 
 // live calls fn with the filter of each generation that has not expired.
 func (w *Window) live(fn func(*Blocked)) {
+	if len(w.gens) == 0 {
+		return
+	}
 	oldest, newest := generation.Live(w.cur, w.slotAt(w.clock()), w.g)
 	for i := newest; i >= oldest; i-- {
 		fn(w.gens[w.ring(i)])
@@ -355,6 +370,9 @@ func (w *Window) payloadLen() uint64 {
 // docs/filters.md), streaming. The generations' start times are saved, so
 // a window read back keeps expiring keys on time.
 func (w *Window) WriteTo(out io.Writer) (int64, error) {
+	if len(w.gens) == 0 {
+		return 0, ErrZero
+	}
 	cw := &format.CRCWriter{W: out}
 	h := paramsHeader(TypeWindow, w.params)
 	h.PayloadLen = w.payloadLen()
@@ -393,7 +411,7 @@ func (w *Window) ReadFrom(r io.Reader) (int64, error) {
 	if err != nil {
 		return cr.N, err
 	}
-	if err := p.validate(true); err != nil {
+	if _, err := p.validate(true); err != nil {
 		return cr.N, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	if h.Count != 0 || !(p.P > 0) {

@@ -69,8 +69,8 @@ var ErrInvalidConfig = errors.New("cuckoo: invalid configuration")
 type Config struct {
 	// Capacity is the number of items the first table is sized for: it
 	// gets ⌈Capacity / (BucketSize · TypicalLoad(BucketSize))⌉ buckets, so
-	// that Capacity items usually fit without growing. One of Capacity and
-	// Buckets must be set.
+	// that Capacity items usually fit without growing. 0 gives one bucket,
+	// the smallest table.
 	Capacity uint64
 	// Buckets, when not 0, is the exact number of buckets of the first
 	// table, overriding Capacity (for callers that must match another
@@ -247,9 +247,8 @@ func (c Config) withDefaults() (Config, error) {
 	c.Expansion = 1 << bits.Len32(c.Expansion-1)
 	slotBits := uint64(c.BucketSize) * uint64(c.FingerprintBits)
 	if c.Buckets == 0 {
-		if c.Capacity == 0 {
-			return bad("neither Capacity nor Buckets is set")
-		}
+		// Capacity 0 gives the smallest table, one bucket, as bloom.New(0,
+		// p) gives the smallest filter.
 		b := math.Ceil(float64(c.Capacity) / (float64(c.BucketSize) * TypicalLoad(c.BucketSize)))
 		if b > MaxBits {
 			return bad("%d items need more than %d bits", c.Capacity, uint64(MaxBits))

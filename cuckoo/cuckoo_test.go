@@ -50,7 +50,6 @@ func TestDefaults(t *testing.T) {
 
 func TestConfigLimits(t *testing.T) {
 	bad := []Config{
-		{},
 		{Capacity: 10, BucketSize: MaxBucketSize + 1},
 		{Capacity: 10, FingerprintBits: MinFingerprintBits - 1},
 		{Capacity: 10, FingerprintBits: MaxFingerprintBits + 1},

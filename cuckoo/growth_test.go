@@ -106,7 +106,7 @@ func TestDefaultGrowthCeiling(t *testing.T) {
 		t.Errorf("4 GiB first table: limit %d, want 16 GiB", got)
 	}
 	for _, c := range []Config{
-		{Capacity: 1000, MaxBytes: 100},             // below the first table
+		{Capacity: 1000, MaxBytes: 100},              // below the first table
 		{Capacity: 1000, MaxBytes: MaxBits/8 + 1024}, // above MaxBits
 	} {
 		if _, err := NewWith(c); !errors.Is(err, ErrInvalidConfig) {
@@ -145,4 +145,26 @@ func TestZeroFilter(t *testing.T) {
 	}
 	f.Reset()
 	_ = f.Clone()
+}
+
+// TestZeroCapacity: New(0) is the smallest filter (one bucket), as
+// bloom.New(0, p) is, and it works (it used to be an error).
+func TestZeroCapacity(t *testing.T) {
+	f, err := New(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Config().Buckets != 1 {
+		t.Fatalf("New(0) has %d buckets", f.Config().Buckets)
+	}
+	for i := range 100 {
+		if err := f.AddString("k" + strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 100 {
+		if !f.TestString("k" + strconv.Itoa(i)) {
+			t.Fatalf("key %d lost", i)
+		}
+	}
 }

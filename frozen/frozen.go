@@ -32,6 +32,9 @@ var (
 	ErrCorrupt   = format.ErrCorrupt
 	ErrTruncated = format.ErrTruncated
 	ErrParams    = errors.New("frozen: invalid parameters")
+	// ErrZero: the Filter is a zero value, not built or read; it tests
+	// every key absent and cannot be written.
+	ErrZero = format.ErrZero
 )
 
 // MaxKeys is the most keys a filter holds: the fuse construction indexes
@@ -197,6 +200,9 @@ func (f *Filter) payloadLen() uint64 {
 
 // WriteTo writes the filter as a bloomkit file of type frozen.
 func (f *Filter) WriteTo(w io.Writer) (int64, error) {
+	if f.bits == 0 {
+		return 0, ErrZero
+	}
 	cw := &format.CRCWriter{W: w}
 	h := f.header()
 	if _, err := cw.Write(h.Marshal()); err != nil {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/bloomkit/bloomkit/bloom"
+	"github.com/bloomkit/bloomkit/internal/keyslot"
 	"github.com/bloomkit/bloomkit/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -1078,7 +1079,7 @@ func testReshard(t *testing.T, b backend) {
 	st := f.st.Load()
 	best, bestNode, bestCount := uint64(0), -1, 1<<30
 	for s := range st.live.shards() {
-		slot := redistest.KeySlot(f.shardKey(&st.live, s, st.epoch))
+		slot := keyslot.Of(f.shardKey(&st.live, s, st.epoch))
 		node, err := b.cluster.Owner(ctx, slot)
 		if err != nil {
 			t.Fatal(err)
@@ -1092,7 +1093,7 @@ func testReshard(t *testing.T, b backend) {
 		}
 	}
 	key := f.shardKey(&st.live, best, st.epoch)
-	slot := redistest.KeySlot(key)
+	slot := keyslot.Of(key)
 	t.Logf("moving %d slots, up to slot %d of shard %d (%s), from node %d", bestCount, slot, best, key, bestNode)
 
 	// Fill the shard first so that MIGRATE has data to move.

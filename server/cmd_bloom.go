@@ -54,23 +54,12 @@ func statusErr(st status) string {
 	return errExists
 }
 
-func (s *Server) bloomKey(key []byte) (*redisbloom.Bloom, status) {
-	e := s.db.getb(key)
-	if e == nil {
-		return nil, stEmpty
-	}
-	if e.kind != KindBloom {
-		return nil, stMismatch
-	}
-	return e.bf, stOK
-}
-
 func (s *Server) cuckooKey(key []byte) (*redisbloom.Cuckoo, status) {
 	e := s.db.getb(key)
 	if e == nil {
 		return nil, stEmpty
 	}
-	if e.kind != KindCuckoo {
+	if e.kind != kindCuckoo {
 		return nil, stMismatch
 	}
 	return e.cf, stOK
@@ -105,7 +94,7 @@ func (s *Server) createBloom(key []byte, e float64, capacity uint64, expansion u
 		}
 		return nil, errNoMemory
 	}
-	s.db.put(string(key), &entry{kind: KindBloom, bf: b})
+	s.db.put(string(key), &entry{kind: kindBloom, bf: b})
 	return b, ""
 }
 
@@ -193,7 +182,7 @@ func defaultBFOpts() bfInsertOpts {
 func (s *Server) bfInsertCommon(c *Session, args, items [][]byte, o bfInsertOpts, r *Reply) {
 	key := args[1]
 	e, st := s.bloomEntry(key)
-	if st == stOK && e.kind == KindNative {
+	if st == stOK && e.kind == kindNative {
 		s.nativeInsert(key, e.nf, items, o.multi, r)
 		return
 	}
@@ -378,7 +367,7 @@ func cmdBFExists(s *Server, c *Session, args [][]byte, r *Reply) {
 	if multi {
 		r.Array(len(args) - 2)
 	}
-	if st == stOK && e.kind == KindNative {
+	if st == stOK && e.kind == kindNative {
 		s.nativeExists(e.nf, args[2:], r)
 		return
 	}
@@ -403,7 +392,7 @@ func cmdBFCard(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Int(0)
 	case st == stMismatch:
 		r.Error(errWrongType)
-	case e.kind == KindNative:
+	case e.kind == kindNative:
 		r.Uint(e.nf.card(s.db.now()))
 	default:
 		r.Uint(e.bf.Size)
@@ -421,7 +410,7 @@ func cmdBFInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error(statusErr(st))
 		return
 	}
-	if e.kind == KindNative {
+	if e.kind == kindNative {
 		s.nativeInfo(e.nf, args, r)
 		return
 	}
@@ -492,7 +481,7 @@ func cmdBFScanDump(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error("Second argument must be numeric")
 		return
 	}
-	if e.kind == KindNative {
+	if e.kind == kindNative {
 		s.nativeScanDump(e.nf, it, r)
 		return
 	}
@@ -524,7 +513,7 @@ func cmdBFLoadChunk(s *Server, c *Session, args [][]byte, r *Reply) {
 		s.nativeLoadHeader(args[1], args[3], r)
 		return
 	}
-	if st == stOK && e.kind == KindNative {
+	if st == stOK && e.kind == kindNative {
 		s.nativeLoadChunk(e.nf, it, args[3], r)
 		return
 	}
@@ -535,7 +524,7 @@ func cmdBFLoadChunk(s *Server, c *Session, args [][]byte, r *Reply) {
 			return
 		}
 		nb.AllowAlloc = s.db.allowFn
-		s.db.put(string(args[1]), &entry{kind: KindBloom, bf: nb})
+		s.db.put(string(args[1]), &entry{kind: kindBloom, bf: nb})
 		r.OK()
 		return
 	} else if st != stOK {
@@ -580,15 +569,15 @@ func cmdBFMerge(s *Server, c *Session, args [][]byte, r *Reply) {
 			return
 		}
 		entries = append(entries, e)
-		native = native || e.kind == KindNative
+		native = native || e.kind == kindNative
 	}
 	de, st := s.bloomEntry(args[1])
 	if st == stMismatch {
 		r.Error(errWrongType)
 		return
 	}
-	if native || (de != nil && de.kind == KindNative) {
-		s.nativeMerge(args, de, entries, r)
+	if native || (de != nil && de.kind == kindNative) {
+		s.nativeMerge(c, args, de, entries, r)
 		return
 	}
 	srcs := make([]*redisbloom.Bloom, len(entries))
@@ -609,20 +598,20 @@ func cmdBFMerge(s *Server, c *Session, args [][]byte, r *Reply) {
 			return
 		}
 	}
-	if dest == nil {
-		nb, err := srcs[0].Clone(s.db.allowFn)
+	clone := de == nil
+	if clone {
+		// A copy of the first source: its header now, its bits by the
+		// merge job (a copy is an OR into zeros).
+		nb, err := redisbloom.LoadBloomHeader(srcs[0].Header(), s.db.allowFn)
 		if err != nil {
 			r.Error(errNoMemory)
 			return
 		}
-		s.db.put(string(args[1]), &entry{kind: KindBloom, bf: nb})
-		dest, srcs = nb, srcs[1:]
-	}
-	for _, b := range srcs {
-		if b != dest {
-			dest.Merge(b)
-		}
+		nb.AllowAlloc = s.db.allowFn
+		de = &entry{kind: kindBloom, bf: nb}
+		s.db.put(string(args[1]), de)
 	}
 	s.db.dirty++
+	s.runMerge(c, bloomMergeJob(de, uniqueSources(de, entries), clone))
 	r.OK()
 }

@@ -4,14 +4,20 @@ package server
 
 import (
 	"strings"
+
+	"github.com/bloomkit/bloomkit/internal/version"
 )
 
-// Version is the server version reported by HELLO and INFO
-// (redis_version is what clients parse; bloomkit_version is ours).
-const (
-	RedisVersion    = "7.2.4"
-	BloomkitVersion = "0.1.0"
-)
+// RedisVersion is the redis_version INFO and HELLO report. Clients and
+// tools choose what to send by it (go-redis, redis-py, redis_exporter,
+// Sentinel), and refuse or misuse a server whose version is not a Redis
+// one, so the server reports the Redis release whose commands and replies
+// it follows. bloomkit's own version is INFO's bloomkit_version, from
+// package version (buildInfo).
+const RedisVersion = "7.2.4"
+
+// buildInfo is this binary's version, commit and toolchain.
+var buildInfo = version.Get()
 
 func cmdPing(s *Server, c *Session, args [][]byte, r *Reply) {
 	switch len(args) {
@@ -171,8 +177,7 @@ func cmdHello(s *Server, c *Session, args [][]byte, r *Reply) {
 // password is required.
 func cmdReset(s *Server, c *Session, args [][]byte, r *Reply) {
 	s.db.mu.Lock() // other sessions' CLIENT LIST reads these fields
-	c.multi, c.multiErr = nil, false
-	c.txnLen.Store(0)
+	s.endMulti(c)
 	c.replyOff, c.skipReplies = false, 0
 	c.Name = ""
 	c.noEvict = false

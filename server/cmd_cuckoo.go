@@ -19,7 +19,7 @@ func (s *Server) createCuckoo(key []byte, capacity uint64, bucketSize, maxIter, 
 	if err != nil {
 		return nil, errNoMemory
 	}
-	s.db.put(string(key), &entry{kind: KindCuckoo, cf: cf})
+	s.db.put(string(key), &entry{kind: kindCuckoo, cf: cf})
 	return cf, ""
 }
 
@@ -372,7 +372,7 @@ func cmdCFLoadChunk(s *Server, c *Session, args [][]byte, r *Reply) {
 			return
 		}
 		ncf.AllowAlloc = s.db.allowFn
-		s.db.put(string(args[1]), &entry{kind: KindCuckoo, cf: ncf})
+		s.db.put(string(args[1]), &entry{kind: kindCuckoo, cf: ncf})
 		r.OK()
 		return
 	}

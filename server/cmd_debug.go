@@ -52,7 +52,7 @@ func cmdBFDebug(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error(statusErr(st))
 		return
 	}
-	if e.kind == KindNative {
+	if e.kind == kindNative {
 		s.nativeDebug(e.nf, r)
 		return
 	}

@@ -9,12 +9,30 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bloomkit/bloomkit/internal/version"
 )
 
 // infoDefault are the sections INFO and INFO default show (Redis leaves
 // commandstats out of them); all adds commandstats; everything adds
 // modules too.
 var infoDefault = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "modules", "errorstats", "cluster", "keyspace"}
+
+// gitSHA1 is the build's commit for INFO: 00000000 when unknown, as Redis
+// prints redis_git_sha1 for a build outside git.
+func gitSHA1(i version.Info) string {
+	if i.Commit == "" {
+		return "00000000"
+	}
+	return i.Commit
+}
+
+func boolDigit(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
 
 // INFO [section ...]: sections by name (any case), or all, everything,
 // default.
@@ -59,7 +77,9 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 		exe, _ := os.Executable()
 		return []string{
 			"redis_version:" + RedisVersion,
-			"bloomkit_version:" + BloomkitVersion,
+			"bloomkit_version:" + buildInfo.Version,
+			"bloomkit_git_sha1:" + gitSHA1(buildInfo),
+			"bloomkit_git_dirty:" + boolDigit(buildInfo.Modified),
 			"redis_mode:standalone",
 			"os:" + runtime.GOOS + " " + runtime.GOARCH,
 			"arch_bits:64",

@@ -44,7 +44,8 @@ func cmdKeys(s *Server, c *Session, args [][]byte, r *Reply) {
 	pat := string(args[1])
 	var out []string
 	// KEYS is O(N) by its nature (as in Redis); it walks the scan order,
-	// so its replies come in that order, without a sort.
+	// so its replies come in that order, without a sort. Each key costs at
+	// most O(len(pattern) × len(key)) to match (glob.go).
 	s.db.scan(0, len(s.db.keys), func(k string, e *entry) {
 		if pat == "*" || globMatch(pat, k) {
 			out = append(out, k)
@@ -67,7 +68,7 @@ func cmdScan(s *Server, c *Session, args [][]byte, r *Reply) {
 		return
 	}
 	count := int64(10)
-	pat, typ := "", ""
+	pat, typ, usePat := "", "", false
 	for i := 2; i < len(args); i++ {
 		opt := strings.ToLower(string(args[i]))
 		if i+1 >= len(args) {
@@ -87,7 +88,10 @@ func cmdScan(s *Server, c *Session, args [][]byte, r *Reply) {
 			}
 			count = v
 		case "match":
+			// As Redis: "*" is no filter at all (it also takes the empty
+			// key, which the matcher does not).
 			pat = string(args[i+1])
+			usePat = pat != "*"
 		case "type":
 			typ = strings.ToLower(string(args[i+1]))
 		default:
@@ -98,7 +102,7 @@ func cmdScan(s *Server, c *Session, args [][]byte, r *Reply) {
 	}
 	var out []string
 	next := s.db.scan(cur, int(min(count, maxScanCount)), func(k string, e *entry) {
-		if pat != "" && !globMatch(pat, k) {
+		if usePat && !globMatch(pat, k) {
 			return
 		}
 		if typ != "" && strings.ToLower(e.kind.String()) != typ {

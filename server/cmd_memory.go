@@ -70,7 +70,7 @@ func stringValueSize(v []byte) uint64 {
 // memoryUsage is MEMORY USAGE's answer for a live entry.
 func memoryUsage(key string, e *entry) uint64 {
 	v := e.dataBytes()
-	if e.kind == KindString {
+	if e.kind == kindString {
 		v = stringValueSize(e.strBytes())
 	}
 	return v + sdsAlloc(uint64(len(key)), false) + dictEntrySize
@@ -124,22 +124,22 @@ func cmdMemory(s *Server, c *Session, args [][]byte, r *Reply) {
 			}
 			j++
 		}
-		s.db.mu.Lock()
+		unlock := s.lockDB(c)
 		e := s.db.get(string(args[2]))
 		var n uint64
 		if e != nil {
 			n = memoryUsage(string(args[2]), e)
 		}
-		s.db.mu.Unlock()
+		unlock()
 		if e == nil {
 			r.Null()
 			return
 		}
 		r.Uint(n)
 	case "stats":
-		s.db.mu.Lock()
+		unlock := s.lockDB(c)
 		used, keys := s.db.used, uint64(len(s.db.keys))
-		s.db.mu.Unlock()
+		unlock()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		perKey := uint64(0)
@@ -160,9 +160,9 @@ func cmdMemory(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.BulkString("go.sys")
 		r.Uint(ms.Sys)
 	case "doctor":
-		s.db.mu.Lock()
+		unlock := s.lockDB(c)
 		used := s.db.used
-		s.db.mu.Unlock()
+		unlock()
 		if used < 5<<20 {
 			r.Verbatim("Hi Sam, this instance is empty or is using very little memory, my issues detector can't be used in these conditions. Please, leave for your mission on Earth and fill it with some data. The new Sam and I will be back to our programming as soon as I finished rebooting.\n")
 			return

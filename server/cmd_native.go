@@ -36,7 +36,7 @@ func (s *Server) bloomEntry(key []byte) (*entry, status) {
 	if e == nil {
 		return nil, stEmpty
 	}
-	if e.kind != KindBloom && e.kind != KindNative {
+	if e.kind != kindBloom && e.kind != kindNative {
 		return nil, stMismatch
 	}
 	return e, stOK
@@ -235,7 +235,7 @@ func (s *Server) placeNative(key []byte, n *nativeFilter, r *Reply) bool {
 		r.Error(errNoMemory)
 		return false
 	}
-	s.db.put(string(key), &entry{kind: KindNative, nf: n})
+	s.db.put(string(key), &entry{kind: kindNative, nf: n})
 	return true
 }
 
@@ -313,7 +313,7 @@ func cmdBFAdvance(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error(statusErr(st))
 		return
 	}
-	if e.kind != KindNative || e.nf.typ != format.TypeWindow {
+	if e.kind != kindNative || e.nf.typ != format.TypeWindow {
 		r.Error("ERR BF.ADVANCE needs a WINDOW filter")
 		return
 	}
@@ -512,17 +512,17 @@ func (n *nativeFilter) keysFromBits(set uint64) uint64 {
 // nativeMerge is BF.MERGE with native keys: dest (created as a copy of the
 // first source if missing) becomes the OR of itself and the sources, which
 // must all have one shape. Windows are first moved to one generation.
-func (s *Server) nativeMerge(args [][]byte, dest *entry, srcs []*entry, r *Reply) {
+func (s *Server) nativeMerge(c *Session, args [][]byte, dest *entry, srcs []*entry, r *Reply) {
 	shape := srcs[0].nf
 	if dest != nil {
-		if dest.kind != KindNative {
+		if dest.kind != kindNative {
 			r.Error(errMergeShape)
 			return
 		}
 		shape = dest.nf
 	}
 	for _, e := range srcs {
-		if e.kind != KindNative || !shape.sameShape(e.nf) {
+		if e.kind != kindNative || !shape.sameShape(e.nf) {
 			r.Error(errMergeShape)
 			return
 		}
@@ -557,11 +557,7 @@ func (s *Server) nativeMerge(args [][]byte, dest *entry, srcs []*entry, r *Reply
 		}
 		dest = s.db.getb(args[1])
 	}
-	for _, e := range srcs {
-		if e != dest {
-			dest.nf.merge(e.nf)
-		}
-	}
 	s.db.dirty++
+	s.runMerge(c, nativeMergeJob(dest, uniqueSources(dest, srcs)))
 	r.OK()
 }

@@ -28,7 +28,7 @@ func (s *Server) stringKey(key []byte) ([]byte, status) {
 	if e == nil {
 		return nil, stEmpty
 	}
-	if e.kind != KindString {
+	if e.kind != kindString {
 		return nil, stMismatch
 	}
 	return e.strBytes(), stOK
@@ -38,7 +38,7 @@ func (s *Server) stringKey(key []byte) ([]byte, status) {
 // keys named would stay within --maxmemory (db.mu held). Like Redis, a
 // write that does not grow memory is always allowed, and nothing is
 // refused while the log is replayed.
-func (db *DB) roomFor(n uint64, replaced ...[]byte) bool {
+func (db *keyspace) roomFor(n uint64, replaced ...[]byte) bool {
 	if db.limit == 0 || db.loading {
 		return true
 	}
@@ -53,8 +53,8 @@ func (db *DB) roomFor(n uint64, replaced ...[]byte) bool {
 
 // putString stores a copy of val under key with the given expiry,
 // replacing a key of any kind (db.mu held; roomFor was checked).
-func (db *DB) putString(key, val []byte, expireAt int64) {
-	e := &entry{kind: KindString, str: string(val), expireAt: expireAt}
+func (db *keyspace) putString(key, val []byte, expireAt int64) {
+	e := &entry{kind: kindString, str: string(val), expireAt: expireAt}
 	db.used += uint64(len(val))
 	db.put(string(key), e)
 }
@@ -130,7 +130,7 @@ func cmdSet(s *Server, c *Session, args [][]byte, r *Reply) {
 	}
 	key := args[1]
 	old := s.db.getb(key)
-	if get && old != nil && old.kind != KindString {
+	if get && old != nil && old.kind != kindString {
 		r.Error(errWrongType)
 		return
 	}

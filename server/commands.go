@@ -17,7 +17,7 @@ type command struct {
 	step     int
 	write    bool // logged to the append-only file when it succeeds
 	noauth   bool // allowed before AUTH
-	noMulti  bool // refused inside MULTI
+	noMulti  bool // refused inside MULTI (flag no_multi; see TestEveryCommandInMulti)
 	unlocked bool // runs without the keyspace lock (it takes what it needs)
 	checkOwn bool // the handler checks its own arity (RedisBloom commands)
 	// txnControl commands run at once inside MULTI instead of being
@@ -65,8 +65,8 @@ func init() {
 		// Connection commands.
 		{name: "ping", arity: -1, flags: []string{"fast"}, fn: cmdPing},
 		{name: "echo", arity: 2, flags: []string{"fast"}, fn: cmdEcho},
-		{name: "hello", arity: -1, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, noauth: true, noMulti: true, fn: cmdHello},
-		{name: "auth", arity: -2, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, noauth: true, noMulti: true, fn: cmdAuth},
+		{name: "hello", arity: -1, flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "no_multi"}, noauth: true, noMulti: true, fn: cmdHello},
+		{name: "auth", arity: -2, flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "no_multi"}, noauth: true, noMulti: true, fn: cmdAuth},
 		{name: "select", arity: 2, flags: []string{"loading", "stale", "fast"}, fn: cmdSelect},
 		{name: "quit", arity: -1, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, noauth: true, txnControl: true, fn: cmdQuit},
 		{name: "command", arity: -1, flags: []string{"loading", "stale"}, fn: cmdCommand},
@@ -104,11 +104,11 @@ func init() {
 		{name: "memory", arity: -2, flags: []string{"readonly"}, unlocked: true, fn: cmdMemory},
 		// Persistence.
 		{name: "save", arity: 1, flags: []string{"admin", "noscript", "no_async_loading", "no_multi"}, noMulti: true, unlocked: true, fn: cmdSave},
-		{name: "bgsave", arity: -1, flags: []string{"admin", "noscript", "no_async_loading"}, noMulti: true, unlocked: true, fn: cmdBGSave},
-		{name: "bgrewriteaof", arity: 1, flags: []string{"admin", "noscript", "no_async_loading"}, noMulti: true, unlocked: true, fn: cmdBGRewriteAOF},
+		{name: "bgsave", arity: -1, flags: []string{"admin", "noscript", "no_async_loading", "no_multi"}, noMulti: true, unlocked: true, fn: cmdBGSave},
+		{name: "bgrewriteaof", arity: 1, flags: []string{"admin", "noscript", "no_async_loading", "no_multi"}, noMulti: true, unlocked: true, fn: cmdBGRewriteAOF},
 		{name: "lastsave", arity: 1, flags: []string{"fast"}, unlocked: true, fn: cmdLastSave},
 		{name: "shutdown", arity: -1, flags: []string{"admin", "noscript", "loading", "stale", "no_multi", "allow_busy"}, noMulti: true, unlocked: true, fn: cmdShutdown},
-		// Operator surface (branch ops): connection state, settings,
+		// Operator surface: connection state, settings,
 		// introspection. Kept together for merging.
 		{name: "client", arity: -2, flags: []string{"noscript", "loading", "stale"}, fn: cmdClient},
 		{name: "reset", arity: 1, flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "allow_busy"}, noauth: true, txnControl: true, unlocked: true, fn: cmdReset},

@@ -130,10 +130,10 @@ func ReadConfigFile(path string, cfg *Config) error {
 		return fmt.Errorf("server: config file %s: %w", path, err)
 	}
 	if host == "" {
-		host = "127.0.0.1"
+		host = defaultHost
 	}
 	if port == "" {
-		port = "6479"
+		port = defaultPort
 	}
 	cfg.Addr = net.JoinHostPort(host, port)
 	cfg.ConfigFile = path

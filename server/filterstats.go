@@ -76,7 +76,7 @@ func (s *Server) filterRow(key string) (filterRow, bool) {
 	db := &s.db.mu
 	db.Lock()
 	e := s.db.keys[key]
-	if e == nil || (e.kind != KindBloom && e.kind != KindCuckoo && e.kind != KindNative) {
+	if e == nil || (e.kind != kindBloom && e.kind != kindCuckoo && e.kind != kindNative) {
 		db.Unlock()
 		return filterRow{}, false
 	}
@@ -87,19 +87,19 @@ func (s *Server) filterRow(key string) (filterRow, bool) {
 	var hashes []uint32
 	var bucketSize uint16
 	switch e.kind {
-	case KindBloom:
+	case kindBloom:
 		row.typ, row.items, row.bytes = "bloom", float64(e.bf.Size), float64(e.bf.MemUsage())
 		for i := range e.bf.Links {
 			sizes = append(sizes, len(e.bf.Links[i].Data))
 			hashes = append(hashes, e.bf.Links[i].Hashes)
 		}
-	case KindNative:
+	case kindNative:
 		row.typ, row.items, row.bytes = e.nf.layout(), float64(e.nf.card(s.db.now())), float64(e.nf.memUsage())
 		for range e.nf.arrays {
 			sizes = append(sizes, int(e.nf.arrayBytes()))
 			hashes = append(hashes, e.nf.params.K)
 		}
-	case KindCuckoo:
+	case kindCuckoo:
 		row.typ, row.items, row.bytes = "cuckoo", float64(e.cf.NumItems), float64(e.cf.MemUsage())
 		bucketSize = e.cf.BucketSize
 		for _, f := range e.cf.Filters {
@@ -119,7 +119,7 @@ func (s *Server) filterRow(key string) (filterRow, bool) {
 				db.Unlock()
 				return filterRow{}, false
 			}
-			if e.kind != KindCuckoo {
+			if e.kind != kindCuckoo {
 				part += bitcount.Ones(cur[off:end])
 			} else {
 				part += nonzero(cur[off:end])
@@ -129,7 +129,7 @@ func (s *Server) filterRow(key string) (filterRow, bool) {
 		if n == 0 {
 			continue
 		}
-		if e.kind != KindCuckoo {
+		if e.kind != kindCuckoo {
 			set += part
 			total += uint64(n) * 8
 			miss *= 1 - math.Pow(float64(part)/float64(n*8), float64(hashes[i]))
@@ -153,15 +153,15 @@ func (s *Server) filterPart(key string, e *entry, i, n int) ([]byte, bool) {
 		return nil, false
 	}
 	switch e.kind {
-	case KindBloom:
+	case kindBloom:
 		if i < len(e.bf.Links) && len(e.bf.Links[i].Data) == n {
 			return e.bf.Links[i].Data, true
 		}
-	case KindNative:
+	case kindNative:
 		if i < len(e.nf.arrays) && len(e.nf.arrays[i]) == n {
 			return e.nf.arrays[i], true
 		}
-	case KindCuckoo:
+	case kindCuckoo:
 		if i < len(e.cf.Filters) && len(e.cf.Filters[i]) == n {
 			return e.cf.Filters[i], true
 		}

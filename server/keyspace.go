@@ -10,31 +10,31 @@ import (
 	"github.com/google/btree"
 )
 
-// Kind is the type of a key's value.
-type Kind uint8
+// valueKind is the type of a key's value.
+type valueKind uint8
 
 // Value kinds, with the names TYPE reports (RedisBloom's module type names).
 const (
-	KindBloom  Kind = 1
-	KindCuckoo Kind = 2
-	// KindString is a plain Redis string (SET/GET), kept so that clients
+	kindBloom  valueKind = 1
+	kindCuckoo valueKind = 2
+	// kindString is a plain Redis string (SET/GET), kept so that clients
 	// mixing strings and filters get WRONGTYPE where RedisBloom gives it.
-	KindString Kind = 3
-	// KindNative is one of bloomkit's own filters (classic, blocked or
+	kindString valueKind = 3
+	// kindNative is one of bloomkit's own filters (classic, blocked or
 	// window; native.go), created with BF.RESERVE's LAYOUT or WINDOW.
-	KindNative Kind = 4
+	kindNative valueKind = 4
 )
 
 // String is the name TYPE reports for the kind.
-func (k Kind) String() string {
+func (k valueKind) String() string {
 	switch k {
-	case KindBloom:
+	case kindBloom:
 		return "MBbloom--"
-	case KindCuckoo:
+	case kindCuckoo:
 		return "MBbloomCF"
-	case KindString:
+	case kindString:
 		return "string"
-	case KindNative:
+	case kindNative:
 		return "BKbloom--"
 	}
 	return "none"
@@ -45,7 +45,7 @@ func (k Kind) String() string {
 // to fill 80 bytes, an allocation size class, with no padding (a test pins
 // it).
 type entry struct {
-	kind Kind
+	kind valueKind
 	// countedIn is the number of the recount pass that counted the entry
 	// (see recountPass); counted is the size it counted.
 	countedIn uint32
@@ -74,13 +74,13 @@ const keyOverhead = 160
 
 func (e *entry) dataBytes() uint64 {
 	switch e.kind {
-	case KindBloom:
+	case kindBloom:
 		return e.bf.MemUsage()
-	case KindCuckoo:
+	case kindCuckoo:
 		return e.cf.MemUsage()
-	case KindString:
+	case kindString:
 		return uint64(len(e.str))
-	case KindNative:
+	case kindNative:
 		return e.nf.memUsage()
 	}
 	return 0
@@ -89,9 +89,9 @@ func (e *entry) dataBytes() uint64 {
 // errOOM is returned when an allocation would exceed the memory limit.
 var errOOM = errors.New("allocation exceeds maxmemory")
 
-// DB is the keyspace: key → filter, with expiry. All access goes through
+// keyspace is the keys: key → filter, with expiry. All access goes through
 // the server's single mutex (mu), like Redis's single thread.
-type DB struct {
+type keyspace struct {
 	mu   sync.Mutex
 	keys map[string]*entry
 	// order holds every key of keys sorted by (scanHash, key): SCAN resumes
@@ -120,17 +120,19 @@ type DB struct {
 	epoch uint64
 	// probe is scratch space for native filters' lookups (cmd_native.go).
 	probe probe
+	// merges are the BF.MERGEs still ORing in the background (merge.go).
+	merges []*mergeJob
 	// allowFn is allow as a func value, made once: every filter holds it
 	// (AllowAlloc), and a method value made per filter would cost each key
 	// an allocation.
 	allowFn func(uint64) error
 }
 
-func newDB(limit uint64, now func() time.Time) *DB {
+func newDB(limit uint64, now func() time.Time) *keyspace {
 	if now == nil {
 		now = time.Now
 	}
-	db := &DB{keys: map[string]*entry{}, order: newOrder(), limit: limit, now: now}
+	db := &keyspace{keys: map[string]*entry{}, order: newOrder(), limit: limit, now: now}
 	db.allowFn = db.allow
 	return db
 }
@@ -145,7 +147,7 @@ func newOrder() *btree.BTreeG[scanKey] {
 }
 
 // link adds key → e to the map and the scan order (key not present).
-func (db *DB) link(key string, e *entry) {
+func (db *keyspace) link(key string, e *entry) {
 	db.keys[key] = e
 	h := scanHash(key)
 	db.order.ReplaceOrInsert(scanKey{h, key})
@@ -158,7 +160,7 @@ func (db *DB) link(key string, e *entry) {
 }
 
 // setExpire changes a key's expiry, keeping the expires count.
-func (db *DB) setExpire(e *entry, at int64) {
+func (db *keyspace) setExpire(e *entry, at int64) {
 	if (e.expireAt != 0) != (at != 0) {
 		if at != 0 {
 			db.expires++
@@ -170,7 +172,7 @@ func (db *DB) setExpire(e *entry, at int64) {
 }
 
 // reindex rebuilds the scan order and the expires count from the map.
-func (db *DB) reindex() {
+func (db *keyspace) reindex() {
 	db.order = newOrder()
 	db.expires = 0
 	for k, e := range db.keys {
@@ -181,10 +183,10 @@ func (db *DB) reindex() {
 	}
 }
 
-func (db *DB) nowMs() int64 { return db.now().UnixMilli() }
+func (db *keyspace) nowMs() int64 { return db.now().UnixMilli() }
 
 // allow is the filters' allocation check against the memory limit.
-func (db *DB) allow(n uint64) error {
+func (db *keyspace) allow(n uint64) error {
 	if db.limit != 0 && db.used+n > db.limit {
 		return errOOM
 	}
@@ -193,7 +195,7 @@ func (db *DB) allow(n uint64) error {
 }
 
 // get returns the live entry for key, removing it first if expired.
-func (db *DB) get(key string) *entry {
+func (db *keyspace) get(key string) *entry {
 	e, ok := db.keys[key]
 	if !ok {
 		return nil
@@ -205,7 +207,7 @@ func (db *DB) get(key string) *entry {
 	return e
 }
 
-func (db *DB) expire(key string, e *entry) {
+func (db *keyspace) expire(key string, e *entry) {
 	db.drop(key, e)
 	db.expired++
 	if db.onExpire != nil {
@@ -214,7 +216,7 @@ func (db *DB) expire(key string, e *entry) {
 }
 
 // getb is get for a key given as bytes, without allocating.
-func (db *DB) getb(key []byte) *entry {
+func (db *keyspace) getb(key []byte) *entry {
 	e, ok := db.keys[string(key)]
 	if !ok {
 		return nil
@@ -227,30 +229,52 @@ func (db *DB) getb(key []byte) *entry {
 
 // drop removes key and releases its filter's memory, unless a snapshot
 // being written still needs it (it is released when written).
-func (db *DB) drop(key string, e *entry) {
+func (db *keyspace) drop(key string, e *entry) {
 	db.remove(key, e)
 	db.preserve(e)
 	if e.img != nil {
 		e.img.dropped = true
 		return
 	}
-	e.free()
+	e.release()
 }
+
+// lazyFreeBytes is the size from which a removed entry's arrays are
+// returned to the system off the keyspace lock, as Redis's lazy free does
+// for large values: unmapping a 1 GiB filter takes ~0.3 s, every client
+// would wait for it. Smaller ones are freed at once (a goroutine costs
+// more than they do).
+const lazyFreeBytes = 1 << 20
+
+// release frees the arrays of an entry that nothing reaches any more (it
+// left the keyspace and no snapshot needs it): large ones off the lock.
+func (e *entry) release() {
+	if e.dataBytes() < lazyFreeBytes {
+		e.free()
+		return
+	}
+	go lazyFree(e)
+}
+
+// lazyFree frees an entry in the background (a variable: tests hold it
+// to show that nothing waits for it).
+var lazyFree = func(e *entry) { e.free() }
 
 func (e *entry) free() {
 	switch e.kind {
-	case KindBloom:
+	case kindBloom:
 		e.bf.Free()
-	case KindCuckoo:
+	case kindCuckoo:
 		e.cf.Free()
-	case KindNative:
+	case kindNative:
 		e.nf.free()
 	}
 }
 
 // remove takes key out of the keyspace without releasing its filter
 // (RENAME moves it).
-func (db *DB) remove(key string, e *entry) {
+func (db *keyspace) remove(key string, e *entry) {
+	db.finishMerges(e) // a merge it is part of took effect already
 	db.leaving(key, e)
 	delete(db.keys, key)
 	db.order.Delete(scanKey{scanHash(key), key})
@@ -267,7 +291,7 @@ func (db *DB) remove(key string, e *entry) {
 }
 
 // put stores a new entry whose filter memory was already accounted by allow.
-func (db *DB) put(key string, e *entry) {
+func (db *keyspace) put(key string, e *entry) {
 	if old, ok := db.keys[key]; ok {
 		db.drop(key, old)
 	}
@@ -284,13 +308,13 @@ func (db *DB) put(key string, e *entry) {
 
 func dataArrays(e *entry) uint64 {
 	switch e.kind {
-	case KindBloom:
+	case kindBloom:
 		return e.bf.DataBytes()
-	case KindCuckoo:
+	case kindCuckoo:
 		return e.cf.DataBytes()
-	case KindString:
+	case kindString:
 		return uint64(len(e.str)) // counted by the SET that stored it
-	case KindNative:
+	case kindNative:
 		return e.nf.dataBytes()
 	}
 	return 0
@@ -325,7 +349,7 @@ func (p *recountPass) uncount(e *entry) {
 
 // touch is called (db.mu held) before a write to key: if the pass is
 // behind it, the key is recounted at the end of the pass.
-func (db *DB) touch(key []byte) {
+func (db *keyspace) touch(key []byte) {
 	p := &db.pass
 	if h := scanHash(string(key)); h >= p.cursor {
 		return
@@ -343,7 +367,7 @@ func entrySize(k string, e *entry) uint64 {
 // recountStep advances the memory recount for about budget (db.mu held),
 // starting a pass if none runs; it reports whether the pass finished (and
 // db.used was set from it).
-func (db *DB) recountStep(budget time.Duration) bool {
+func (db *keyspace) recountStep(budget time.Duration) bool {
 	p := &db.pass
 	if !p.active {
 		id := p.id + 1
@@ -389,7 +413,7 @@ func (db *DB) recountStep(budget time.Duration) bool {
 // recount recomputes the memory accounting from scratch.
 // It is O(N) with the lock held: start-up only; the server recounts with
 // recountStep.
-func (db *DB) recount() {
+func (db *keyspace) recount() {
 	db.pass = recountPass{id: db.pass.id}
 	var n uint64
 	for k, e := range db.keys {
@@ -399,42 +423,39 @@ func (db *DB) recount() {
 }
 
 // attach makes a filter's growth allocations go through the limit check.
-func (db *DB) attach(e *entry) {
+func (db *keyspace) attach(e *entry) {
 	switch e.kind {
-	case KindBloom:
+	case kindBloom:
 		e.bf.AllowAlloc = db.allowFn
-	case KindCuckoo:
+	case kindCuckoo:
 		e.cf.AllowAlloc = db.allowFn
 	}
 }
 
-func (db *DB) flush() {
+func (db *keyspace) flush() {
+	db.finishMerges(nil)
 	if len(db.keys) > 0 {
 		db.dirty++
 	}
 	old := db.keys
-	if db.snap == nil {
+	if snap := db.snap; snap != nil && snap.keys == nil {
+		// A snapshot is being written: it goes on walking the old
+		// keyspace, which no command reaches any more, so its entries
+		// need no freezing and no queueing; they are freed when the
+		// snapshot ends (endSnapshot). O(1) with the lock held, like
+		// the rest of FLUSHALL: 1M keys took 15 s one by one.
+		snap.keys, snap.order = old, db.order
+	} else if snap != nil {
+		// Flushed again while the same snapshot runs: every entry here
+		// is newer than its point in time (the first flush took all of
+		// those), so the snapshot needs none of them.
+		snap.later = append(snap.later, old)
+	} else {
 		// No snapshot is being written, so nothing but the map holds
 		// the entries (a scrape re-checks its entry under the lock):
 		// their arrays are returned to the system off the lock, as
 		// Redis's lazy free does, and FLUSHALL is O(1) with it held.
-		go func() {
-			for _, e := range old {
-				if e.img == nil {
-					e.free()
-				}
-			}
-		}()
-	} else {
-		for k, e := range old {
-			db.leaving(k, e)
-			db.preserve(e)
-			if e.img != nil {
-				e.img.dropped = true
-				continue
-			}
-			e.free()
-		}
+		go freeAll(old)
 	}
 	db.keys = map[string]*entry{}
 	db.order = newOrder()
@@ -443,9 +464,21 @@ func (db *DB) flush() {
 	db.pass = recountPass{id: db.pass.id}
 }
 
+// freeAll frees the arrays of entries that left the keyspace together and
+// that nothing else reaches (run it off the lock).
+func freeAll(keys map[string]*entry) {
+	for _, e := range keys {
+		if e.dataBytes() >= lazyFreeBytes {
+			lazyFree(e)
+		} else {
+			e.free()
+		}
+	}
+}
+
 // expireSome removes up to max expired keys, sampling like Redis's active
 // expiry; it reports how many were removed.
-func (db *DB) expireSome(max int) int {
+func (db *keyspace) expireSome(max int) int {
 	now := db.nowMs()
 	n, seen := 0, 0
 	for k, e := range db.keys { // map order is random
@@ -468,7 +501,7 @@ func (db *DB) expireSome(max int) int {
 // O(count + log N): keys present for a whole scan are each visited once
 // whatever is added or removed meanwhile, since a key's position depends
 // on its own hash only.
-func (db *DB) scan(cursor uint64, count int, fn func(k string, e *entry)) uint64 {
+func (db *keyspace) scan(cursor uint64, count int, fn func(k string, e *entry)) uint64 {
 	now := db.nowMs()
 	next := uint64(0)
 	visited := 0

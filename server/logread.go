@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"path/filepath"
 )
 
 // logScan is what reading a log file found.
@@ -184,9 +185,19 @@ type LogCheck struct {
 // CheckLog reads the append-only log at path and reports its good records
 // and the first damage, as redis-check-aof does. With fix it truncates the
 // file at the first bad record (losing everything from there on) and
-// fsyncs it. The server must not be running on the file.
+// fsyncs it, holding the data directory's lock (LockDir): with a server
+// running there it fails with ErrDirLocked and changes nothing.
 func CheckLog(path string, fix bool) (LogCheck, error) {
 	res := LogCheck{Path: path}
+	if fix {
+		// A running server appends to this log: cutting it under its feet
+		// would lose acknowledged writes. --fix needs it stopped.
+		lock, err := LockDir(filepath.Dir(path))
+		if err != nil {
+			return res, fmt.Errorf("not fixing %s: %w", path, err)
+		}
+		defer lock.Unlock()
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return res, err

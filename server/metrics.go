@@ -2,9 +2,12 @@ package server
 
 import (
 	"crypto/subtle"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -44,7 +47,21 @@ func newMetrics() *metrics {
 func (m *metrics) register(s *Server) {
 	m.reg.MustRegister(m.authFailures, m.saves, m.saveFailures,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&stateCollector{s: s}, &commandCollector{s: s})
+		&stateCollector{s: s}, &commandCollector{s: s}, buildInfoGauge())
+}
+
+// buildInfoGauge is bloomkit_build_info, always 1, whose labels say which
+// build is running (as Prometheus's own *_build_info metrics do).
+func buildInfoGauge() prometheus.Collector {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "bloomkit_build_info",
+		Help: "Always 1; the labels say which build of bloomkit is running.",
+		ConstLabels: prometheus.Labels{
+			"version": buildInfo.Version, "revision": buildInfo.Commit, "goversion": buildInfo.GoVersion,
+		},
+	})
+	g.Set(1)
+	return g
 }
 
 var (
@@ -140,12 +157,43 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descMaxMemory, prometheus.GaugeValue, float64(s.db.limit))
 	ch <- prometheus.MustNewConstMetric(descExpired, prometheus.CounterValue, float64(s.db.expired))
 	s.db.mu.Unlock()
-	for _, r := range s.filterStats.get(s) {
-		ch <- prometheus.MustNewConstMetric(descFill, prometheus.GaugeValue, r.fill, r.key, r.typ)
-		ch <- prometheus.MustNewConstMetric(descRate, prometheus.GaugeValue, r.rate, r.key, r.typ)
-		ch <- prometheus.MustNewConstMetric(descItems, prometheus.GaugeValue, r.items, r.key, r.typ)
-		ch <- prometheus.MustNewConstMetric(descBytes, prometheus.GaugeValue, r.bytes, r.key, r.typ)
+	rows := s.filterStats.get(s)
+	seen := make(map[string]bool, len(rows))
+	for _, r := range rows {
+		key := labelValue(r.key)
+		if seen[key] {
+			// Two names that escape alike (a key spelled like another's
+			// escape): one series, not a scrape error.
+			continue
+		}
+		seen[key] = true
+		ch <- prometheus.MustNewConstMetric(descFill, prometheus.GaugeValue, r.fill, key, r.typ)
+		ch <- prometheus.MustNewConstMetric(descRate, prometheus.GaugeValue, r.rate, key, r.typ)
+		ch <- prometheus.MustNewConstMetric(descItems, prometheus.GaugeValue, r.items, key, r.typ)
+		ch <- prometheus.MustNewConstMetric(descBytes, prometheus.GaugeValue, r.bytes, key, r.typ)
 	}
+}
+
+// labelValue makes a key name a Prometheus label value, which must be
+// UTF-8: a name that is not keeps its valid runes and spells every other
+// byte as \xNN. A key's name is client input; it must not be able to
+// break the scrape (an invalid label fails every metric).
+func labelValue(k string) string {
+	if utf8.ValidString(k) {
+		return k
+	}
+	var b strings.Builder
+	for i := 0; i < len(k); {
+		r, n := utf8.DecodeRuneInString(k[i:])
+		if r == utf8.RuneError && n <= 1 {
+			fmt.Fprintf(&b, `\x%02x`, k[i])
+			i++
+			continue
+		}
+		b.WriteString(k[i : i+n])
+		i += n
+	}
+	return b.String()
 }
 
 func pid() int { return os.Getpid() }

@@ -93,6 +93,13 @@ type persistState struct {
 func (s *Server) load() error {
 	d := s.cfg.dataDir
 	if d == nil {
+		// One server per directory, for the process's life: a second one
+		// would replay this one's log and then remove it under its feet.
+		lock, err := LockDir(s.cfg.Dir)
+		if err != nil {
+			return fmt.Errorf("server: %w", err)
+		}
+		s.dirLock = lock
 		od, err := newOSDir(s.cfg.Dir)
 		if err != nil {
 			return fmt.Errorf("server: %w", err)
@@ -110,7 +117,7 @@ func (s *Server) load() error {
 			if err := d.Remove(n); err != nil {
 				return fmt.Errorf("server: remove stale %s: %w", d.Path(n), err)
 			}
-			s.log.Info("removed an unfinished snapshot", "file", d.Path(n))
+			s.log.Warn("removed an unfinished snapshot (a rewrite stopped by a crash; nothing acknowledged was in it alone)", "file", d.Path(n))
 		}
 	}
 	if names, err = s.migrateLegacy(names); err != nil {
@@ -271,6 +278,9 @@ func (s *Server) load() error {
 	s.db.onExpire = func(key string) { s.logCommand(nil, [][]byte{[]byte("DEL"), []byte(key)}) }
 	s.db.recount()
 	s.db.dirty = 0
+	if s.cfg.dataDir == nil {
+		s.warnForeign(s.cfg.Dir, len(s.db.keys))
+	}
 	// Files of generations before the snapshot are superseded.
 	s.removeOlder(names, first)
 	return nil
@@ -484,7 +494,12 @@ func (s *Server) rewrite0(gen uint64) error {
 	if err != nil {
 		return fmt.Errorf("new log: %w", err)
 	}
+	// A snapshot's point in time must not fall inside a merge (the
+	// merge is in the log before it): wait for the running ones, and
+	// finish any started since with the lock held.
+	s.waitMerges()
 	s.db.mu.Lock()
+	s.db.finishMerges(nil)
 	failedBefore := s.aof.failure() != nil
 	snap := s.db.beginSnapshot(gen)
 	s.aof.rotate(lf)

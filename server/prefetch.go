@@ -130,11 +130,11 @@ func (s *Server) prefetch(rd *requestReader, scratch []prefetchItem) []prefetchI
 	flush := func() {
 		switch {
 		case n == 0 || ge == nil:
-		case gkind == prefetchBloomRead && ge.kind == KindBloom:
+		case gkind == prefetchBloomRead && ge.kind == kindBloom:
 			sink ^= ge.bf.Prefetch(group[:n]...)
-		case (gkind == prefetchBloomRead || gkind == prefetchBloomAdd) && ge.kind == KindNative:
+		case (gkind == prefetchBloomRead || gkind == prefetchBloomAdd) && ge.kind == kindNative:
 			sink ^= ge.nf.prefetch(s.db.now(), group[:n])
-		case gkind != prefetchBloomRead && ge.kind == KindCuckoo:
+		case gkind != prefetchBloomRead && ge.kind == kindCuckoo:
 			sink ^= ge.cf.Prefetch(gkind == prefetchCuckooWrite, group[:n]...)
 		}
 		n = 0

@@ -35,9 +35,19 @@ import (
 	"time"
 )
 
+// DefaultAddr is where a Server listens unless Config.Addr (or a config
+// file's bind and port) says otherwise, and where clients of the bloom
+// command look for one.
+const DefaultAddr = defaultHost + ":" + defaultPort
+
+const (
+	defaultHost = "127.0.0.1"
+	defaultPort = "6479"
+)
+
 // Config configures a Server. The zero value of each field means its default.
 type Config struct {
-	// Addr is the listen address (default 127.0.0.1:6479).
+	// Addr is the listen address (default DefaultAddr, 127.0.0.1:6479).
 	Addr string
 	// Dir holds the snapshot and the append-only log (default ./bloomkit-data).
 	// Empty string with NoPersistence disables persistence.
@@ -101,6 +111,9 @@ type Config struct {
 
 	// dataDir replaces the data directory (fault-injection tests).
 	dataDir dataDir
+	// maxRecord bounds one append-only log record's payload (default
+	// maxRecord; tests make it small instead of allocating gigabytes).
+	maxRecord int64
 	// retryMin is the first pause before retrying a failed rewrite after
 	// the log failed (default 1 s; it doubles up to a minute).
 	retryMin time.Duration
@@ -108,7 +121,7 @@ type Config struct {
 
 func (c *Config) defaults() {
 	if c.Addr == "" {
-		c.Addr = "127.0.0.1:6479"
+		c.Addr = DefaultAddr
 	}
 	if c.Dir == "" && !c.NoPersistence {
 		c.Dir = "bloomkit-data"
@@ -140,6 +153,9 @@ func (c *Config) defaults() {
 	}
 	if c.AutoSaveLogBytes == 0 {
 		c.AutoSaveLogBytes = 64 << 20
+	}
+	if c.maxRecord <= 0 || c.maxRecord > maxRecord {
+		c.maxRecord = maxRecord
 	}
 	if c.retryMin <= 0 {
 		c.retryMin = time.Second
@@ -202,14 +218,26 @@ type Session struct {
 	// txnLen mirrors len(multi) (0: not in MULTI) for CLIENT LIST,
 	// which other sessions run.
 	txnLen atomic.Int64
+	// multiBytes is the memory the queue holds (counted in the server's
+	// queuedBytes); multiLog the size of the log record its writes make.
+	multiBytes, multiLog int64
+	// inExec is set while EXEC runs this session's queue with the
+	// keyspace lock held: an unlocked command queued there must not take
+	// the lock again (see lockDB).
+	inExec bool
+	// canWait is set for network clients: a long BF.MERGE may then hold
+	// their replies (wait, closed when it is done) instead of the lock.
+	canWait bool
+	wait    <-chan struct{}
 }
 
 // Server is a bloomkit server. Its methods are safe for concurrent use.
 type Server struct {
 	cfg     Config
 	log     *slog.Logger
-	db      *DB
+	db      *keyspace
 	dir     dataDir
+	dirLock *DirLock // the data directory's lock, held until finish
 	aof     *appendLog
 	persist persistState
 	metrics *metrics
@@ -228,6 +256,10 @@ type Server struct {
 	filterStats filterStats
 	// doubt is the keys whose last writes were not durable when the log failed.
 	doubt doubtSet
+	// queuedBytes is the memory of every client's MULTI queue: it counts
+	// against maxmemory when more is queued, as Redis counts client
+	// buffers in used_memory.
+	queuedBytes atomic.Int64
 	// txn collects the writes of the MULTI/EXEC block being executed, to
 	// be logged as one record (db.mu held).
 	txn [][][]byte
@@ -296,6 +328,7 @@ func New(cfg Config) (*Server, error) {
 	s.persist.lastOK.Store(true)
 	if !cfg.NoPersistence {
 		if err := s.load(); err != nil {
+			s.dirLock.Unlock()
 			return nil, err
 		}
 		s.db.reindex() // the snapshot was loaded into the map directly
@@ -475,6 +508,7 @@ func (s *Server) finish0() {
 			s.log.Error("closing append-only log", "err", err)
 		}
 	}
+	s.dirLock.Unlock() // last: nothing more is written to the directory
 }
 
 // background runs active expiry, the everysec fsync, automatic snapshots,
@@ -662,6 +696,12 @@ func (s *Server) do(c *Session, args [][]byte, r *Reply) {
 			s.reject(cmd, start, r)
 			return
 		}
+		if msg := s.queueRoom(c, cmd, args); msg != "" {
+			c.multiErr = true
+			r.Error(msg)
+			s.reject(cmd, start, r)
+			return
+		}
 		q := make([][]byte, len(args))
 		for i, a := range args {
 			q[i] = append([]byte(nil), a...)
@@ -680,6 +720,11 @@ func (s *Server) do(c *Session, args [][]byte, r *Reply) {
 	} else {
 		if cmd.write {
 			if msg := s.misconf(); msg != "" {
+				r.Error(msg)
+				s.reject(cmd, start, r)
+				return
+			}
+			if msg := s.recordFits(logRecordSize(args)); msg != "" {
 				r.Error(msg)
 				s.reject(cmd, start, r)
 				return
@@ -744,6 +789,11 @@ func monoTime(ns int64) time.Time { return monoBase.Add(time.Duration(ns)) }
 // of the keys a write names for a running snapshot, and logs a write that
 // succeeded. The connection's replies then wait for everything it saw.
 func (s *Server) run(c *Session, cmd *command, args [][]byte, r *Reply) {
+	if len(s.db.merges) > 0 {
+		// A merge in the background took effect when it was logged:
+		// whoever names its keys sees it done (merge.go).
+		forKeys(cmd, args, s.db.finishMergesNamed)
+	}
 	if cmd.write && s.db.pass.active {
 		forKeys(cmd, args, s.db.touch)
 	}
@@ -801,8 +851,7 @@ func (s *Server) exec(c *Session, r *Reply) {
 		return
 	}
 	q, failed := c.multi, c.multiErr
-	c.multi, c.multiErr = nil, false
-	c.txnLen.Store(0)
+	s.endMulti(c)
 	if failed {
 		r.Error("EXECABORT Transaction discarded because of previous errors.")
 		return
@@ -839,6 +888,8 @@ func (s *Server) exec(c *Session, r *Reply) {
 			c.pendingSync = s.aof.appended.Load()
 		}
 	}()
+	c.inExec = true
+	defer func() { c.inExec = false }()
 	for _, e := range q[1:] {
 		sub.Reset(c.resp3)
 		t := time.Now()
@@ -846,6 +897,18 @@ func (s *Server) exec(c *Session, r *Reply) {
 		s.stats.executedInTxn(e.cmd, time.Since(t), &sub)
 		r.buf = append(r.buf, sub.buf...)
 	}
+}
+
+// lockDB takes the keyspace lock for a command marked unlocked and returns
+// its release. Inside EXEC the lock is already held for the whole queue (the
+// transaction is atomic), so it neither takes nor releases it: taking it
+// again would deadlock the server.
+func (s *Server) lockDB(c *Session) (unlock func()) {
+	if c != nil && c.inExec {
+		return func() {}
+	}
+	s.db.mu.Lock()
+	return s.db.mu.Unlock
 }
 
 // newRunID is 40 random hex digits, as Redis's run_id.

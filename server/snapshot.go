@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 
 	"github.com/bloomkit/bloomkit/redisbloom"
+	"github.com/google/btree"
 )
 
 // Snapshots.
@@ -70,6 +71,13 @@ type snapshot struct {
 	pending []snapKey
 	frozen  []*entry
 	current *entry
+	// keys and order, once set, are the keyspace FLUSHALL took away while
+	// the snapshot ran: the walk goes on over them (nothing else reaches
+	// their entries), and endSnapshot frees them, with later, the
+	// keyspaces further flushes took away meanwhile.
+	keys  map[string]*entry
+	order *btree.BTreeG[scanKey]
+	later []map[string]*entry
 	// copied counts bytes copied because a write came first (copy-on-write);
 	// processed counts keys written out.
 	copied    atomic.Int64
@@ -87,7 +95,7 @@ type snapKey struct {
 // All its fields are used with the keyspace locked.
 type image struct {
 	snap     *snapshot
-	kind     Kind
+	kind     valueKind
 	expireAt int64
 	header   []byte
 	arrays   [][]byte   // the filter's arrays then (live memory, unless copied)
@@ -106,7 +114,7 @@ type image struct {
 // beginSnapshot starts a snapshot at this point in time (db.mu held), in
 // O(1): every key now in the keyspace is part of it (one whose expiry has
 // passed too; loading drops it).
-func (db *DB) beginSnapshot(gen uint64) *snapshot {
+func (db *keyspace) beginSnapshot(gen uint64) *snapshot {
 	db.epoch++
 	snap := &snapshot{gen: gen, epoch: db.epoch, count: len(db.keys)}
 	db.snap = snap
@@ -116,7 +124,7 @@ func (db *DB) beginSnapshot(gen uint64) *snapshot {
 // leaving is told (db.mu held) that key's entry e leaves the keyspace: if
 // the running snapshot still needs it and has not taken it, it is frozen
 // and queued under this name.
-func (db *DB) leaving(key string, e *entry) {
+func (db *keyspace) leaving(key string, e *entry) {
 	snap := db.snap
 	if snap == nil || e.epoch >= snap.epoch || (e.img != nil && e.img.claimed) {
 		return
@@ -128,7 +136,7 @@ func (db *DB) leaving(key string, e *entry) {
 
 // next returns the next entry the writer should write (db.mu held), or
 // false when there is none left: queued ones first, then the walk.
-func (snap *snapshot) next(db *DB) (snapKey, bool) {
+func (snap *snapshot) next(db *keyspace) (snapKey, bool) {
 	if len(snap.pending) > 0 {
 		k := snap.pending[0]
 		snap.pending = snap.pending[1:]
@@ -137,12 +145,16 @@ func (snap *snapshot) next(db *DB) (snapKey, bool) {
 	}
 	var found snapKey
 	ok := false
+	keys, order := db.keys, db.order
+	if snap.keys != nil {
+		keys, order = snap.keys, snap.order
+	}
 	visit := func(sk scanKey) bool {
 		if snap.started && sk == snap.cursor {
 			return true // the key the walk stopped at last time
 		}
 		snap.cursor, snap.started = sk, true
-		e := db.keys[sk.k]
+		e := keys[sk.k]
 		if e == nil || e.epoch >= snap.epoch || (e.img != nil && e.img.claimed) {
 			return true
 		}
@@ -155,7 +167,7 @@ func (snap *snapshot) next(db *DB) (snapKey, bool) {
 		return false
 	}
 	if !snap.walked {
-		db.order.AscendGreaterOrEqual(snap.cursor, visit)
+		order.AscendGreaterOrEqual(snap.cursor, visit)
 		if !ok {
 			snap.walked = true
 		}
@@ -165,7 +177,7 @@ func (snap *snapshot) next(db *DB) (snapKey, bool) {
 
 // preserve freezes e's image if a running snapshot still needs it; call it
 // (db.mu held) before changing an entry in any way.
-func (db *DB) preserve(e *entry) {
+func (db *keyspace) preserve(e *entry) {
 	if db.snap != nil && e.img == nil && e.epoch < db.snap.epoch {
 		db.snap.freeze(e)
 		db.snap.frozen = append(db.snap.frozen, e)
@@ -176,19 +188,19 @@ func (db *DB) preserve(e *entry) {
 func (snap *snapshot) freeze(e *entry) *image {
 	im := &image{snap: snap, kind: e.kind, expireAt: e.expireAt}
 	switch e.kind {
-	case KindBloom:
+	case kindBloom:
 		im.header = e.bf.Header()
 		for i := range e.bf.Links {
 			im.arrays = append(im.arrays, e.bf.Links[i].Data)
 		}
 		e.bf.Guard = im
-	case KindCuckoo:
+	case kindCuckoo:
 		im.header = e.cf.Header()
 		im.arrays = append(im.arrays, e.cf.Filters...)
 		e.cf.Guard = im
-	case KindString:
+	case kindString:
 		im.header = e.strBytes() // immutable: a write replaces the entry
-	case KindNative:
+	case kindNative:
 		im.header = e.nf.snapshotHeader()
 		im.arrays, _ = e.nf.ordered()
 		im.arrays = append([][]byte(nil), im.arrays...)
@@ -204,29 +216,51 @@ func (snap *snapshot) done(e *entry) {
 	e.img = nil
 	e.epoch = snap.epoch
 	switch e.kind {
-	case KindBloom:
+	case kindBloom:
 		e.bf.Guard = nil
-	case KindCuckoo:
+	case kindCuckoo:
 		e.cf.Guard = nil
-	case KindNative:
+	case kindNative:
 		e.nf.guard = nil
 	}
-	for _, c := range im.copies {
-		c.free()
-	}
-	im.copies = nil
-	for _, a := range im.released {
-		redisbloom.FreeArray(a)
-	}
+	copies, released := im.copies, im.released
+	im.copies, im.released = nil, nil
 	if im.dropped {
-		e.free()
+		e.release()
 	}
+	// The copies and the arrays the filter gave up meanwhile can be as
+	// large as the filter: unmapping them waits for no one.
+	var n uint64
+	for _, a := range released {
+		n += uint64(len(a))
+	}
+	for _, c := range copies {
+		if c != nil {
+			n += uint64(len(c.buf))
+		}
+	}
+	if n == 0 {
+		return
+	}
+	free := func() {
+		for _, c := range copies {
+			c.free()
+		}
+		for _, a := range released {
+			redisbloom.FreeArray(a)
+		}
+	}
+	if n < lazyFreeBytes {
+		free()
+		return
+	}
+	go free()
 }
 
 // end finishes the snapshot, successful or not (db.mu held): every entry
 // still holding an image lets it go. Entries the writer never reached keep
 // their older epoch, which only a snapshot with this epoch looked at.
-func (db *DB) endSnapshot(snap *snapshot) {
+func (db *keyspace) endSnapshot(snap *snapshot) {
 	for _, e := range append(snap.frozen, snap.current) {
 		if e != nil && e.img != nil && e.img.snap == snap {
 			snap.done(e)
@@ -240,6 +274,15 @@ func (db *DB) endSnapshot(snap *snapshot) {
 	snap.frozen, snap.pending, snap.current = nil, nil, nil
 	if db.snap == snap {
 		db.snap = nil
+	}
+	if snap.keys != nil {
+		flushed := append(snap.later, snap.keys)
+		snap.keys, snap.order, snap.later = nil, nil, nil
+		go func() {
+			for _, m := range flushed {
+				freeAll(m)
+			}
+		}()
 	}
 }
 
@@ -460,7 +503,7 @@ func (s *Server) readSnapshot(f readFile, path string) (uint64, int, error) {
 			release()
 			return fail(fmt.Sprintf("key %q", kb), err)
 		}
-		kind := Kind(meta[0])
+		kind := valueKind(meta[0])
 		exp := int64(binary.LittleEndian.Uint64(meta[1:]))
 		hdr, err := read(int64(binary.LittleEndian.Uint32(meta[9:])))
 		if err != nil {
@@ -477,21 +520,21 @@ func (s *Server) readSnapshot(f readFile, path string) (uint64, int, error) {
 			return nil
 		}
 		switch kind {
-		case KindBloom:
+		case kindBloom:
 			e.bf, err = redisbloom.LoadBloomHeader(hdr, fits)
 			if err == nil {
 				for j := range e.bf.Links {
 					arrays = append(arrays, e.bf.Links[j].Data)
 				}
 			}
-		case KindCuckoo:
+		case kindCuckoo:
 			e.cf, err = redisbloom.LoadCuckooHeader(hdr, math.MaxUint16, fits)
 			if err == nil {
 				arrays = e.cf.Filters
 			}
-		case KindString:
+		case kindString:
 			e.str = string(hdr)
-		case KindNative:
+		case kindNative:
 			e.nf, err = loadSnapshotHeader(hdr, fits)
 			if err == nil {
 				arrays, _ = e.nf.ordered()

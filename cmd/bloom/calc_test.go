@@ -76,7 +76,7 @@ func TestCalcErrors(t *testing.T) {
 		{[]string{"-n", "1M"}, "give -p"},
 		{[]string{"-n", "1M", "-p", "1%", "-m", "1M"}, "not both"},
 		{[]string{"-n", "lots", "-p", "1%"}, `not a count: "lots"`},
-		{[]string{"-n", "0", "-p", "1%"}, "not a whole number"},
+		{[]string{"-n", "1.5", "-p", "1%"}, "not a whole number"},
 		{[]string{"-n", "1M", "-p", "150%"}, "not between 0 and 1"},
 		{[]string{"-n", "1M", "-p", "0"}, "not between 0 and 1"},
 		{[]string{"-n", "1M", "-p", "x%"}, "not a rate"},
@@ -103,7 +103,11 @@ func TestParseCount(t *testing.T) {
 			t.Errorf("parseCount(%q) = %d, %v; want %d", s, got, err, want)
 		}
 	}
-	for _, s := range []string{"", "0", "-5", "1.5", "abc", "1X", "1e", "NaN", "Inf", "1e30", "0.0001K", "M"} {
+	// 0 is a count, as for the library (New(0, p) is the smallest filter).
+	if v, err := parseCount("0"); err != nil || v != 0 {
+		t.Errorf("parseCount(0) = %d, %v", v, err)
+	}
+	for _, s := range []string{"", "-5", "1.5", "abc", "1X", "1e", "NaN", "Inf", "1e30", "0.0001K", "M"} {
 		if v, err := parseCount(s); err == nil {
 			t.Errorf("parseCount(%q) = %d, want an error", s, v)
 		}
@@ -152,11 +156,34 @@ func TestFormatRate(t *testing.T) {
 			t.Errorf("formatRate(%v) = %q: not plain notation", p, formatRate(p))
 		}
 	}
+	for p := range map[float64]bool{8.3e-18: true, 1e-16: true} {
+		if formatRate(p) != "< 0.0000000000001%" {
+			t.Errorf("formatRate(%v) = %q", p, formatRate(p))
+		}
+	}
 	for p, want := range map[float64]string{
 		0.01: "1 in 100", 7.1e-5: "1 in 14,000", 0.5: "1 in 2", 0.0099993: "1 in 100", 1e-9: "1 in 1,000,000,000",
+		// Above a rate of 10%, one decimal: 67.9% is not "1 in 1".
+		0.679: "1 in 1.5", 0.436: "1 in 2.3", 0.157: "1 in 6.4", 0.1: "1 in 10",
+		// Below 1e-15 both forms give the same bound, never 18 digits.
+		8.3e-18: "1 in more than 10^15", 1e-16: "1 in more than 10^15",
 	} {
 		if got := oneIn(p); got != want {
 			t.Errorf("oneIn(%v) = %q, want %q", p, got, want)
 		}
+	}
+}
+
+// TestCalcZeroKeys: calc -n 0 sizes the smallest filter, as bloom.New(0, p)
+// does (it used to be a usage error), and build -n 0 warns as soon as the
+// filter holds more.
+func TestCalcZeroKeys(t *testing.T) {
+	r := bloomIn(t, "", "", "calc", "-n", "0", "-p", "1%").want(t, exitOK, "calc -n 0")
+	if !strings.Contains(r.stdout, "0 keys at a false-positive rate of 1%") || !strings.Contains(r.stdout, "classic") {
+		t.Errorf("calc -n 0:\n%s", r.stdout)
+	}
+	r = bloomIn(t, t.TempDir(), keys("z", 100), "build", "-n", "0", "-o", "z.bf", "-").want(t, exitOK, "build -n 0")
+	if !strings.Contains(r.stderr, "more than -n 0") {
+		t.Errorf("build -n 0 with 100 keys: %q", r.stderr)
 	}
 }

@@ -21,7 +21,8 @@ A log whose last record is torn (a crash while appending) needs nothing:
 the server cuts it at start-up. Damage before the end stops the server from
 starting, because the records after it cannot be trusted. --fix then cuts
 the file at the first bad record, after saying how many bytes that loses;
-stop the server first and keep a copy of the file. docs/operations.md tells
+stop the server first (--fix refuses while a server holds the data
+directory's lock) and keep a copy of the file. docs/operations.md tells
 the whole recovery procedure.
 
 Exit status: 0 when the log is good (or was fixed), 1 when it is damaged

@@ -7,9 +7,10 @@ import (
 	"io"
 	"math"
 	"os"
-	"runtime/debug"
 	"strconv"
 	"strings"
+
+	buildversion "github.com/bloomkit/bloomkit/internal/version"
 )
 
 // This file holds what every subcommand shares: flag sets with --help and
@@ -33,6 +34,10 @@ func newFlags(name string) *flag.FlagSet {
 	return fs
 }
 
+// flagsSeen, when set, is given each flag set whose --help is printed:
+// `bloom completion` learns every subcommand's flags by asking for its help.
+var flagsSeen func(fs *flag.FlagSet, h help)
+
 // parseFlags parses args, letting flags and positional arguments be mixed
 // ("bloom test f.bf -v" works; "--" ends the flags). It returns the
 // positional arguments, or ok = false and the exit code when the command
@@ -41,6 +46,9 @@ func parseFlags(fs *flag.FlagSet, h help, args []string, stdout, stderr io.Write
 	for {
 		err := fs.Parse(args)
 		if errors.Is(err, flag.ErrHelp) {
+			if flagsSeen != nil {
+				flagsSeen(fs, h)
+			}
 			printHelp(stdout, fs, h)
 			return nil, exitOK, false
 		}
@@ -116,12 +124,9 @@ func usageErr(stderr io.Writer, name, format string, args ...any) int {
 	return exitError
 }
 
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
-}
+// version is what `bloom --version` prints after "bloom ": release,
+// commit, commit date, Go version and platform (package version).
+func version() string { return buildversion.Get().String() }
 
 // countFlag is a number of items: 100000000, 100_000_000, 1e8, 100M, 1.5G.
 type countFlag struct {
@@ -222,8 +227,8 @@ func parseCount(s string) (uint64, error) {
 		return 0, fmt.Errorf("not a count: %q (write 100000000, 1e8 or 100M)", s)
 	}
 	v *= mult
-	if v < 1 || v > 1e18 || v != math.Trunc(v) {
-		return 0, fmt.Errorf("count %q is not a whole number from 1 to 1e18", s)
+	if v < 0 || v > 1e18 || v != math.Trunc(v) {
+		return 0, fmt.Errorf("count %q is not a whole number from 0 to 1e18", s)
 	}
 	return uint64(v), nil
 }
@@ -281,7 +286,7 @@ func formatRate(p float64) string {
 		return "0%"
 	case p >= 1:
 		return "100%"
-	case p < 1e-15:
+	case p < tinyRate:
 		return "< 0.0000000000001%"
 	}
 	pc := p * 100
@@ -291,18 +296,24 @@ func formatRate(p float64) string {
 	return strconv.FormatFloat(pc, 'f', decimals, 64) + "%"
 }
 
+// tinyRate is the rate below which the CLI prints no figure but a bound,
+// in both forms: "< 0.0000000000001%" and "1 in more than 10^15".
+const tinyRate = 1e-15
+
 // oneIn prints a rate as odds with two significant digits: "1 in 14,000",
-// "1 in 100", "1 in 2".
+// "1 in 100", "1 in 2.3", "1 in 1.5".
 func oneIn(p float64) string {
 	switch {
 	case p <= 0:
 		return "never"
 	case p >= 1:
 		return "always"
+	case p < tinyRate:
+		return "1 in more than 10^15"
 	}
 	v := 1 / p
-	if v >= 1e18 {
-		return "1 in more than 10^18"
+	if v < 9.95 {
+		return "1 in " + strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64)
 	}
 	scale := 1.0
 	for v/scale >= 100 {

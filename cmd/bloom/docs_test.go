@@ -20,7 +20,7 @@ func TestDocCommands(t *testing.T) {
 		t.Skip("bash is needed to run the documented commands")
 	}
 	root := filepath.Join("..", "..")
-	files := []string{filepath.Join(root, "README.md")}
+	files := []string{filepath.Join(root, "README.md"), filepath.Join(root, "README.zh-CN.md")}
 	docs, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	files = append(files, docs...)
 	shims := t.TempDir()
@@ -67,23 +67,30 @@ PATH="${PATH#*:}" exec go "$@"
 
 // TestMakeBuild checks what docs/cli.md and README.md say about building:
 // `make build` puts the binary in ./bin/bloom, not in the bloom/ package
-// folder where `go build -o bloom ./cmd/bloom` lands in a clone.
+// folder where `go build -o bloom ./cmd/bloom` lands in a clone, and stamps
+// the version, commit and date `bloom --version` prints.
 func TestMakeBuild(t *testing.T) {
 	root := filepath.Join("..", "..")
 	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(mk), "\nbuild:\n\t$(GO) build -o bin/bloom ./cmd/bloom\n") {
+	if !strings.Contains(string(mk), "\nBIN ?= bin/bloom\n") {
 		t.Fatal("the Makefile's build rule no longer builds bin/bloom, as the docs say")
 	}
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not installed")
+	}
 	out := filepath.Join(t.TempDir(), "bin", "bloom")
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/bloom")
+	const commit = "0123456789abcdef0123456789abcdef01234567"
+	cmd := exec.Command("make", "-s", "build", "BIN="+out, "VERSION=v9.8.7", "COMMIT="+commit, "DATE=2026-11-25T18:00:00Z")
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, b)
+		t.Fatalf("make build: %v\n%s", err, b)
 	}
-	if b, err := exec.Command(out, "version").CombinedOutput(); err != nil || !strings.HasPrefix(string(b), "bloom ") {
-		t.Errorf("bin/bloom version: %v %s", err, b)
+	b, err := exec.Command(out, "--version").CombinedOutput()
+	want := "bloom 9.8.7 (commit 0123456789ab, 2026-11-25T18:00:00Z, go"
+	if err != nil || !strings.HasPrefix(string(b), want) {
+		t.Errorf("bin/bloom --version: %v %q, want %q...", err, b, want)
 	}
 }

@@ -308,6 +308,16 @@ func loadFilterFrom(path string, stdin io.Reader) (*loaded, error) {
 	}
 	raw := make([]byte, format.HeaderSize)
 	got, rerr := io.ReadFull(file, raw)
+	if compressed(raw[:got]) {
+		if _, err := file.Seek(0, io.SeekStart); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		data, err := decompress(path, file)
+		if err != nil {
+			return nil, err
+		}
+		return loadBytes(path, data)
+	}
 	if got > 0 && string(raw[:min(got, len(format.Magic))]) != format.Magic[:min(got, len(format.Magic))] {
 		// Not a bloomkit file: perhaps one of another library.
 		if _, err := file.Seek(0, io.SeekStart); err == nil {
@@ -405,6 +415,45 @@ func loadStdin(stdin io.Reader) (*loaded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if compressed(data) {
+		if data, err = decompress(path, bytes.NewReader(data)); err != nil {
+			return nil, err
+		}
+	}
+	return loadBytes(path, data)
+}
+
+// compressed reports whether head starts a gzip or zstd stream.
+func compressed(head []byte) bool {
+	return bytes.HasPrefix(head, gzipMagic) || bytes.HasPrefix(head, zstdMagic)
+}
+
+// decompress reads the whole gzip or zstd stream r into memory, refusing
+// more than the memory available: a filter file is decoded from memory
+// once decompressed, as from stdin.
+func decompress(path string, r io.Reader) ([]byte, error) {
+	in, err := openInput("-", r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	defer in.close()
+	limit := uint64(1) << 62
+	if avail, _, ok := memoryLimit(); ok {
+		limit = avail / 2
+	}
+	data, err := io.ReadAll(io.LimitReader(in.r, int64(limit)+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", path, in.compression, err)
+	}
+	if uint64(len(data)) > limit {
+		return nil, fmt.Errorf("%s: the %s-compressed filter is larger than half the memory available (%s); decompress it to a file first", path, in.compression, humanBytes(limit))
+	}
+	return data, nil
+}
+
+// loadBytes reads a whole filter file held in data (from stdin, or
+// decompressed).
+func loadBytes(path string, data []byte) (*loaded, error) {
 	if !bytes.HasPrefix(data, []byte(format.Magic)) {
 		r := bytes.NewReader(data)
 		l, ok, err := sniffForeign(path, data[:min(len(data), format.HeaderSize)], int64(len(data)), r)

@@ -36,15 +36,17 @@ bloom info --json urls.bf | jq .estimated_fpr`,
 
 // infoResult is what info reports about one file; --json prints it as is.
 type infoResult struct {
-	File      string  `json:"file"`
-	Type      string  `json:"type"`
-	FormatVer int     `json:"format_version"`
-	SizeBytes int64   `json:"size_bytes"`
-	M         uint64  `json:"m"`
-	K         uint32  `json:"k"`
-	Seed      uint64  `json:"seed"`
-	PlannedN  uint64  `json:"planned_n"`
-	PlannedP  float64 `json:"planned_p"`
+	File      string `json:"file"`
+	Type      string `json:"type"`
+	FormatVer int    `json:"format_version"`
+	SizeBytes int64  `json:"size_bytes"`
+	M         uint64 `json:"m"`
+	K         uint32 `json:"k"`
+	// Seed is a string in JSON: a 64-bit number, which JSON tools that
+	// read numbers as doubles (jq, JavaScript) would round.
+	Seed     uint64  `json:"seed,string"`
+	PlannedN uint64  `json:"planned_n"`
+	PlannedP float64 `json:"planned_p"`
 	// Items is null when the filter is saturated (every bit set): it then
 	// holds more than SaturatedAbove keys, by an unknown amount.
 	Items          *uint64 `json:"items"`
@@ -56,6 +58,11 @@ type infoResult struct {
 	OverPlanned  bool     `json:"over_planned"`
 	FillRatio    *float64 `json:"fill_ratio,omitempty"`
 	EstimatedFPR *float64 `json:"estimated_fpr,omitempty"`
+	// Windows only: the period, the number of generations G and the bits
+	// of all G+1 filters (m is one generation's).
+	Window      string `json:"window,omitempty"`
+	Generations int    `json:"generations,omitempty"`
+	TotalBits   uint64 `json:"total_bits,omitempty"`
 	// Cuckoo filters only.
 	FingerprintBits uint32   `json:"fingerprint_bits,omitempty"`
 	Tables          int      `json:"tables,omitempty"`
@@ -159,6 +166,10 @@ func describe(path string, stdin io.Reader) (*infoResult, error) {
 		st := c.Stats()
 		res.LoadFactor, res.FingerprintBits, res.Tables = &st.LoadFactor, c.Config().FingerprintBits, st.Tables
 	}
+	if w, ok := l.f.(*bloom.Window); ok {
+		c := w.Config()
+		res.Window, res.Generations, res.TotalBits = c.Window.String(), c.Generations, w.Stats().Bits
+	}
 	return res, nil
 }
 
@@ -251,6 +262,16 @@ func printInfo(w io.Writer, r *infoResult) {
 	case typeRBCuckoo:
 		row("buckets", commas(r.M)+" in the first sub-filter")
 		row("bucket size", fmt.Sprint(r.K))
+	case "window":
+		// The header's m is one generation's bits; the file holds G+1
+		// filters: the G live generations and the one expiring.
+		if r.Generations > 0 {
+			row("window", fmt.Sprintf("%s in %d generations", r.Window, r.Generations))
+			row("bits (m)", fmt.Sprintf("%s a generation, %s in all %d filters", commas(r.M), commas(r.TotalBits), r.Generations+1))
+		} else {
+			row("bits (m)", commas(r.M)+" a generation")
+		}
+		row("probes (k)", fmt.Sprint(r.K))
 	case "counting":
 		row("counters (m)", commas(r.M)+" of 4 bits")
 		row("probes (k)", fmt.Sprint(r.K))
@@ -301,7 +322,12 @@ func printInfo(w io.Writer, r *infoResult) {
 		row("fill ratio", fmt.Sprintf("%.2f%%", 100**r.FillRatio))
 	}
 	if r.EstimatedFPR != nil {
-		row("rate now", rateText(*r.EstimatedFPR))
+		rate := *r.EstimatedFPR
+		if rate == 0 && ((r.FillRatio != nil && *r.FillRatio > 0) || (r.Items != nil && *r.Items > 0)) {
+			// fill^k underflowed: tiny, not 0, for a filter that holds keys.
+			rate = math.SmallestNonzeroFloat64
+		}
+		row("rate now", rateText(rate))
 	}
 	switch r.Checksum {
 	case "ok":

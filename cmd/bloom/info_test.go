@@ -2,11 +2,18 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/bloomkit/bloomkit/bloom"
 )
 
 func TestInfoGolden(t *testing.T) {
@@ -160,4 +167,107 @@ func TestMerge(t *testing.T) {
 	}
 	bloomIn(t, dir, "", "merge", "classic-a.bf").want(t, exitError, "merge without -o")
 	bloomIn(t, dir, "", "merge", "-o", "x.bf").want(t, exitError, "merge without inputs")
+}
+
+// TestCompressedFilterFiles: info, test and merge read a gzip- or
+// zstd-compressed filter file, from a path or stdin, as the README says of
+// every input (they used to fail with "bad magic").
+func TestCompressedFilterFiles(t *testing.T) {
+	dir := t.TempDir()
+	bloomIn(t, dir, keys("c", 1000), "build", "-n", "1000", "-o", "plain.bf", "-").want(t, exitOK, "build")
+	plain, err := os.ReadFile(filepath.Join(dir, "plain.bf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(plain)
+	zw.Close()
+	zs, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "f.bf.gz", gz.String())
+	writeFile(t, dir, "f.bf.zst", string(zs.EncodeAll(plain, nil)))
+	want := bloomIn(t, dir, "", "info", "plain.bf").want(t, exitOK, "info plain").stdout
+	for _, name := range []string{"f.bf.gz", "f.bf.zst"} {
+		got := bloomIn(t, dir, "", "info", name).want(t, exitOK, "info "+name).stdout
+		if strings.Replace(got, name, "plain.bf", 1) != want {
+			t.Errorf("info %s:\n%s\nwant\n%s", name, got, want)
+		}
+		r := bloomIn(t, dir, "", "test", name, "c5", "absent-key").want(t, exitOK, "test "+name)
+		if r.stdout != "c5\tpresent\nabsent-key\tabsent\n" {
+			t.Errorf("test %s: %q", name, r.stdout)
+		}
+		content, _ := os.ReadFile(filepath.Join(dir, name))
+		r = bloomIn(t, dir, string(content), "test", "-", "c7").want(t, exitOK, "test - < "+name)
+		if r.stdout != "c7\tpresent\n" {
+			t.Errorf("test - < %s: %q", name, r.stdout)
+		}
+		bloomIn(t, dir, "", "merge", "-o", "m.bf", name, "plain.bf").want(t, exitOK, "merge "+name)
+	}
+	// A damaged stream is an error that names the compression.
+	writeFile(t, dir, "cut.gz", gz.String()[:30])
+	r := bloomIn(t, dir, "", "info", "cut.gz").want(t, exitError, "info of a cut gzip file")
+	if !strings.Contains(r.stderr, "gzip") {
+		t.Errorf("cut gzip: %q", r.stderr)
+	}
+}
+
+// TestInfoWindowAndSeed: info on a window file shows the period, the
+// number of generations and the bits of one generation beside those of
+// the whole file (it used to show one generation's bits next to the whole
+// file's size, and neither the window nor G); --json writes the 64-bit
+// seed as a string, which jq and JavaScript do not round.
+func TestInfoWindowAndSeed(t *testing.T) {
+	dir := t.TempDir()
+	const seed = 9128649759219858921
+	w, err := bloom.NewWindowWith(bloom.WindowConfig{Window: time.Hour, Items: 1000, Rate: 0.01, Generations: 4, Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.AddString("k")
+	b, err := w.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "w.bf", string(b))
+	perGen := w.Stats().Bits / 5
+	r := bloomIn(t, dir, "", "info", "w.bf").want(t, exitOK, "info of a window")
+	for _, want := range []string{
+		"window:       1h0m0s in 4 generations\n",
+		fmt.Sprintf("bits (m):     %s a generation, %s in all 5 filters\n", commas(perGen), commas(5*perGen)),
+		fmt.Sprintf("size:         %s (%s bytes)", humanBytes(uint64(len(b))), commas(uint64(len(b)))),
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("info of a window lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = bloomIn(t, dir, "", "info", "--json", "w.bf").want(t, exitOK, "info --json")
+	var got map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got["seed"] != "9128649759219858921" || got["window"] != "1h0m0s" || got["generations"] != 4.0 || got["total_bits"] != float64(5*perGen) {
+		t.Errorf("info --json of a window: seed %v window %v generations %v total_bits %v", got["seed"], got["window"], got["generations"], got["total_bits"])
+	}
+}
+
+// TestInfoTinyRateNotZero: a filter that holds keys but whose estimated
+// rate underflowed to 0 (fill^k below the smallest double) shows the same
+// tiny-rate bound as every other output, not "0%".
+func TestInfoTinyRateNotZero(t *testing.T) {
+	items, fill, rate := uint64(5), 1e-9, 0.0
+	var b bytes.Buffer
+	printInfo(&b, &infoResult{File: "x.bf", Type: "classic", M: 1 << 40, K: 64, Items: &items, FillRatio: &fill, EstimatedFPR: &rate, Checksum: "ok"})
+	if !strings.Contains(b.String(), "rate now:     < 0.0000000000001% (1 in more than 10^15)\n") {
+		t.Errorf("info of a filter with an underflowed rate:\n%s", b.String())
+	}
+	items = 0
+	fill = 0
+	b.Reset()
+	printInfo(&b, &infoResult{File: "x.bf", Type: "classic", M: 1 << 20, K: 7, Items: &items, FillRatio: &fill, EstimatedFPR: &rate, Checksum: "ok"})
+	if !strings.Contains(b.String(), "rate now:     0%\n") {
+		t.Errorf("info of an empty filter:\n%s", b.String())
+	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/bloomkit/bloomkit/internal/format"
 	"github.com/bloomkit/bloomkit/redisbloom"
+	"github.com/bloomkit/bloomkit/server"
 )
 
 func init() {
@@ -81,7 +82,7 @@ func checkFormat(f string) error {
 
 // addAddrFlag is pull's and push's --addr.
 func addAddrFlag(fs *flag.FlagSet) *string {
-	return fs.String("addr", "127.0.0.1:6479", "server `ADDR`: host:port or redis://[user:password@]host:port")
+	return fs.String("addr", server.DefaultAddr, "server `ADDR`: host:port or redis://[user:password@]host:port")
 }
 
 // signalContext is cancelled by Ctrl-C or SIGTERM.

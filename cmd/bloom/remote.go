@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/bloomkit/bloomkit/internal/format"
+	"github.com/bloomkit/bloomkit/internal/keyslot"
 	"github.com/bloomkit/bloomkit/redisbloom"
 )
 
@@ -259,12 +260,12 @@ func recordSum(sum uint32, iter int64, data []byte) uint32 {
 // gets one that hashes to its slot.
 func tempKey(key string) string {
 	base := key + ".bloom-load"
-	if hashTag(key) != key { // a {tag}: any suffix keeps the slot
+	if keyslot.HashTag(key) != key { // a {tag}: any suffix keeps the slot
 		return base
 	}
 	slotTagsOnce.Do(fillSlotTags)
 	// In front, so that it is the first {...} of the name.
-	return "{" + slotTags[keySlot(key)] + "}" + base
+	return "{" + slotTags[keyslot.Of(key)] + "}" + base
 }
 
 var quietOnce sync.Once
@@ -275,42 +276,16 @@ func (quietLogger) Printf(context.Context, string, ...any) {}
 
 // slotTags[s] is a short string whose slot is s.
 var (
-	slotTags     [16384]string
+	slotTags     [keyslot.Slots]string
 	slotTagsOnce sync.Once
 )
 
 func fillSlotTags() {
 	for left, i := 16384, 0; left > 0; i++ {
 		t := strconv.FormatInt(int64(i), 36)
-		if s := keySlot(t); slotTags[s] == "" {
+		if s := keyslot.Of(t); slotTags[s] == "" {
 			slotTags[s] = t
 			left--
 		}
 	}
-}
-
-func hashTag(key string) string {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			return key[i+1 : i+1+j]
-		}
-	}
-	return key
-}
-
-// keySlot is the cluster hash slot of key: CRC-16/XMODEM of its hash tag
-// (or of the key) mod 16384.
-func keySlot(key string) int {
-	var crc uint16
-	for _, c := range []byte(hashTag(key)) {
-		crc ^= uint16(c) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return int(crc % 16384)
 }

@@ -64,7 +64,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	fs := newFlags("serve")
 	config := fs.String("config", env("BLOOMKIT_CONFIG", ""), "read settings from this Redis-style config file (CONFIG REWRITE writes to it); flags win over it")
-	addr := fs.String("addr", env("BLOOMKIT_ADDR", "127.0.0.1:6479"), "listen address")
+	addr := fs.String("addr", env("BLOOMKIT_ADDR", server.DefaultAddr), "listen address")
 	dir := fs.String("dir", env("BLOOMKIT_DIR", "bloomkit-data"), "data directory (snapshot and append-only log)")
 	fsync := fs.String("appendfsync", env("BLOOMKIT_APPENDFSYNC", "everysec"), "fsync the log: always, everysec or no")
 	pass := fs.String("requirepass", env("BLOOMKIT_REQUIREPASS", ""), "password clients must AUTH with")

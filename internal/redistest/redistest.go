@@ -507,33 +507,6 @@ func (c *Cluster) Reshard(ctx context.Context, from, to, n int) (string, error) 
 	return string(out), c.WaitOK(ctx)
 }
 
-// KeySlot returns the cluster hash slot of key (CRC16 of the key, or of
-// its first non-empty {hash tag}, mod 16384), as Redis computes it.
-func KeySlot(key string) int {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			key = key[i+1 : i+1+j]
-		}
-	}
-	return int(crc16([]byte(key)) % 16384)
-}
-
-// crc16 is CRC-16/XMODEM (polynomial 0x1021), the cluster's key hash.
-func crc16(b []byte) uint16 {
-	var crc uint16
-	for _, c := range b {
-		crc ^= uint16(c) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc
-}
-
 // syncBuffer is a bytes.Buffer safe for the server's output goroutines and
 // a reader.
 type syncBuffer struct {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bloomkit/bloomkit/internal/keyslot"
 	"github.com/bloomkit/bloomkit/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -37,14 +38,14 @@ func TestCluster(t *testing.T) {
 	c := cl.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	// KeySlot agrees with CLUSTER KEYSLOT.
+	// keyslot.Of agrees with CLUSTER KEYSLOT.
 	for _, k := range []string{"", "a", "foo", "{user1000}.following", "bk:{f:1:2}:bits", "x{}y", "{a}{b}", "{}{a}", "123456789"} {
 		want, err := c.ClusterKeySlot(ctx, k).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := redistest.KeySlot(k); int64(got) != want {
-			t.Errorf("KeySlot(%q) = %d, want %d", k, got, want)
+		if got := keyslot.Of(k); int64(got) != want {
+			t.Errorf("keyslot.Of(%q) = %d, want %d", k, got, want)
 		}
 	}
 	// Keys over all slots land on three different masters.
@@ -54,7 +55,7 @@ func TestCluster(t *testing.T) {
 		if err := c.Set(ctx, k, i, 0).Err(); err != nil {
 			t.Fatal(err)
 		}
-		o, err := cl.Owner(ctx, redistest.KeySlot(k))
+		o, err := cl.Owner(ctx, keyslot.Of(k))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +69,7 @@ func TestCluster(t *testing.T) {
 	key, from, n := "", -1, 1<<30
 	for i := range 300 {
 		k := fmt.Sprint("key", i)
-		slot := redistest.KeySlot(k)
+		slot := keyslot.Of(k)
 		o, err := cl.Owner(ctx, slot)
 		if err != nil {
 			t.Fatal(err)
@@ -81,7 +82,7 @@ func TestCluster(t *testing.T) {
 			key, from, n = k, o, d
 		}
 	}
-	slot := redistest.KeySlot(key)
+	slot := keyslot.Of(key)
 	if _, err := cl.Reshard(ctx, from, (from+1)%3, n); err != nil {
 		t.Fatal(err)
 	}
@@ -104,6 +105,6 @@ func Example() {
 		defer c.Close()
 		_ = c.Set(context.Background(), "greeting", "hello", 0).Err()
 	}
-	fmt.Println(redistest.KeySlot("bk:{seen:1:0}:bits") == redistest.KeySlot("{seen:1:0}"))
+	fmt.Println(keyslot.Of("bk:{seen:1:0}:bits") == keyslot.Of("{seen:1:0}"))
 	// Output: true
 }
