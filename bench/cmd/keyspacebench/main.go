@@ -95,12 +95,12 @@ func main() {
 	flag.StringVar(&cfg.redisBenchmark, "redis-benchmark", "redis-benchmark", "redis-benchmark binary (-cpu)")
 	flag.StringVar(&cfg.baseline, "baseline", "", "also measure bloom serve built from this commit of -repo")
 	flag.IntVar(&cfg.n, "n", 1000000, "keys per row")
-	flag.IntVar(&cfg.reps, "reps", 3, "interleaved repetitions of the memory rows")
+	flag.IntVar(&cfg.reps, "reps", 3, "interleaved repetitions of the memory rows (0: none, with -cpu)")
 	flag.BoolVar(&cfg.cpu, "cpu", false, "also measure server CPU per request at -P 16 for each bloom serve build")
 	flag.IntVar(&cfg.cpuReps, "cpu-reps", 7, "interleaved repetitions of the CPU runs")
 	flag.Parse()
-	if cfg.n < 1000 || cfg.reps < 1 || cfg.cpuReps < 1 {
-		fail(errors.New("-n must be at least 1000, -reps and -cpu-reps positive"))
+	if cfg.n < 1000 || cfg.reps < 0 || cfg.cpuReps < 1 || (cfg.reps == 0 && !cfg.cpu) {
+		fail(errors.New("-n must be at least 1000, -reps not negative (0 only with -cpu), -cpu-reps positive"))
 	}
 	cfg.cmdline = commandLine()
 	if err := run(cfg); err != nil {
@@ -718,19 +718,23 @@ func report(cfg config, servers []server, res map[rowKey]*result, cpu map[cpuKey
 	}
 	fmt.Fprintf(&b, ". %d CPUs, load average %s at the start, %s at the end (memory is not moved by load; CPU time per request is, less than wall time).\n\n",
 		runtime.NumCPU(), loadStart, loadEnd)
-	fmt.Fprintf(&b, "Each row creates %d keys `user:<i>:seen` on a freshly started server, pipelined (1000 commands per batch) over one connection; "+
-		"*RSS/key* is the growth of the server's resident memory divided by the keys, read at rest (no log rewrite running, 2 s after the last reply; "+
-		"before it, 1000 other keys were created and deleted so first-use allocations are not counted). "+
-		"*accounted/key* is the growth of the server's own INFO used_memory (Redis: jemalloc's allocated bytes; bloom serve: its --maxmemory accounting). "+
-		"Both servers run with appendonly and appendfsync everysec. %d repetitions, interleaved (each repetition runs every row on every server, alternating the order); "+
-		"medians, with the range over the repetitions.\n\n", cfg.n, cfg.reps)
+	if cfg.reps > 0 {
+		fmt.Fprintf(&b, "Each row creates %d keys `user:<i>:seen` on a freshly started server, pipelined (1000 commands per batch) over one connection; "+
+			"*RSS/key* is the growth of the server's resident memory divided by the keys, read at rest (no log rewrite running, 2 s after the last reply; "+
+			"before it, 1000 other keys were created and deleted so first-use allocations are not counted). "+
+			"*accounted/key* is the growth of the server's own INFO used_memory (Redis: jemalloc's allocated bytes; bloom serve: its --maxmemory accounting). "+
+			"Both servers run with appendonly and appendfsync everysec. %d repetitions, interleaved (each repetition runs every row on every server, alternating the order); "+
+			"medians, with the range over the repetitions.\n\n", cfg.n, cfg.reps)
+	}
 	refName := ""
 	for _, s := range servers {
 		if s.redis {
 			refName = s.name
 		}
 	}
-	fmt.Fprintf(&b, "| keys created by | server | RSS/key bytes (range) | vs RedisBloom | accounted/key | RSS after MiB | load time s |\n|---|---|---:|---:|---:|---:|---:|\n")
+	if cfg.reps > 0 {
+		fmt.Fprintf(&b, "| keys created by | server | RSS/key bytes (range) | vs RedisBloom | accounted/key | RSS after MiB | load time s |\n|---|---|---:|---:|---:|---:|---:|\n")
+	}
 	for _, w := range workloads {
 		for _, s := range servers {
 			r := res[rowKey{w.name, s.name}]
