@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/bloomkit/bloomkit/bloom"
-	"github.com/bloomkit/bloomkit/internal/bitcount"
 	"github.com/bloomkit/bloomkit/internal/format"
 	"github.com/bloomkit/bloomkit/internal/generation"
 	"github.com/bloomkit/bloomkit/redisbloom"
@@ -570,30 +569,6 @@ func loadSnapshotHeader(b []byte, fits func(uint64) error) (*nativeFilter, error
 // so that their bits can be ORed.
 func (n *nativeFilter) sameShape(o *nativeFilter) bool {
 	return n.typ == o.typ && n.params == o.params && n.period == o.period && n.gens == o.gens
-}
-
-// merge ORs src's generations that n still holds into n's (the caller
-// moved windows to one generation first).
-func (n *nativeFilter) merge(src *nativeFilter) {
-	for g := src.cur - int64(src.gens); g <= src.cur; g++ {
-		if g < n.cur-int64(n.gens) || g > n.cur {
-			continue
-		}
-		if src.dirty != nil && !src.dirty[src.slot(g)] {
-			continue // all zeros: nothing to OR
-		}
-		d := n.arrays[n.slot(g)]
-		if n.guard != nil {
-			n.guard.Write(d, 0, len(d))
-		}
-		orBytes(d, src.arrays[src.slot(g)])
-		n.markDirty(n.slot(g))
-		// As for RedisBloom-layout keys: the larger of the two counts and
-		// of the count the merged bits imply, so that an item in both is
-		// not counted twice.
-		i := n.slot(g)
-		n.counts[i] = max(n.counts[i], src.counts[src.slot(g)], n.keysFromBits(bitcount.Ones(d)))
-	}
 }
 
 func orBytes(d, s []byte) {

@@ -34,6 +34,10 @@ func newFlags(name string) *flag.FlagSet {
 	return fs
 }
 
+// flagsSeen, when set, is given each flag set whose --help is printed:
+// `bloom completion` learns every subcommand's flags by asking for its help.
+var flagsSeen func(fs *flag.FlagSet, h help)
+
 // parseFlags parses args, letting flags and positional arguments be mixed
 // ("bloom test f.bf -v" works; "--" ends the flags). It returns the
 // positional arguments, or ok = false and the exit code when the command
@@ -42,6 +46,9 @@ func parseFlags(fs *flag.FlagSet, h help, args []string, stdout, stderr io.Write
 	for {
 		err := fs.Parse(args)
 		if errors.Is(err, flag.ErrHelp) {
+			if flagsSeen != nil {
+				flagsSeen(fs, h)
+			}
 			printHelp(stdout, fs, h)
 			return nil, exitOK, false
 		}

@@ -20,7 +20,7 @@ func TestDocCommands(t *testing.T) {
 		t.Skip("bash is needed to run the documented commands")
 	}
 	root := filepath.Join("..", "..")
-	files := []string{filepath.Join(root, "README.md")}
+	files := []string{filepath.Join(root, "README.md"), filepath.Join(root, "README.zh-CN.md")}
 	docs, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	files = append(files, docs...)
 	shims := t.TempDir()

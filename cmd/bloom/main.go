@@ -144,8 +144,13 @@ Usage:
 
 Subcommands:
 `)
-	for _, c := range sortedCommands() {
-		fmt.Fprintf(w, "  %-7s %s\n", c.name, c.summary)
+	cs := sortedCommands()
+	width := 0
+	for _, c := range cs {
+		width = max(width, len(c.name))
+	}
+	for _, c := range cs {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.summary)
 	}
 	fmt.Fprint(w, `
 Run 'bloom <subcommand> --help' for its flags and examples.

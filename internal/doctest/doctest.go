@@ -7,7 +7,9 @@
 //
 //   - A ```sh block is a script: its lines run in order in one bash (so a
 //     "cd" carries on to the next line), and every line must exit 0 (a
-//     command whose negative answer is shown ends in "|| true"). A line
+//     command whose negative answer is shown ends in "|| true") without
+//     printing a warning or a note on stderr ("warning:", "note:"): a
+//     documented command shows the program used as it should be. A line
 //     ending in "&" (before any comment) starts a
 //     server: the runner waits until the first 127.0.0.1:PORT the line
 //     names accepts connections before going on, and stops every
@@ -151,6 +153,9 @@ func (f Failure) String() string { return fmt.Sprintf("line %d: %s: %s", f.Line,
 // and waitport waits for a server to listen.
 const preamble = `
 doctest_fail() { echo "DOCTEST-FAIL $1 $2" >&3; }
+doctest_err=$(mktemp)
+trap 'rm -f "$doctest_err"' EXIT
+doctest_warned() { grep -qiE '(^|: )(warning|note):' "$doctest_err" && doctest_fail "$1" "printed a warning: $(grep -iE '(^|: )(warning|note):' "$doctest_err" | head -1)"; return 0; }
 waitport() { for _ in $(seq 1 600); do (exec 9<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.1; done; echo "DOCTEST-FAIL $2 nothing listens on port $1 after 60 s" >&3; }
 `
 
@@ -201,7 +206,7 @@ func (r *Runner) script(b Block) []Failure {
 			}
 			continue
 		}
-		fmt.Fprintf(&s, "%s\nst=$?; [ $st = 0 ] || doctest_fail %d \"exit status $st\"\n", c.Text, c.Line)
+		fmt.Fprintf(&s, "{ %s\n} 2>\"$doctest_err\"\nst=$?; cat \"$doctest_err\" >&2; [ $st = 0 ] || doctest_fail %d \"exit status $st\"; doctest_warned %d\n", c.Text, c.Line, c.Line)
 	}
 	out, fails, err := r.bashFD3(s.String())
 	var res []Failure

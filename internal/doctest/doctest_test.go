@@ -16,7 +16,7 @@ func TestRunFindsFailures(t *testing.T) {
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	src := fmt.Sprintf("<!-- doctest setup\necho 1,2 > in.csv\n-->\n"+
-		"```sh\ncd sub\nfalse || true              # a negative answer, shown as one\nbash -c 'exit 3'\ncat ../in.csv > out.txt\n```\n"+
+		"```sh\ncd sub\nfalse || true              # a negative answer, shown as one\nbash -c 'exit 3'\ncat ../in.csv > out.txt\necho 'prog: note: sized for 10 lines' >&2\necho 'a warning: on stdout is output' | cat\n```\n"+
 		"```console\n$ cat sub/out.txt\n1,2\n$ echo hi\nho\n```\n"+
 		"```\nbloom calc -n N  (a synopsis: not run)\n```\n"+
 		"<!-- doctest skip: needs the moon -->\n```sh\nexit 9\n```\n"+
@@ -36,7 +36,7 @@ func TestRunFindsFailures(t *testing.T) {
 	for _, f := range fails {
 		got = append(got, f.Text)
 	}
-	want := []string{"bash -c 'exit 3'", "echo hi"}
+	want := []string{"bash -c 'exit 3'", "echo 'prog: note: sized for 10 lines' >&2", "echo hi"}
 	if _, err := os.Stat("/usr/bin/curl"); err != nil || !hasPython() {
 		t.Logf("no curl or python3: the server line is not checked")
 	}
