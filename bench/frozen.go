@@ -2,7 +2,7 @@ package main
 
 // ---- Frozen sets (bloomkit's frozen package) -------------------------------
 //
-// This section belongs to the frozen-set work (issue 16), kept apart from the
+// This section is kept apart from the
 // generator's own library list: init appends bloomkit's frozen rows after the
 // FastFilter ones, so RESULTS.md shows bloomkit's binary fuse filters (8- and
 // 16-bit fingerprints, keys hashed with XXH3 and a seed, as `bloom build

@@ -48,7 +48,8 @@ func NewBlocked(n uint64, p float64) (*Blocked, error) {
 // p.M must be a multiple of BlockBits: round a size of your own up with
 // (m + BlockBits − 1) / BlockBits · BlockBits.
 func NewBlockedFromParams(p Params) (*Blocked, error) {
-	if err := p.validate(true); err != nil {
+	p, err := p.validate(true)
+	if err != nil {
 		return nil, err
 	}
 	blocks := p.M / BlockBits
@@ -361,15 +362,16 @@ func LocateBlock(p Params, h KeyHash, dst []uint16) (block uint64, offsets []uin
 
 // Locate returns, appended to dst, the p.K bit positions (0 to p.M−1) of
 // the key hashed to h in a classic filter with parameters p, in probe order
-// (positions may repeat). Bit i is bit i%64 of the filter's 64-bit word
-// i/64 (docs/format.md).
+// (positions may repeat), by p's hash id (0 is HashXXH3Remix). Bit i is bit
+// i%64 of the filter's 64-bit word i/64 (docs/format.md).
 func Locate(p Params, h KeyHash, dst []uint64) []uint64 {
-	x, y := h.Lo, h.Hi
-	for i := uint32(0); i < min(p.K, MaxK); i++ {
-		pos, _ := bits.Mul64(x, p.M)
-		dst = append(dst, pos)
-		x += y
-		y += uint64(i)
+	if p.Hash == HashXXH3 {
+		return locateV1(p, h, dst)
+	}
+	x := h.Lo
+	for range min(p.K, MaxK) {
+		dst = append(dst, probePos(x, p.M))
+		x = nextProbe(x, h.Hi)
 	}
 	return dst
 }

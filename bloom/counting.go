@@ -26,8 +26,7 @@ const MaxCounters = MaxBits / 4
 // word: counter i is bits 4(i mod 16) to 4(i mod 16)+3 of word i/16.
 //
 // The k counters of a key are chosen exactly as the k bits of a classic
-// Filter with the same m, k and seed (enhanced double hashing of the key's
-// 128-bit XXH3 hash), so a Counting filter that was only added to answers
+// Filter with the same m, k, seed and hash id (see HashXXH3Remix), so a Counting filter that was only added to answers
 // every Test exactly as that Filter would, and its false-positive rate is
 // FalsePositiveRate(m, n, k). Estimate sizes it; it takes four times the
 // memory of the classic filter.
@@ -72,7 +71,8 @@ func NewCounting(n uint64, p float64) (*Counting, error) {
 // p.K probes and p.Seed. N and P are kept as the filter's plan and only
 // reported. p.M may be at most MaxCounters.
 func NewCountingFromParams(p Params) (*Counting, error) {
-	if err := p.validate(false); err != nil {
+	p, err := p.validate(false)
+	if err != nil {
 		return nil, err
 	}
 	if p.M > MaxCounters {
@@ -163,11 +163,14 @@ func (c *Counting) CountString(key string) uint64 {
 	return uint64(c.count(lo, hi))
 }
 
-// Probe positions are the classic filter's: x_0 = lo, y_0 = hi,
-// x_{i+1} = x_i + y_i, y_{i+1} = y_i + i, counter (x_i * m) >> 64.
+// Probe positions are the classic filter's, for the same hash id.
 
 func (c *Counting) add(x, y uint64) {
-	m, k, w := c.params.M, c.params.K, c.words
+	if c.params.Hash == HashXXH3 {
+		c.addV1(x, y)
+		return
+	}
+	m, k, w, mul := c.params.M, c.params.K, c.words, probeMulVar
 	if k == 0 {
 		panicZero("Counting")
 	}
@@ -177,27 +180,31 @@ func (c *Counting) add(x, y uint64) {
 		if (w[pos>>4]>>shift)&CounterMax != CounterMax {
 			w[pos>>4] += 1 << shift
 		}
-		x += y
-		y += uint64(i)
+		x = x*mul + y
 	}
 	c.items++
 }
 
 func (c *Counting) test(x, y uint64) bool {
-	m, k, w := c.params.M, c.params.K, c.words
+	if c.params.Hash == HashXXH3 {
+		return c.testV1(x, y)
+	}
+	m, k, w, mul := c.params.M, c.params.K, c.words, probeMulVar
 	for i := uint32(0); i < k; i++ {
 		pos, _ := bits.Mul64(x, m)
 		if (w[pos>>4]>>((pos&15)*4))&CounterMax == 0 {
 			return false
 		}
-		x += y
-		y += uint64(i)
+		x = x*mul + y
 	}
 	return k != 0 // the zero Counting holds nothing
 }
 
 func (c *Counting) count(x, y uint64) int {
-	m, k, w := c.params.M, c.params.K, c.words
+	if c.params.Hash == HashXXH3 {
+		return c.countV1(x, y)
+	}
+	m, k, w, mul := c.params.M, c.params.K, c.words, probeMulVar
 	if k == 0 {
 		return 0
 	}
@@ -205,17 +212,19 @@ func (c *Counting) count(x, y uint64) int {
 	for i := uint32(0); i < k; i++ {
 		pos, _ := bits.Mul64(x, m)
 		least = min(least, (w[pos>>4]>>((pos&15)*4))&CounterMax)
-		x += y
-		y += uint64(i)
+		x = x*mul + y
 	}
 	return int(least)
 }
 
 func (c *Counting) remove(x, y uint64) bool {
+	if c.params.Hash == HashXXH3 {
+		return c.removeV1(x, y)
+	}
 	if !c.test(x, y) {
 		return false
 	}
-	m, k, w := c.params.M, c.params.K, c.words
+	m, k, w, mul := c.params.M, c.params.K, c.words, probeMulVar
 	for i := uint32(0); i < k; i++ {
 		pos, _ := bits.Mul64(x, m)
 		shift := (pos & 15) * 4
@@ -225,8 +234,7 @@ func (c *Counting) remove(x, y uint64) bool {
 		if v := (w[pos>>4] >> shift) & CounterMax; v != CounterMax && v != 0 {
 			w[pos>>4] -= 1 << shift
 		}
-		x += y
-		y += uint64(i)
+		x = x*mul + y
 	}
 	if c.items > 0 {
 		c.items--
@@ -288,7 +296,7 @@ func countingPayload(h format.Header) (uint64, error) {
 	if p.M > MaxCounters {
 		return 0, fmt.Errorf("%w: m = %d counters, the limit is %d", ErrTooLarge, p.M, uint64(MaxCounters))
 	}
-	if err := p.validate(false); err != nil {
+	if _, err := p.validate(false); err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	return countingWords(p.M), nil

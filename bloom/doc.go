@@ -48,9 +48,11 @@
 // Blocked (the same verbs, with atomic operations); other methods need
 // exclusive access; see Filter. Code that already holds a key's hash passes
 // it to AddHash and TestHash (Hash computes it); Locate and LocateBlock name
-// the bits a key sets. Across this package and cuckoo the verbs are the
-// same: Add, Test, TestAndAdd, Delete (Counting), Count(key) and Len()
-// (uint64), Reset, Clone, Stats, WriteTo and ReadFrom.
+// the bits a key sets. The cuckoo package uses the same names where it can:
+// Test, Delete, Count(key) and Len() (uint64), Reset, Clone, WriteTo and
+// ReadFrom; but its Add returns an error (a cuckoo filter can refuse a
+// key), AddUnique takes the place of TestAndAdd and its Stats are its own,
+// so a cuckoo.Filter is a Tester, not an Interface.
 //
 // # One verb set
 //

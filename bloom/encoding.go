@@ -59,7 +59,7 @@ var (
 // headerParams returns the Bloom parameters a header records, checking the
 // size limit.
 func headerParams(h format.Header) (Params, error) {
-	p := Params{Seed: h.Seed, M: h.M, K: h.K, N: h.N, P: h.P}
+	p := Params{Seed: h.Seed, M: h.M, K: h.K, N: h.N, P: h.P, Hash: h.Hash}
 	if p.M > MaxBits {
 		return p, fmt.Errorf("%w: m = %d bits, the limit is %d", ErrTooLarge, p.M, uint64(MaxBits))
 	}
@@ -67,7 +67,7 @@ func headerParams(h format.Header) (Params, error) {
 }
 
 func paramsHeader(typ uint8, p Params) format.Header {
-	return format.Header{Type: typ, Seed: p.Seed, M: p.M, K: p.K, N: p.N, P: p.P}
+	return format.Header{Type: typ, Hash: p.Hash, Seed: p.Seed, M: p.M, K: p.K, N: p.N, P: p.P}
 }
 
 func plainAlloc(n uint64) []uint64 { return mem.Words(n) }
@@ -77,7 +77,7 @@ func classicWords(h format.Header) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := p.validate(false); err != nil {
+	if _, err := p.validate(false); err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	return (p.M + 63) / 64, nil
@@ -88,7 +88,7 @@ func blockedWords(h format.Header) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := p.validate(true); err != nil {
+	if _, err := p.validate(true); err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	return p.M / BlockBits * 8, nil

@@ -29,18 +29,42 @@ type goldenCase struct {
 
 var goldenCases = []goldenCase{
 	{
+		// Hash id 1, which earlier versions wrote: read and answered as
+		// they were, and still written the same from the same Params.
 		file: "classic-v1.bloom",
 		build: func() (filter, error) {
-			p := Estimate(2000, 0.01)
-			p.Seed = 0x0123456789abcdef
-			return NewFromParams(p)
+			// Estimate(2000, 0.01) as it was, pinned.
+			return NewFromParams(Params{M: 19171, K: 7, N: 2000, P: 0.01, Seed: 0x0123456789abcdef, Hash: HashXXH3})
 		},
 		read: layouts[0].decode,
 	},
 	{
 		file: "classic-unseeded-v1.bloom",
 		build: func() (filter, error) {
-			return NewFromParams(Params{M: 10_007, K: 5}) // m not a multiple of 64
+			return NewFromParams(Params{M: 10_007, K: 5, Hash: HashXXH3}) // m not a multiple of 64
+		},
+		read: layouts[0].decode,
+	},
+	{
+		// Hash id 2, which new classic filters use.
+		file: "classic-hash2-v1.bloom",
+		build: func() (filter, error) {
+			return NewFromParams(Params{M: 19171, K: 7, N: 2000, P: 0.01, Seed: 0x0123456789abcdef, Hash: HashXXH3Remix})
+		},
+		read: layouts[0].decode,
+	},
+	{
+		file: "classic-unseeded-hash2-v1.bloom",
+		build: func() (filter, error) {
+			return NewFromParams(Params{M: 10_007, K: 5}) // 0: the newest id
+		},
+		read: layouts[0].decode,
+	},
+	{
+		// A small filter at a low rate, where hash id 1 fails.
+		file: "classic-small-hash2-v1.bloom",
+		build: func() (filter, error) {
+			return NewFromParams(Params{M: 336, K: 23, N: 10, P: 1e-7, Seed: 7, Hash: HashXXH3Remix})
 		},
 		read: layouts[0].decode,
 	},
@@ -177,6 +201,9 @@ func TestDecodeErrors(t *testing.T) {
 		{"payload bit flip", mod(func(b []byte) []byte { b[headerSize+3] ^= 1; return b }), ErrChecksum},
 		{"trailer bit flip", mod(func(b []byte) []byte { b[len(b)-1] ^= 1; return b }), ErrChecksum},
 		{"blocked type", mod(func(b []byte) []byte { b[10] = TypeBlocked; return resign(b) }), ErrType},
+		{"blocked type, hash id 1", mod(func(b []byte) []byte { b[10], b[11] = TypeBlocked, HashXXH3; return resign(b) }), ErrType},
+		{"hash id 0", mod(func(b []byte) []byte { b[11] = 0; return resign(b) }), ErrHash},
+		{"hash id 3", mod(func(b []byte) []byte { b[11] = 3; return resign(b) }), ErrHash},
 		{"unknown type", mod(func(b []byte) []byte { b[10] = 200; return resign(b) }), ErrType},
 		{"unknown hash", mod(func(b []byte) []byte { b[11] = 9; return resign(b) }), ErrHash},
 		{"flags set", mod(func(b []byte) []byte { b[12] = 1; return resign(b) }), ErrCorrupt},
@@ -419,7 +446,7 @@ func TestReadAnyType(t *testing.T) {
 		}
 	}
 	b := sample(t)
-	b[10] = format.TypeCuckoo
+	b[10], b[11] = format.TypeCuckoo, format.HashXXH3
 	if _, err := Read(bytes.NewReader(resign(b))); !errors.Is(err, ErrType) {
 		t.Errorf("cuckoo file: err = %v", err)
 	}

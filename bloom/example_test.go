@@ -128,7 +128,7 @@ func ExampleFilter_Sync() {
 	}
 	wg.Wait()
 	fmt.Println(s.TestString("worker 3 item 999"), f.Stats().ApproxCount)
-	// Output: true 4005
+	// Output: true 4001
 }
 
 func ExampleFilter_Stats() {
@@ -138,7 +138,7 @@ func ExampleFilter_Stats() {
 	}
 	st := f.Stats()
 	fmt.Printf("about %d items, %.0f%% of bits set, rate now %.4f\n", st.ApproxCount, 100*st.FillRatio, st.EstimatedFPR)
-	// Output: about 4993 items, 31% of bits set, rate now 0.0002
+	// Output: about 4999 items, 31% of bits set, rate now 0.0003
 }
 
 // A filter is a field of a struct saved with encoding/json (or gob): it

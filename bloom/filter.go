@@ -8,7 +8,8 @@ import (
 )
 
 // Filter is a classic Bloom filter: an array of m bits, of which each key
-// sets k, chosen by enhanced double hashing of the key's 128-bit XXH3 hash.
+// sets k, derived from the key's 128-bit XXH3 hash by re-mixing it for each
+// probe (see HashXXH3Remix).
 //
 // # Concurrency
 //
@@ -40,7 +41,8 @@ func New(n uint64, p float64) (*Filter, error) {
 // another filter's Params, or by hand, Params{M: m, K: k}. N and P are kept
 // as the filter's plan and only reported.
 func NewFromParams(p Params) (*Filter, error) {
-	if err := p.validate(false); err != nil {
+	p, err := p.validate(false)
+	if err != nil {
 		return nil, err
 	}
 	return &Filter{words: plainAlloc((p.M + 63) / 64), params: p}, nil
@@ -49,26 +51,52 @@ func NewFromParams(p Params) (*Filter, error) {
 // Params returns the filter's size, probe count, seed and plan.
 func (f *Filter) Params() Params { return f.params }
 
-// The k bit positions of a key hashed to (lo, hi) come from enhanced double
-// hashing (Dillinger and Manolios): x_0 = lo, y_0 = hi, x_{i+1} = x_i + y_i,
-// y_{i+1} = y_i + i in 64-bit arithmetic, each x_i mapped to [0, m) as
-// (x_i * m) >> 64. This derivation is part of the file format.
+// The k bit positions of a key come from its hash as probePos and nextProbe
+// say (hash id HashXXH3Remix); a filter read from a file with hash id
+// HashXXH3 uses the derivation of earlier versions (probe_v1.go). This
+// derivation is part of the file format.
 
 // Add inserts key.
-func (f *Filter) Add(key []byte) { f.add(hashBytes(key, f.params.Seed)) }
+func (f *Filter) Add(key []byte) {
+	x, y := hashBytes(key, f.params.Seed)
+	if f.params.Hash == HashXXH3 {
+		f.addV1(x, y)
+		return
+	}
+	f.addRemix(x, y)
+}
 
 // AddString inserts key without copying it.
-func (f *Filter) AddString(key string) { f.add(hashString(key, f.params.Seed)) }
+func (f *Filter) AddString(key string) {
+	x, y := hashString(key, f.params.Seed)
+	if f.params.Hash == HashXXH3 {
+		f.addV1(x, y)
+		return
+	}
+	f.addRemix(x, y)
+}
 
 // AddHash inserts the key whose hash is h (see Hash).
 func (f *Filter) AddHash(h KeyHash) { f.add(h.Lo, h.Hi) }
 
 // Test reports whether key may have been added. False means it certainly
 // was not; true means it probably was.
-func (f *Filter) Test(key []byte) bool { return f.test(hashBytes(key, f.params.Seed)) }
+func (f *Filter) Test(key []byte) bool {
+	x, y := hashBytes(key, f.params.Seed)
+	if f.params.Hash == HashXXH3 {
+		return f.testV1(x, y)
+	}
+	return f.testRemix(x, y)
+}
 
 // TestString is Test for a string key, without copying it.
-func (f *Filter) TestString(key string) bool { return f.test(hashString(key, f.params.Seed)) }
+func (f *Filter) TestString(key string) bool {
+	x, y := hashString(key, f.params.Seed)
+	if f.params.Hash == HashXXH3 {
+		return f.testV1(x, y)
+	}
+	return f.testRemix(x, y)
+}
 
 // TestHash is Test for the key whose hash is h (see Hash).
 func (f *Filter) TestHash(h KeyHash) bool { return f.test(h.Lo, h.Hi) }
@@ -86,15 +114,22 @@ func (f *Filter) TestAndAddString(key string) bool {
 func (f *Filter) Sync() Sync { return Sync{f} }
 
 func (f *Filter) add(x, y uint64) {
-	m, k, w := f.params.M, f.params.K, f.words
+	if f.params.Hash == HashXXH3 {
+		f.addV1(x, y)
+		return
+	}
+	f.addRemix(x, y)
+}
+
+func (f *Filter) addRemix(x, y uint64) {
+	m, k, w, c := f.params.M, f.params.K, f.words, probeMulVar
 	if k == 0 {
 		panicZero("Filter")
 	}
 	for i := uint32(0); i < k; i++ {
 		pos, _ := bits.Mul64(x, m)
 		w[pos>>6] |= 1 << (pos & 63)
-		x += y
-		y += uint64(i)
+		x = x*c + y
 	}
 }
 
@@ -102,14 +137,20 @@ func (f *Filter) add(x, y uint64) {
 // cache misses in a large filter, and most absent keys are told apart by
 // the first one or two.
 func (f *Filter) test(x, y uint64) bool {
-	m, k, w := f.params.M, f.params.K, f.words
-	for i := uint32(0); i < k; i++ {
+	if f.params.Hash == HashXXH3 {
+		return f.testV1(x, y)
+	}
+	return f.testRemix(x, y)
+}
+
+func (f *Filter) testRemix(x, y uint64) bool {
+	m, k, w, c := f.params.M, f.params.K, f.words, probeMulVar
+	for range k {
 		pos, _ := bits.Mul64(x, m)
 		if w[pos>>6]&(1<<(pos&63)) == 0 {
 			return false
 		}
-		x += y
-		y += uint64(i)
+		x = x*c + y
 	}
 	return k != 0 // the zero Filter holds nothing
 }
@@ -117,19 +158,32 @@ func (f *Filter) test(x, y uint64) bool {
 // testAll is test without early exit, so that the loads of many keys can be
 // in flight at once.
 func (f *Filter) testAll(x, y uint64) bool {
-	m, k, w := f.params.M, f.params.K, f.words
+	if f.params.Hash == HashXXH3 {
+		return f.testAllV1(x, y)
+	}
+	return f.testAllRemix(x, y)
+}
+
+func (f *Filter) testAllRemix(x, y uint64) bool {
+	m, k, w, c := f.params.M, f.params.K, f.words, probeMulVar
 	acc := uint64(1)
 	for i := uint32(0); i < k; i++ {
 		pos, _ := bits.Mul64(x, m)
 		acc &= w[pos>>6] >> (pos & 63)
-		x += y
-		y += uint64(i)
+		x = x*c + y
 	}
 	return acc != 0 && k != 0
 }
 
 func (f *Filter) testAndAdd(x, y uint64) bool {
-	m, k, w := f.params.M, f.params.K, f.words
+	if f.params.Hash == HashXXH3 {
+		return f.testAndAddV1(x, y)
+	}
+	return f.testAndAddRemix(x, y)
+}
+
+func (f *Filter) testAndAddRemix(x, y uint64) bool {
+	m, k, w, c := f.params.M, f.params.K, f.words, probeMulVar
 	if k == 0 {
 		panicZero("Filter")
 	}
@@ -139,8 +193,7 @@ func (f *Filter) testAndAdd(x, y uint64) bool {
 		mask := uint64(1) << (pos & 63)
 		miss |= mask &^ w[pos>>6]
 		w[pos>>6] |= mask
-		x += y
-		y += uint64(i)
+		x = x*c + y
 	}
 	return miss == 0
 }
@@ -149,20 +202,25 @@ func (f *Filter) testAndAdd(x, y uint64) bool {
 // not already set (most of them, once a filter fills up).
 
 func (f *Filter) testSync(x, y uint64) bool {
-	m, k, w := f.params.M, f.params.K, f.words
+	if f.params.Hash == HashXXH3 {
+		return f.testSyncV1(x, y)
+	}
+	m, k, w, c := f.params.M, f.params.K, f.words, probeMulVar
 	for i := uint32(0); i < k; i++ {
 		pos, _ := bits.Mul64(x, m)
 		if atomic.LoadUint64(&w[pos>>6])&(1<<(pos&63)) == 0 {
 			return false
 		}
-		x += y
-		y += uint64(i)
+		x = x*c + y
 	}
 	return k != 0
 }
 
 func (f *Filter) testAndAddSync(x, y uint64) bool {
-	m, k, w := f.params.M, f.params.K, f.words
+	if f.params.Hash == HashXXH3 {
+		return f.testAndAddSyncV1(x, y)
+	}
+	m, k, w, c := f.params.M, f.params.K, f.words, probeMulVar
 	if k == 0 {
 		panicZero("Filter")
 	}
@@ -173,8 +231,7 @@ func (f *Filter) testAndAddSync(x, y uint64) bool {
 		if atomic.LoadUint64(p)&mask == 0 && atomic.OrUint64(p, mask)&mask == 0 {
 			present = false
 		}
-		x += y
-		y += uint64(i)
+		x = x*c + y
 	}
 	return present
 }
@@ -193,6 +250,8 @@ func compatible(a, b Params) error {
 		return fmt.Errorf("%w: k = %d and %d probes", ErrIncompatible, a.K, b.K)
 	case a.Seed != b.Seed:
 		return fmt.Errorf("%w: seeds %#x and %#x", ErrIncompatible, a.Seed, b.Seed)
+	case a.Hash != b.Hash:
+		return fmt.Errorf("%w: hash ids %d and %d", ErrIncompatible, a.Hash, b.Hash)
 	}
 	return nil
 }

@@ -3,18 +3,65 @@ package bloom
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"math/bits"
 
 	"github.com/bloomkit/bloomkit/internal/batch"
 	"github.com/bloomkit/bloomkit/internal/format"
 	"github.com/zeebo/xxh3"
 )
 
-// HashXXH3 identifies, in the file format, the only hash this version uses:
-// the 128-bit XXH3 of the key's bytes with the filter's seed
-// (XXH3_128bits_withSeed). The function, and the way probe positions are
-// derived from it, are part of the format: they never change for files that
-// carry this identifier.
-const HashXXH3 = format.HashXXH3
+// Hash ids, as the file format records them (Params.Hash). Both hash a key
+// with the 128-bit XXH3 of its bytes and the filter's seed
+// (XXH3_128bits_withSeed); they differ in how the classic layout (Filter,
+// Counting) derives its k probe positions from that hash. The function, and
+// the derivation, are part of the format: they never change for files that
+// carry an id.
+const (
+	// HashXXH3 is the blocked layout's only id. For the classic layout it
+	// is the derivation of earlier versions, enhanced double hashing, whose
+	// probes fall close to an arithmetic progression and miss the rate by
+	// up to thousands of times when m is small (a few thousand bits); files
+	// that carry it read and answer as before, and no new classic filter
+	// uses it.
+	HashXXH3 = format.HashXXH3
+	// HashXXH3Remix is the classic layout's id for new filters: every
+	// probe re-mixes the hash, so the k positions behave as independent at
+	// every m and FalsePositiveRate is the filter's rate.
+	HashXXH3Remix = format.HashXXH3Remix
+)
+
+// The k probe positions of a key hashed to (lo, hi) in the classic layout,
+// hash id HashXXH3Remix: x_0 = lo, x_{i+1} = x_i·probeMul + hi (a linear
+// congruential sequence whose increment is the key's), each x_i mapped to
+// [0, m) as (x_i·m) >> 64, the high half of the 128-bit product. Mapping
+// the high bits of x_i keeps every bit of lo and hi in play at every m:
+// probe i depends on x_0 through probeMul^i, a different odd multiplier for
+// each i, and on hi through a different sum of them, where the old
+// derivation's positions moved by nearly the same step each probe. It costs
+// one multiplication a probe more than enhanced double hashing and no
+// more instructions (bench/SPEED.md). probeMul is a spectrally good 64-bit
+// LCG multiplier (Steele and Vigna, "Computationally easy, spectrally good
+// multipliers for congruential pseudorandom number generators", 2021).
+// TestRemixPositions pins the derivation.
+const probeMul = 0xd1342543de82ef95
+
+// probePos maps a probe's state to a bit position in [0, m).
+func probePos(x, m uint64) uint64 {
+	hi, _ := bits.Mul64(x, m)
+	return hi
+}
+
+// nextProbe returns the state of the probe after x of the key whose hash's
+// high half is y.
+func nextProbe(x, y uint64) uint64 { return x*probeMul + y }
+
+// probeMulVar is probeMul for the probe loops, written out there as
+// x = x*c + y with c := probeMulVar and pos, _ := bits.Mul64(x, m): held in
+// a variable, the multiplier stays in a register, where the compiler loads
+// the constant again for every probe; with that, and without the inline
+// marks of calling probePos and nextProbe, the loop has one instruction
+// more per probe than the old derivation's (bench/SPEED.md).
+var probeMulVar uint64 = probeMul
 
 // KeyHash is the 128-bit XXH3 hash of a key, from which a filter derives
 // every probe (docs/format.md). Code that already hashes its keys, or keeps

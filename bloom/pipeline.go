@@ -135,7 +135,8 @@ func filterMany[K batch.Key](f *Filter, keys []K, out []bool) {
 		return
 	}
 	var ring [filterRing][filterRingK]uint64
-	seed, m, k, w := f.params.Seed, f.params.M, f.params.K, f.words
+	seed, m, k, w, c := f.params.Seed, f.params.M, f.params.K, f.words, probeMulVar
+	v1 := f.params.Hash == HashXXH3
 	for i := range keys {
 		var h xxh3.Uint128
 		if seed == 0 {
@@ -145,10 +146,13 @@ func filterMany[K batch.Key](f *Filter, keys []K, out []bool) {
 		}
 		x, y := h.Lo, h.Hi
 		e := &ring[i%filterRing]
-		for t := range e[:k] {
-			e[t], _ = bits.Mul64(x, m)
-			x += y
-			y += uint64(t)
+		if v1 {
+			positionsV1(x, y, m, e[:k])
+		} else {
+			for t := range e[:k] {
+				e[t], _ = bits.Mul64(x, m)
+				x = x*c + y
+			}
 		}
 		batch.PrefetchBits(w, e[:k])
 		if j := i - filterAhead; j >= 0 {
@@ -186,15 +190,19 @@ func filterMany[K batch.Key](f *Filter, keys []K, out []bool) {
 // 1e-5), keeping hashes in the ring and computing the positions twice.
 func filterManyLargeK[K batch.Key](f *Filter, keys []K, out []bool) {
 	var ring [filterRing][2]uint64
-	seed, m, k, w := f.params.Seed, f.params.M, f.params.K, f.words
+	seed, m, k, w, c := f.params.Seed, f.params.M, f.params.K, f.words, probeMulVar
+	v1 := f.params.Hash == HashXXH3
 	for i := range keys {
 		x, y := hashString(keyString(&keys[i]), seed)
 		ring[i%filterRing] = [2]uint64{x, y}
-		for t := uint32(0); t < k; t++ {
-			pos, _ := bits.Mul64(x, m)
-			batch.Prefetch(&w[pos>>6])
-			x += y
-			y += uint64(t)
+		if v1 {
+			prefetchV1(w, x, y, m, k)
+		} else {
+			for range k {
+				pos, _ := bits.Mul64(x, m)
+				batch.Prefetch(&w[pos>>6])
+				x = x*c + y
+			}
 		}
 		if j := i - filterAhead; j >= 0 {
 			f.finish(ring[j%filterRing], out, j)

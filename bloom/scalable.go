@@ -712,8 +712,9 @@ func (s *Scalable) ReadFrom(r io.Reader) (int64, error) {
 			Seed: h.Seed,
 			N:    l.capacity,
 			P:    t.cfg.linkPlan(i),
+			Hash: HashXXH3,
 		}
-		if err := p.validate(true); err != nil {
+		if _, err := p.validate(true); err != nil {
 			return cr.N, fmt.Errorf("%w: link %d: %w", ErrCorrupt, i, err)
 		}
 		if i > 0 && binary.LittleEndian.Uint32(e[28:]) != 0 {

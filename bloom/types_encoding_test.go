@@ -46,29 +46,42 @@ type typeCase struct {
 	sample func(t testing.TB) codec
 }
 
+// countingGolden builds the counting golden filter with hash id hash: the
+// parameters of Estimate(2000, 0.01) as it was, pinned.
+func countingGolden(hash uint8) (codec, error) {
+	c, err := NewCountingFromParams(Params{M: 19171, K: 7, N: 2000, P: 0.01, Seed: 0x0123456789abcdef, Hash: hash})
+	if err != nil {
+		return nil, err
+	}
+	ks := goldenKeys()
+	for _, k := range ks {
+		c.AddString(k)
+	}
+	for _, k := range ks[:100] {
+		c.AddString(k) // held twice
+	}
+	for _, k := range ks[100:200] {
+		c.DeleteString(k) // added once, removed: gone
+	}
+	return c, nil
+}
+
 var typeCases = []typeCase{
 	{
-		name:  "counting",
-		fresh: func() codec { return new(Counting) },
-		golden: func() (codec, error) {
-			p := Estimate(2000, 0.01)
-			p.Seed = 0x0123456789abcdef
-			c, err := NewCountingFromParams(p)
-			if err != nil {
-				return nil, err
-			}
-			ks := goldenKeys()
-			for _, k := range ks {
-				c.AddString(k)
-			}
-			for _, k := range ks[:100] {
-				c.AddString(k) // held twice
-			}
-			for _, k := range ks[100:200] {
-				c.DeleteString(k) // added once, removed: gone
-			}
-			return c, nil
+		name:   "counting",
+		fresh:  func() codec { return new(Counting) },
+		golden: func() (codec, error) { return countingGolden(HashXXH3) },
+		sample: func(t testing.TB) codec {
+			c := mustCounting(t, Params{M: 1001, K: 3, N: 100, P: 0.05})
+			c.AddString("a")
+			c.AddString("b")
+			return c
 		},
+	},
+	{
+		name:   "counting-hash2",
+		fresh:  func() codec { return new(Counting) },
+		golden: func() (codec, error) { return countingGolden(HashXXH3Remix) },
 		sample: func(t testing.TB) codec {
 			c := mustCounting(t, Params{M: 1001, K: 3, N: 100, P: 0.05})
 			c.AddString("a")
@@ -192,7 +205,7 @@ func TestTypeGoldenFiles(t *testing.T) {
 			for i := range 1000 {
 				expect := true
 				switch c.name {
-				case "counting":
+				case "counting", "counting-hash2":
 					expect = i < 100 || i >= 200
 				case "window":
 					// Key i was added at -90min + (i+1)·5.4s; it must be
@@ -362,7 +375,7 @@ func TestTypeForgedSizeDoesNotAllocate(t *testing.T) {
 	for _, c := range typeCases {
 		b, _ := c.sample(t).marshalBinary()
 		switch c.name {
-		case "counting":
+		case "counting", "counting-hash2":
 			put64(b, 24, MaxCounters)
 			put64(b, 64, MaxCounters/2)
 		case "scalable":

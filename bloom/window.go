@@ -137,7 +137,8 @@ func windowGeneration(items uint64, rate float64) Params {
 func newWindowSized(c WindowConfig, p Params) (*Window, error) {
 	g := uint64(c.Generations)
 	p.N, p.P, p.Seed = c.Items, c.Rate, c.Seed
-	if err := p.validate(true); err != nil {
+	p, err := p.validate(true)
+	if err != nil {
 		return nil, err
 	}
 	if p.M > MaxBits/(g+1) {
@@ -410,7 +411,7 @@ func (w *Window) ReadFrom(r io.Reader) (int64, error) {
 	if err != nil {
 		return cr.N, err
 	}
-	if err := p.validate(true); err != nil {
+	if _, err := p.validate(true); err != nil {
 		return cr.N, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	if h.Count != 0 || !(p.P > 0) {

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bloomkit/bloomkit/bloom"
 )
 
 // TestNoAllocationPerKey: the key methods allocate nothing, for a string
@@ -49,5 +51,17 @@ func TestAPISize(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("cuckoo.Filter has methods\n%v\nwant\n%v", got, want)
+	}
+}
+
+// A cuckoo filter is a bloom.Tester (what bloom.Read returns; the CLI tests
+// any filter through it) but not a bloom.Interface: its Add returns an
+// error and it has no TestAndAdd. The bloom package's documentation says
+// so; this keeps the two in step.
+var _ bloom.Tester = (*Filter)(nil)
+
+func TestNotABloomInterface(t *testing.T) {
+	if _, ok := any(new(Filter)).(bloom.Interface); ok {
+		t.Error("cuckoo.Filter now satisfies bloom.Interface: update bloom/doc.go, which says it does not")
 	}
 }

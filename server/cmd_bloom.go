@@ -577,7 +577,7 @@ func cmdBFMerge(s *Server, c *Session, args [][]byte, r *Reply) {
 		return
 	}
 	if native || (de != nil && de.kind == kindNative) {
-		s.nativeMerge(args, de, entries, r)
+		s.nativeMerge(c, args, de, entries, r)
 		return
 	}
 	srcs := make([]*redisbloom.Bloom, len(entries))
@@ -598,20 +598,20 @@ func cmdBFMerge(s *Server, c *Session, args [][]byte, r *Reply) {
 			return
 		}
 	}
-	if dest == nil {
-		nb, err := srcs[0].Clone(s.db.allow)
+	clone := de == nil
+	if clone {
+		// A copy of the first source: its header now, its bits by the
+		// merge job (a copy is an OR into zeros).
+		nb, err := redisbloom.LoadBloomHeader(srcs[0].Header(), s.db.allow)
 		if err != nil {
 			r.Error(errNoMemory)
 			return
 		}
-		s.db.put(string(args[1]), &entry{kind: kindBloom, bf: nb})
-		dest, srcs = nb, srcs[1:]
-	}
-	for _, b := range srcs {
-		if b != dest {
-			dest.Merge(b)
-		}
+		nb.AllowAlloc = s.db.allow
+		de = &entry{kind: kindBloom, bf: nb}
+		s.db.put(string(args[1]), de)
 	}
 	s.db.dirty++
+	s.runMerge(c, bloomMergeJob(de, uniqueSources(de, entries), clone))
 	r.OK()
 }

@@ -177,8 +177,7 @@ func cmdHello(s *Server, c *Session, args [][]byte, r *Reply) {
 // password is required.
 func cmdReset(s *Server, c *Session, args [][]byte, r *Reply) {
 	s.db.mu.Lock() // other sessions' CLIENT LIST reads these fields
-	c.multi, c.multiErr = nil, false
-	c.txnLen.Store(0)
+	s.endMulti(c)
 	c.replyOff, c.skipReplies = false, 0
 	c.Name = ""
 	c.noEvict = false

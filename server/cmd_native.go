@@ -512,7 +512,7 @@ func (n *nativeFilter) keysFromBits(set uint64) uint64 {
 // nativeMerge is BF.MERGE with native keys: dest (created as a copy of the
 // first source if missing) becomes the OR of itself and the sources, which
 // must all have one shape. Windows are first moved to one generation.
-func (s *Server) nativeMerge(args [][]byte, dest *entry, srcs []*entry, r *Reply) {
+func (s *Server) nativeMerge(c *Session, args [][]byte, dest *entry, srcs []*entry, r *Reply) {
 	shape := srcs[0].nf
 	if dest != nil {
 		if dest.kind != kindNative {
@@ -557,11 +557,7 @@ func (s *Server) nativeMerge(args [][]byte, dest *entry, srcs []*entry, r *Reply
 		}
 		dest = s.db.getb(args[1])
 	}
-	for _, e := range srcs {
-		if e != dest {
-			dest.nf.merge(e.nf)
-		}
-	}
 	s.db.dirty++
+	s.runMerge(c, nativeMergeJob(dest, uniqueSources(dest, srcs)))
 	r.OK()
 }

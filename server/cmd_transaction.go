@@ -18,8 +18,7 @@ func cmdDiscard(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error("ERR DISCARD without MULTI")
 		return
 	}
-	c.multi, c.multiErr = nil, false
-	c.txnLen.Store(0)
+	s.endMulti(c)
 	r.OK()
 }
 
@@ -34,4 +33,70 @@ func cmdWatch(s *Server, c *Session, args [][]byte, r *Reply) {
 		return
 	}
 	r.Error("ERR WATCH is not supported by bloomkit")
+}
+
+// endMulti forgets c's queue and the memory it counted.
+func (s *Server) endMulti(c *Session) {
+	c.multi, c.multiErr = nil, false
+	c.txnLen.Store(0)
+	s.queuedBytes.Add(-c.multiBytes)
+	c.multiBytes, c.multiLog = 0, 0
+}
+
+// queuedOverhead approximates the memory of a queued command beyond its
+// bytes (slice headers, the queue entry).
+const queuedOverhead = 24
+
+// queueRoom decides whether args may join c's MULTI queue, and counts
+// them if so; otherwise it returns the error, which also makes EXEC abort.
+// The queue is bounded three ways: by the client's query-buffer limit (a
+// queue is requests the server holds), by maxmemory counting every
+// client's queue (Redis refuses commands queued past maxmemory with -OOM),
+// and by the size of the log record EXEC would write.
+func (s *Server) queueRoom(c *Session, cmd *command, args [][]byte) string {
+	size := int64(queuedOverhead * (len(args) + 1))
+	for _, a := range args {
+		size += int64(len(a))
+	}
+	if c.multiBytes+size > int64(s.cfg.MaxQuery) {
+		return "ERR MULTI queue would exceed the client query buffer limit (" + itoa(int64(s.cfg.MaxQuery)) + " bytes)"
+	}
+	s.db.mu.Lock()
+	used, limit := s.db.used, s.db.limit
+	s.db.mu.Unlock()
+	if limit != 0 && used+uint64(s.queuedBytes.Load())+uint64(size) > limit {
+		return errOOMCommand
+	}
+	logSize := c.multiLog
+	if cmd.write {
+		logSize += logRecordSize(args)
+		if msg := s.recordFits(logSize); msg != "" {
+			return msg
+		}
+	}
+	c.multiBytes += size
+	c.multiLog = logSize
+	s.queuedBytes.Add(size)
+	return ""
+}
+
+// logRecordSize bounds the log record payload a write with these arguments
+// makes: a handler may log a rewritten form (PEXPIREAT for EXPIRE, SEED
+// added, ...), never more than a few short arguments longer.
+func logRecordSize(args [][]byte) int64 {
+	n := int64(1 + 4 + 4 + 256)
+	for _, a := range args {
+		n += 4 + int64(len(a))
+	}
+	return n
+}
+
+// recordFits refuses, before anything is applied, a write whose log record
+// would be larger than a record may be: a larger one could not be read back,
+// and the server would refuse to start.
+func (s *Server) recordFits(size int64) string {
+	if s.cfg.NoPersistence || size <= s.cfg.maxRecord {
+		return ""
+	}
+	return "ERR the append-only log record of this write would be " + itoa(size) + " bytes, more than a record may hold (" + itoa(s.cfg.maxRecord) + "); nothing was applied"
 }

@@ -108,7 +108,7 @@ func init() {
 		{name: "bgrewriteaof", arity: 1, flags: []string{"admin", "noscript", "no_async_loading", "no_multi"}, noMulti: true, unlocked: true, fn: cmdBGRewriteAOF},
 		{name: "lastsave", arity: 1, flags: []string{"fast"}, unlocked: true, fn: cmdLastSave},
 		{name: "shutdown", arity: -1, flags: []string{"admin", "noscript", "loading", "stale", "no_multi", "allow_busy"}, noMulti: true, unlocked: true, fn: cmdShutdown},
-		// Operator surface (branch ops): connection state, settings,
+		// Operator surface: connection state, settings,
 		// introspection. Kept together for merging.
 		{name: "client", arity: -2, flags: []string{"noscript", "loading", "stale"}, fn: cmdClient},
 		{name: "reset", arity: 1, flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "allow_busy"}, noauth: true, txnControl: true, unlocked: true, fn: cmdReset},

@@ -82,28 +82,37 @@ func isTemporaryAccept(err error) bool {
 // clients (Linux); the others are served by this goroutine until they
 // quit, fail or are disconnected.
 func (s *Server) serveConn(nc net.Conn) {
-	if tc, ok := nc.(*tls.Conn); ok {
+	// maxclients is checked before a TLS handshake, and a connection in
+	// its handshake counts as a client (as Redis does): silent TLS
+	// connections cannot hold more descriptors than the limit.
+	tc, isTLS := nc.(*tls.Conn)
+	if n := s.clients.Add(1); n > s.maxClients() {
+		s.clients.Add(-1)
+		s.rejectedConns.Add(1)
+		if !isTLS {
+			// A TLS client cannot read a reply before its handshake.
+			nc.SetWriteDeadline(time.Now().Add(time.Second))
+			io.WriteString(nc, "-ERR max number of clients reached\r\n")
+		}
+		nc.Close()
+		return
+	}
+	if isTLS {
 		// A client that connects and never completes the handshake must
 		// not hold a goroutine and a descriptor forever.
 		tc.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
 		if err := tc.Handshake(); err != nil {
 			s.log.Debug("TLS handshake failed", "addr", nc.RemoteAddr(), "err", err)
+			s.clients.Add(-1)
 			nc.Close()
 			return
 		}
 		tc.SetDeadline(time.Time{})
 	}
-	if n := s.clients.Add(1); n > s.maxClients() {
-		s.clients.Add(-1)
-		s.rejectedConns.Add(1)
-		nc.SetWriteDeadline(time.Now().Add(time.Second))
-		io.WriteString(nc, "-ERR max number of clients reached\r\n")
-		nc.Close()
-		return
-	}
 	s.totalConns.Add(1)
 	c := &Session{ID: s.nextID.Add(1), Addr: nc.RemoteAddr().String(), LocalAddr: nc.LocalAddr().String(), created: time.Now()}
 	c.authed = s.requirePass() == ""
+	c.canWait = true
 	c.lastCmd.Store(c.created.UnixMilli())
 	lc := s.adoptable(nc, c)
 	if lc == nil {
@@ -164,6 +173,10 @@ func (s *Server) serveConn(nc net.Conn) {
 		c.reply.next()
 		s.Do(c, args, &c.reply)
 		c.batched++
+		if c.wait != nil {
+			<-c.wait // a BF.MERGE finishing in the background
+			c.wait = nil
+		}
 		if c.authed != wasAuthed {
 			p.lim = s.readLimits(c)
 		}
@@ -220,6 +233,7 @@ func (s *Server) endSession(c *Session) {
 	s.smu.Lock()
 	delete(s.sessions, c.ID)
 	s.smu.Unlock()
+	s.endMulti(c) // a queue left behind no longer counts
 	s.clients.Add(-1)
 }
 

@@ -40,7 +40,22 @@ type diffReplay struct {
 	cfg   Config
 	s     *Server
 	rc    *rawConn
-	log   []string // the commands of this round (printed on failure)
+	// rc2 sends a BF.MERGE now and then without waiting for its reply
+	// (pending), so that rc's next commands meet the merge running.
+	rc2     *rawConn
+	pending bool
+	merged  int      // BF.MERGEs that succeeded
+	log     []string // the commands of this round (printed on failure)
+}
+
+// settle reads the reply rc2 owes.
+func (d *diffReplay) settle() {
+	if d.pending {
+		if d.rc2.read() == "+OK" {
+			d.merged++
+		}
+		d.pending = false
+	}
 }
 
 func (d *diffReplay) key() string  { return drKeys[d.rng.Intn(len(drKeys))] }
@@ -70,7 +85,10 @@ func (d *diffReplay) writeCmd() []string {
 	k := d.key()
 	nowMs := d.clock.Now().UnixMilli()
 	switch r.Intn(30) {
-	case 0:
+	case 0, 27:
+		if r.Intn(2) == 0 {
+			return []string{"BF.RESERVE", k, "0.01", "1000"} // mergeable with its like
+		}
 		opts := [][]string{nil, {"NONSCALING"}, {"EXPANSION", "1"}, {"EXPANSION", "4"}}
 		return append([]string{"BF.RESERVE", k, []string{"0.01", "0.001", "0.1"}[r.Intn(3)], []string{"50", "100", "1000"}[r.Intn(3)]}, opts[r.Intn(len(opts))]...)
 	case 1:
@@ -223,6 +241,33 @@ func (d *diffReplay) step() {
 		if r.Intn(3) == 0 {
 			d.do("SAVE")
 		}
+	case n < 14:
+		// A merge that the next commands meet running: fresh mergeable
+		// filters, the merge from the second client, then adds to both.
+		d.settle()
+		dst, src := d.key(), d.key()
+		d.do("DEL", dst, src)
+		d.do("BF.RESERVE", src, "0.01", "1000")
+		d.do(append([]string{"BF.MADD", src}, d.items(8)...)...)
+		if r.Intn(2) == 0 {
+			d.do("BF.RESERVE", dst, "0.01", "1000")
+			d.do(append([]string{"BF.MADD", dst}, d.items(4)...)...)
+		}
+		d.log = append(d.log, "(second client) BF.MERGE "+dst+" "+src)
+		d.rc2.send("BF.MERGE", dst, src)
+		d.pending = true
+		for i := r.Intn(4); i >= 0; i-- {
+			d.do("BF.ADD", []string{dst, src}[r.Intn(2)], d.item())
+		}
+	case n < 16:
+		d.settle()
+		args := []string{"BF.MERGE", d.key(), d.key()}
+		if r.Intn(2) == 0 {
+			args = append(args, d.key())
+		}
+		d.log = append(d.log, "(second client) "+strings.Join(args, " "))
+		d.rc2.send(args...)
+		d.pending = true
 	default:
 		d.do(d.writeCmd()...)
 	}
@@ -276,6 +321,7 @@ func (d *diffReplay) start() {
 	d.s = startServer(d.t, d.cfg)
 	d.cfg.Dir = d.s.cfg.Dir
 	d.rc = dialRaw(d.t, d.s.Addr())
+	d.rc2 = dialRaw(d.t, d.s.Addr())
 }
 
 // round runs n random steps, crashes, restarts and compares.
@@ -284,6 +330,7 @@ func (d *diffReplay) round(n int) bool {
 	for i := 0; i < n; i++ {
 		d.step()
 	}
+	d.settle()
 	before := d.observe(d.rc)
 	d.s.Close()
 	d.start()
@@ -324,6 +371,12 @@ func TestDifferentialReplay(t *testing.T) {
 		seed, _ = strconv.ParseInt(v, 10, 64)
 	}
 	t.Logf("seed %d (BLOOMKIT_REPLAY_SEED=%d repeats this run)", seed, seed)
+	// Every BF.MERGE goes to the background, in chunks of 64 bytes, so
+	// that the commands after it meet it running.
+	chunk, async := mergeChunk, mergeAsyncBytes
+	mergeChunk, mergeAsyncBytes = 64, 0
+	mergePause = func() { time.Sleep(100 * time.Microsecond) }
+	defer func() { mergeChunk, mergeAsyncBytes, mergePause = chunk, async, nil }()
 	clock := newFakeClock(time.Unix(5_000_000, 0))
 	d := &diffReplay{t: t, rng: rand.New(rand.NewSource(seed)), clock: clock,
 		cfg: Config{AppendFsync: "always", MaxMemory: 512 << 10, Now: clock.Now, AutoSaveLogBytes: -1, Logger: quietLogger()}}
@@ -336,5 +389,5 @@ func TestDifferentialReplay(t *testing.T) {
 		}
 		rounds++
 	}
-	t.Logf("%d rounds, each restarted and compared", rounds)
+	t.Logf("%d rounds, each restarted and compared; %d background merges", rounds, d.merged)
 }

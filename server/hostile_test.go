@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"crypto/tls"
 	"io"
 	"net"
 	"runtime"
@@ -205,4 +206,64 @@ func TestTLSHandshakeTimeout(t *testing.T) {
 func bothPaths(t *testing.T, f func(t *testing.T, goroutinePerConn bool)) {
 	t.Run("eventloop", func(t *testing.T) { f(t, false) })
 	t.Run("goroutine", func(t *testing.T) { f(t, true) })
+}
+
+// TLS connections still in their handshake count against maxclients, and
+// maxclients is checked before the handshake: silent connections past the
+// limit are closed at once instead of each holding a descriptor and a
+// goroutine for the handshake timeout.
+func TestTLSHandshakesCountAgainstMaxClients(t *testing.T) {
+	cert, key, pool := writeCert(t)
+	s := startServer(t, Config{NoPersistence: true, TLSCert: cert, TLSKey: key, MaxClients: 5, HandshakeTimeout: time.Hour})
+	const n = 40
+	conns := make([]net.Conn, n)
+	for i := range conns {
+		c, err := net.Dial("tcp", s.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns[i] = c
+	}
+	// Read them all at once: closed ones answer EOF, the others time out.
+	eofs := make(chan bool, n)
+	for _, c := range conns {
+		go func(c net.Conn) {
+			c.SetReadDeadline(time.Now().Add(3 * time.Second))
+			_, err := c.Read(make([]byte, 1))
+			eofs <- err == io.EOF
+		}(c)
+	}
+	closed := 0
+	for range conns {
+		if <-eofs {
+			closed++
+		}
+	}
+	if closed != n-5 {
+		t.Fatalf("%d of %d silent TLS connections closed with maxclients 5, want %d", closed, n, n-5)
+	}
+	if got := s.clients.Load(); got != 5 {
+		t.Fatalf("clients counted: %d, want 5", got)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	// The slots free up: a real TLS client is served.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		tc, err := tls.Dial("tcp", s.Addr(), &tls.Config{RootCAs: pool, ServerName: "localhost"})
+		if err == nil {
+			rc := &rawConn{t: t, c: tc, r: bufio.NewReader(tc)}
+			got := rc.do("PING")
+			tc.Close()
+			if got == "+PONG" {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no TLS client served after the silent ones left: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -112,6 +112,8 @@ type keyspace struct {
 	epoch uint64
 	// probe is scratch space for native filters' lookups (cmd_native.go).
 	probe probe
+	// merges are the BF.MERGEs still ORing in the background (merge.go).
+	merges []*mergeJob
 }
 
 func newDB(limit uint64, now func() time.Time) *keyspace {
@@ -258,6 +260,7 @@ func (e *entry) free() {
 // remove takes key out of the keyspace without releasing its filter
 // (RENAME moves it).
 func (db *keyspace) remove(key string, e *entry) {
+	db.finishMerges(e) // a merge it is part of took effect already
 	db.leaving(key, e)
 	delete(db.keys, key)
 	db.order.Delete(scanKey{scanHash(key), key})
@@ -408,6 +411,7 @@ func (db *keyspace) attach(e *entry) {
 }
 
 func (db *keyspace) flush() {
+	db.finishMerges(nil)
 	if len(db.keys) > 0 {
 		db.dirty++
 	}

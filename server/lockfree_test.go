@@ -99,3 +99,64 @@ func TestFlushDuringSnapshotIsConstantTime(t *testing.T) {
 		t.Errorf("FLUSHALL with a snapshot running took %v for %d keys", took, n)
 	}
 }
+
+// A BF.MERGE of large filters ORs in the background, a chunk per hold of
+// the keyspace lock: while it runs, other clients are served; the merging
+// client's reply waits for it; a command naming one of its keys sees the
+// merge done (it finishes it first); and a restart replays the same bits.
+func TestBigMergeRunsOffTheLock(t *testing.T) {
+	for _, native := range []bool{false, true} {
+		t.Run(fmt.Sprintf("native=%v", native), func(t *testing.T) {
+			chunks := make(chan struct{}, 1)
+			gate := make(chan struct{})
+			mergePause = func() {
+				select {
+				case chunks <- struct{}{}:
+				default:
+				}
+				<-gate
+			}
+			defer func() { mergePause = nil }()
+			s := startServer(t, Config{AppendFsync: "always"})
+			rc, other := dialRaw(t, s.Addr()), dialRaw(t, s.Addr())
+			reserve := "BF.RESERVE %s 0.01 8000000"
+			if native {
+				reserve += " LAYOUT blocked SEED 9"
+			}
+			for _, k := range []string{"a", "b", "d"} {
+				runSteps(t, rc, []step{{fmt.Sprintf(reserve, k), "+OK"}})
+			}
+			runSteps(t, rc, []step{
+				{"BF.MADD a x1 x2 x3", "[:1 :1 :1]"},
+				{"BF.MADD b y1 y2", "[:1 :1]"},
+				{"BF.ADD d z", ":1"},
+				{"SET s v", "+OK"},
+			})
+			// 4 × 9.6 MB to OR: d (itself once), a, b, a again (merged once).
+			rc.send("BF.MERGE", "d", "a", "d", "b", "a")
+			select {
+			case <-chunks:
+			case <-time.After(10 * time.Second):
+				t.Fatal("BF.MERGE did not go to the background")
+			}
+			rc.c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+			if _, err := rc.r.Peek(1); err == nil {
+				t.Fatal("BF.MERGE answered before its merge was done")
+			}
+			runSteps(t, other, []step{{"PING", "+PONG"}, {"GET s", `"v"`}, {"BF.EXISTS a x1", ":1"}})
+			// Naming the destination finishes the merge first.
+			runSteps(t, other, []step{{"BF.MEXISTS d x1 x2 x3 y1 y2 z", "[:1 :1 :1 :1 :1 :1]"}})
+			close(gate)
+			if got := rc.read(); got != "+OK" {
+				t.Fatalf("BF.MERGE: %s", got)
+			}
+			before := other.do("BF.INFO", "d") + other.do("BF.CARD", "d")
+			s2 := crashRestart(t, s, Config{})
+			rc2 := dialRaw(t, s2.Addr())
+			if after := rc2.do("BF.INFO", "d") + rc2.do("BF.CARD", "d"); after != before {
+				t.Errorf("after restart %s, before %s", after, before)
+			}
+			runSteps(t, rc2, []step{{"BF.MEXISTS d x1 x2 x3 y1 y2 z", "[:1 :1 :1 :1 :1 :1]"}})
+		})
+	}
+}

@@ -4,13 +4,15 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"runtime"
 	"sync"
-	"syscall"
 	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // Event loops (Linux).
@@ -38,11 +40,13 @@ type eventLoop struct {
 	wake   [2]int // a pipe: writing to wake[1] interrupts epoll_wait
 	mu     sync.Mutex
 	newc   []*loopConn // handed over by the acceptor
+	resume []*loopConn // clients whose held replies may go now (mu)
 	conns  map[int]*loopConn
 	dirty  []*loopConn // clients with replies to send this round
 	rerun  []*loopConn // clients with requests left in their buffer
-	events []syscall.EpollEvent
-	now    int64 // monoNow at the end of the last round
+	events []unix.EpollEvent
+	ctl    func(epfd, op, fd int, ev *unix.EpollEvent) error // epoll_ctl(2)
+	now    int64                                             // monoNow at the end of the last round
 	pf     []prefetchItem
 }
 
@@ -71,9 +75,9 @@ func (r fdReader) Read(p []byte) (int, error) {
 	for {
 		n, err := rawRead(r.fd, p)
 		switch {
-		case err == syscall.EINTR:
+		case err == unix.EINTR:
 			continue
-		case err == syscall.EAGAIN:
+		case err == unix.EAGAIN:
 			return 0, errAgain
 		case err != nil:
 			return 0, err
@@ -85,15 +89,15 @@ func (r fdReader) Read(p []byte) (int, error) {
 }
 
 // rawRead and rawWrite are read(2) and write(2) on a non-blocking socket
-// without telling the Go scheduler (syscall.RawSyscall): they never block,
-// so the bookkeeping syscall.Read does for a call that might (entering and
+// without telling the Go scheduler (unix.RawSyscall): they never block,
+// so the bookkeeping unix.Read does for a call that might (entering and
 // leaving the syscall state, and the thread hand-offs that can follow) is
 // pure cost — two of them per request at pipeline depth 1.
 func rawRead(fd int, p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	n, _, e := syscall.RawSyscall(syscall.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
 	if e != 0 {
 		return 0, e
 	}
@@ -104,7 +108,7 @@ func rawWrite(fd int, p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
 	if e != 0 {
 		return 0, e
 	}
@@ -144,21 +148,36 @@ func (s *Server) startLoops() error {
 	return nil
 }
 
+// epollCtl is epoll_ctl(2) for the loops created from now on; tests
+// replace it to make it fail.
+var epollCtl = unix.EpollCtl
+
 func newEventLoop(s *Server) (*eventLoop, error) {
-	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("event loop: epoll_create1: %w", err)
 	}
-	l := &eventLoop{s: s, epfd: epfd, conns: map[int]*loopConn{}, events: make([]syscall.EpollEvent, 256)}
-	if err := syscall.Pipe2(l.wake[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC); err != nil {
-		syscall.Close(epfd)
-		return nil, err
+	l := &eventLoop{s: s, epfd: epfd, conns: map[int]*loopConn{}, events: make([]unix.EpollEvent, 256), ctl: epollCtl}
+	if err := unix.Pipe2(l.wake[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+		l.closeFD(epfd, "epoll")
+		return nil, fmt.Errorf("event loop: pipe2: %w", err)
 	}
-	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, l.wake[0], &syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(l.wake[0])}); err != nil {
-		syscall.Close(epfd)
-		return nil, err
+	if err := l.ctl(epfd, unix.EPOLL_CTL_ADD, l.wake[0], &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(l.wake[0])}); err != nil {
+		l.closeFD(epfd, "epoll")
+		l.closeFD(l.wake[0], "wake-up pipe")
+		l.closeFD(l.wake[1], "wake-up pipe")
+		return nil, fmt.Errorf("event loop: epoll_ctl ADD of the wake-up pipe: %w", err)
 	}
 	return l, nil
+}
+
+// closeFD closes a descriptor the loop owns. A failure leaks nothing (on
+// Linux the descriptor is released whatever close returns) but is logged:
+// it means a descriptor was closed twice or I/O was lost.
+func (l *eventLoop) closeFD(fd int, what string) {
+	if err := unix.Close(fd); err != nil {
+		l.s.log.Warn("event loop: close failed", "fd", fd, "what", what, "err", err)
+	}
 }
 
 // adoptable prepares a freshly accepted plain TCP connection for an event
@@ -176,18 +195,18 @@ func (s *Server) adoptable(nc net.Conn, c *Session) *loopConn {
 	if err != nil {
 		return nil
 	}
-	fd := -1
-	raw.Control(func(f uintptr) {
-		r, _, e := syscall.Syscall(syscall.SYS_FCNTL, f, syscall.F_DUPFD_CLOEXEC, 0)
-		if e == 0 {
-			fd = int(r)
-		}
-	})
-	if fd < 0 {
+	// Any failure below leaves the connection to a goroutine, which
+	// serves it as well (only more slowly).
+	fd, dupErr := -1, error(nil)
+	if err := raw.Control(func(f uintptr) { fd, dupErr = unix.FcntlInt(f, unix.F_DUPFD_CLOEXEC, 0) }); err != nil || dupErr != nil {
+		s.log.Warn("event loop: cannot duplicate a client's socket; serving it with a goroutine", "addr", c.Addr, "err", errors.Join(err, dupErr))
 		return nil
 	}
-	if err := syscall.SetNonblock(fd, true); err != nil {
-		syscall.Close(fd)
+	if err := unix.SetNonblock(fd, true); err != nil {
+		s.log.Warn("event loop: cannot make a client's socket non-blocking; serving it with a goroutine", "addr", c.Addr, "err", err)
+		if err := unix.Close(fd); err != nil {
+			s.log.Warn("event loop: close failed", "fd", fd, "err", err)
+		}
 		return nil
 	}
 	nc.Close() // the duplicate keeps the socket open
@@ -207,7 +226,10 @@ func (c *loopConn) hand() {
 }
 
 func (l *eventLoop) wakeUp() {
-	syscall.Write(l.wake[1], []byte{1})
+	// EAGAIN: the pipe is full, so a wake-up is already pending.
+	if _, err := unix.Write(l.wake[1], []byte{1}); err != nil && err != unix.EAGAIN {
+		l.s.log.Warn("event loop: cannot write to the wake-up pipe", "err", err)
+	}
 }
 
 func (l *eventLoop) stop() {
@@ -223,8 +245,8 @@ func (l *eventLoop) run() {
 		if len(l.rerun) > 0 {
 			timeout = 0
 		}
-		n, err := syscall.EpollWait(l.epfd, l.events, timeout)
-		if err != nil && err != syscall.EINTR {
+		n, err := unix.EpollWait(l.epfd, l.events, timeout)
+		if err != nil && err != unix.EINTR {
 			l.s.log.Error("epoll_wait failed; event loop stops", "err", err)
 			return
 		}
@@ -242,10 +264,10 @@ func (l *eventLoop) run() {
 			if c == nil {
 				continue
 			}
-			if ev.Events&syscall.EPOLLOUT != 0 {
+			if ev.Events&unix.EPOLLOUT != 0 {
 				l.write(c)
 			}
-			if ev.Events&(syscall.EPOLLIN|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 && !c.watchOut && l.conns[fd] == c {
+			if ev.Events&(unix.EPOLLIN|unix.EPOLLHUP|unix.EPOLLERR) != 0 && !c.watchOut && l.conns[fd] == c {
 				l.read(c)
 			}
 		}
@@ -277,18 +299,26 @@ func (l *eventLoop) run() {
 func (l *eventLoop) woken() {
 	var b [64]byte
 	for {
-		if n, _ := syscall.Read(l.wake[0], b[:]); n <= 0 {
+		n, err := unix.Read(l.wake[0], b[:])
+		if err != nil && err != unix.EAGAIN && err != unix.EINTR {
+			l.s.log.Warn("event loop: cannot read the wake-up pipe", "err", err)
+		}
+		if n <= 0 && err != unix.EINTR {
 			break
 		}
 	}
 	l.mu.Lock()
-	newc := l.newc
-	l.newc = nil
+	newc, resume := l.newc, l.resume
+	l.newc, l.resume = nil, nil
 	l.mu.Unlock()
+	for _, c := range resume {
+		l.release(c)
+	}
 	for _, c := range newc {
-		if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, c.fd, &syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(c.fd)}); err != nil {
+		if err := l.ctl(l.epfd, unix.EPOLL_CTL_ADD, c.fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(c.fd)}); err != nil {
+			l.s.log.Warn("event loop: cannot watch a new client; disconnecting it", "addr", c.sess.Addr, "err", err)
 			l.s.endSession(c.sess)
-			syscall.Close(c.fd)
+			l.closeFD(c.fd, "client")
 			continue
 		}
 		l.conns[c.fd] = c
@@ -329,6 +359,9 @@ func (l *eventLoop) read(c *loopConn) {
 // written), or the client must be closed.
 func (l *eventLoop) runRequests(c *loopConn) {
 	s := l.s
+	if c.sess.wait != nil {
+		return // held until its merge is done (hold)
+	}
 	c.sess.clock = monoNow() // the first command's start; each later one starts at its predecessor's end
 	for !c.closeAfter {
 		if len(c.sess.reply.buf)-c.wpos >= flushAt {
@@ -364,10 +397,56 @@ func (l *eventLoop) runRequests(c *loopConn) {
 			c.rd.lim = s.readLimits(sess)
 		}
 		l.markDirty(c)
+		if sess.wait != nil {
+			l.hold(c)
+			return
+		}
 		if sess.quit || sess.closing.Load() {
 			c.closeAfter = true // QUIT: its reply goes out, nothing after it runs
 		}
 	}
+}
+
+// hold keeps c's replies and requests back until its BF.MERGE, finishing
+// in the background, is done; the loop serves its other clients meanwhile.
+// Nothing is read from c until then (its descriptor is watched for
+// nothing but hang-ups).
+func (l *eventLoop) hold(c *loopConn) {
+	if err := l.ctl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &unix.EpollEvent{Events: 0, Fd: int32(c.fd)}); err != nil {
+		// Still watched for input, the client's next requests would run
+		// before its merge's reply: disconnect it instead.
+		l.s.log.Warn("event loop: cannot hold a client during its BF.MERGE; disconnecting it", "addr", c.sess.Addr, "err", err)
+		l.close(c)
+		return
+	}
+	wait := c.sess.wait
+	go func() {
+		<-wait
+		l.mu.Lock()
+		l.resume = append(l.resume, c)
+		l.mu.Unlock()
+		l.wakeUp()
+	}()
+}
+
+// release lets c's held replies go and its requests run again.
+func (l *eventLoop) release(c *loopConn) {
+	if l.conns[c.fd] != c {
+		return
+	}
+	c.sess.wait = nil
+	ev := uint32(unix.EPOLLIN)
+	if c.watchOut {
+		ev = unix.EPOLLOUT
+	}
+	if err := l.ctl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &unix.EpollEvent{Events: ev, Fd: int32(c.fd)}); err != nil {
+		// Unwatched, the client would hang: disconnect it.
+		l.s.log.Warn("event loop: cannot watch a client again after its BF.MERGE; disconnecting it", "addr", c.sess.Addr, "err", err)
+		l.close(c)
+		return
+	}
+	l.markDirty(c)
+	l.rerun = append(l.rerun, c)
 }
 
 func (l *eventLoop) markDirty(c *loopConn) {
@@ -406,6 +485,9 @@ func (l *eventLoop) flushAll() {
 // write writes c's pending output; if the socket is full it waits for
 // writability (and reads nothing more meanwhile).
 func (l *eventLoop) write(c *loopConn) {
+	if c.sess.wait != nil {
+		return // held until its merge is done (hold)
+	}
 	buf := c.sess.reply.buf[:c.checked]
 	for c.wpos < len(buf) {
 		n, err := rawWrite(c.fd, buf[c.wpos:])
@@ -413,13 +495,19 @@ func (l *eventLoop) write(c *loopConn) {
 			c.wpos += n
 			c.lastWrite = l.now
 		}
-		if err == syscall.EINTR {
+		if err == unix.EINTR {
 			continue
 		}
-		if err == syscall.EAGAIN {
+		if err == unix.EAGAIN {
 			if !c.watchOut {
+				// Unwatched for writability, the client would never get
+				// the rest of its replies: it is disconnected instead.
+				if err := l.ctl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &unix.EpollEvent{Events: unix.EPOLLOUT, Fd: int32(c.fd)}); err != nil {
+					l.s.log.Warn("event loop: cannot watch a client for writability; disconnecting it", "addr", c.sess.Addr, "err", err)
+					l.close(c)
+					return
+				}
 				c.watchOut = true
-				syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_MOD, c.fd, &syscall.EpollEvent{Events: syscall.EPOLLOUT, Fd: int32(c.fd)})
 			}
 			return
 		}
@@ -445,7 +533,12 @@ func (l *eventLoop) write(c *loopConn) {
 	}
 	if c.watchOut {
 		c.watchOut = false
-		syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_MOD, c.fd, &syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(c.fd)})
+		// Unwatched for input, the client would hang: disconnect it.
+		if err := l.ctl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(c.fd)}); err != nil {
+			l.s.log.Warn("event loop: cannot watch a client for input; disconnecting it", "addr", c.sess.Addr, "err", err)
+			l.close(c)
+			return
+		}
 		if c.rd.buffered() {
 			l.rerun = append(l.rerun, c)
 		}
@@ -475,8 +568,12 @@ func (l *eventLoop) close(c *loopConn) {
 		return
 	}
 	delete(l.conns, c.fd)
-	syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, c.fd, nil)
-	syscall.Close(c.fd)
+	// Closing the descriptor would drop it from the epoll set anyway; a
+	// failure here means the loop's bookkeeping and the kernel's differ.
+	if err := l.ctl(l.epfd, unix.EPOLL_CTL_DEL, c.fd, nil); err != nil {
+		l.s.log.Warn("event loop: epoll_ctl DEL of a closing client failed", "addr", c.sess.Addr, "err", err)
+	}
+	l.closeFD(c.fd, "client")
 	l.s.endSession(c.sess)
 }
 
@@ -486,12 +583,12 @@ func (l *eventLoop) shutdown() {
 	}
 	l.mu.Lock()
 	for _, c := range l.newc {
-		syscall.Close(c.fd)
+		l.closeFD(c.fd, "client")
 		l.s.endSession(c.sess)
 	}
 	l.newc = nil
 	l.mu.Unlock()
-	syscall.Close(l.epfd)
-	syscall.Close(l.wake[0])
-	syscall.Close(l.wake[1])
+	l.closeFD(l.epfd, "epoll")
+	l.closeFD(l.wake[0], "wake-up pipe")
+	l.closeFD(l.wake[1], "wake-up pipe")
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/bloomkit/bloomkit/bloom"
-	"github.com/bloomkit/bloomkit/internal/bitcount"
 	"github.com/bloomkit/bloomkit/internal/format"
 	"github.com/bloomkit/bloomkit/internal/generation"
 	"github.com/bloomkit/bloomkit/redisbloom"
@@ -316,6 +315,7 @@ func (n *nativeFilter) prefetch(now time.Time, items [][]byte) byte {
 		for i, item := range items[:k] {
 			h := bloom.Hash(n.params.Seed, item)
 			if n.typ == format.TypeClassic {
+				// The first probe: the same for every hash id.
 				b, _ := bits.Mul64(h.Lo, n.params.M)
 				pos[i] = b >> 3
 			} else {
@@ -432,7 +432,7 @@ func windowPrefix(gens int) uint64 { return 16 + 8*uint64(gens+1) }
 // header, and for a window the payload's configuration and start times.
 // The arrays, oldest first, follow it; then the CRC-32C trailer.
 func (n *nativeFilter) fileHeader() []byte {
-	h := format.Header{Type: n.typ, Seed: n.params.Seed, M: n.params.M, K: n.params.K, N: n.params.N, P: n.params.P}
+	h := format.Header{Type: n.typ, Hash: n.params.Hash, Seed: n.params.Seed, M: n.params.M, K: n.params.K, N: n.params.N, P: n.params.P}
 	h.PayloadLen = n.dataBytes()
 	if n.typ == format.TypeWindow {
 		h.PayloadLen += windowPrefix(n.gens)
@@ -460,7 +460,9 @@ func parseFileHeader(b []byte) (*nativeFilter, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	n := &nativeFilter{typ: h.Type, params: bloom.Params{M: h.M, K: h.K, Seed: h.Seed, N: h.N, P: h.P}}
+	// The hash id comes with the key: a classic key written before hash id
+	// 2 existed keeps id 1 and answers as it did.
+	n := &nativeFilter{typ: h.Type, params: bloom.Params{M: h.M, K: h.K, Seed: h.Seed, N: h.N, P: h.P, Hash: h.Hash}}
 	if h.K < 1 || h.K > bloom.MaxK || h.M == 0 || h.M > bloom.MaxBits || !(h.P >= 0 && h.P < 1) {
 		return nil, 0, errors.New("bloomkit header: bad parameters")
 	}
@@ -567,30 +569,6 @@ func loadSnapshotHeader(b []byte, fits func(uint64) error) (*nativeFilter, error
 // so that their bits can be ORed.
 func (n *nativeFilter) sameShape(o *nativeFilter) bool {
 	return n.typ == o.typ && n.params == o.params && n.period == o.period && n.gens == o.gens
-}
-
-// merge ORs src's generations that n still holds into n's (the caller
-// moved windows to one generation first).
-func (n *nativeFilter) merge(src *nativeFilter) {
-	for g := src.cur - int64(src.gens); g <= src.cur; g++ {
-		if g < n.cur-int64(n.gens) || g > n.cur {
-			continue
-		}
-		if src.dirty != nil && !src.dirty[src.slot(g)] {
-			continue // all zeros: nothing to OR
-		}
-		d := n.arrays[n.slot(g)]
-		if n.guard != nil {
-			n.guard.Write(d, 0, len(d))
-		}
-		orBytes(d, src.arrays[src.slot(g)])
-		n.markDirty(n.slot(g))
-		// As for RedisBloom-layout keys: the larger of the two counts and
-		// of the count the merged bits imply, so that an item in both is
-		// not counted twice.
-		i := n.slot(g)
-		n.counts[i] = max(n.counts[i], src.counts[src.slot(g)], n.keysFromBits(bitcount.Ones(d)))
-	}
 }
 
 func orBytes(d, s []byte) {

@@ -494,7 +494,12 @@ func (s *Server) rewrite0(gen uint64) error {
 	if err != nil {
 		return fmt.Errorf("new log: %w", err)
 	}
+	// A snapshot's point in time must not fall inside a merge (the
+	// merge is in the log before it): wait for the running ones, and
+	// finish any started since with the lock held.
+	s.waitMerges()
 	s.db.mu.Lock()
+	s.db.finishMerges(nil)
 	failedBefore := s.aof.failure() != nil
 	snap := s.db.beginSnapshot(gen)
 	s.aof.rotate(lf)

@@ -111,6 +111,9 @@ type Config struct {
 
 	// dataDir replaces the data directory (fault-injection tests).
 	dataDir dataDir
+	// maxRecord bounds one append-only log record's payload (default
+	// maxRecord; tests make it small instead of allocating gigabytes).
+	maxRecord int64
 	// retryMin is the first pause before retrying a failed rewrite after
 	// the log failed (default 1 s; it doubles up to a minute).
 	retryMin time.Duration
@@ -150,6 +153,9 @@ func (c *Config) defaults() {
 	}
 	if c.AutoSaveLogBytes == 0 {
 		c.AutoSaveLogBytes = 64 << 20
+	}
+	if c.maxRecord <= 0 || c.maxRecord > maxRecord {
+		c.maxRecord = maxRecord
 	}
 	if c.retryMin <= 0 {
 		c.retryMin = time.Second
@@ -212,10 +218,17 @@ type Session struct {
 	// txnLen mirrors len(multi) (0: not in MULTI) for CLIENT LIST,
 	// which other sessions run.
 	txnLen atomic.Int64
+	// multiBytes is the memory the queue holds (counted in the server's
+	// queuedBytes); multiLog the size of the log record its writes make.
+	multiBytes, multiLog int64
 	// inExec is set while EXEC runs this session's queue with the
 	// keyspace lock held: an unlocked command queued there must not take
 	// the lock again (see lockDB).
 	inExec bool
+	// canWait is set for network clients: a long BF.MERGE may then hold
+	// their replies (wait, closed when it is done) instead of the lock.
+	canWait bool
+	wait    <-chan struct{}
 }
 
 // Server is a bloomkit server. Its methods are safe for concurrent use.
@@ -243,6 +256,10 @@ type Server struct {
 	filterStats filterStats
 	// doubt is the keys whose last writes were not durable when the log failed.
 	doubt doubtSet
+	// queuedBytes is the memory of every client's MULTI queue: it counts
+	// against maxmemory when more is queued, as Redis counts client
+	// buffers in used_memory.
+	queuedBytes atomic.Int64
 	// txn collects the writes of the MULTI/EXEC block being executed, to
 	// be logged as one record (db.mu held).
 	txn [][][]byte
@@ -679,6 +696,12 @@ func (s *Server) do(c *Session, args [][]byte, r *Reply) {
 			s.reject(cmd, start, r)
 			return
 		}
+		if msg := s.queueRoom(c, cmd, args); msg != "" {
+			c.multiErr = true
+			r.Error(msg)
+			s.reject(cmd, start, r)
+			return
+		}
 		q := make([][]byte, len(args))
 		for i, a := range args {
 			q[i] = append([]byte(nil), a...)
@@ -697,6 +720,11 @@ func (s *Server) do(c *Session, args [][]byte, r *Reply) {
 	} else {
 		if cmd.write {
 			if msg := s.misconf(); msg != "" {
+				r.Error(msg)
+				s.reject(cmd, start, r)
+				return
+			}
+			if msg := s.recordFits(logRecordSize(args)); msg != "" {
 				r.Error(msg)
 				s.reject(cmd, start, r)
 				return
@@ -761,6 +789,11 @@ func monoTime(ns int64) time.Time { return monoBase.Add(time.Duration(ns)) }
 // of the keys a write names for a running snapshot, and logs a write that
 // succeeded. The connection's replies then wait for everything it saw.
 func (s *Server) run(c *Session, cmd *command, args [][]byte, r *Reply) {
+	if len(s.db.merges) > 0 {
+		// A merge in the background took effect when it was logged:
+		// whoever names its keys sees it done (merge.go).
+		forKeys(cmd, args, s.db.finishMergesNamed)
+	}
 	if cmd.write && s.db.pass.active {
 		forKeys(cmd, args, s.db.touch)
 	}
@@ -818,8 +851,7 @@ func (s *Server) exec(c *Session, r *Reply) {
 		return
 	}
 	q, failed := c.multi, c.multiErr
-	c.multi, c.multiErr = nil, false
-	c.txnLen.Store(0)
+	s.endMulti(c)
 	if failed {
 		r.Error("EXECABORT Transaction discarded because of previous errors.")
 		return

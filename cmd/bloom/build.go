@@ -22,7 +22,8 @@ var buildHelp = help{
 build --static [--bits 8|16] [--field COL [--delim D]] -o FILE [INPUT...]`,
 	about: `Reads keys, one a line, from the INPUT files ("-" or none: stdin) and writes a
 filter holding them to FILE, sized for N keys at false-positive rate RATE.
-Line endings (\n or \r\n) are not part of a key; empty keys are skipped.
+Line endings (\n or \r\n) are not part of a key; an empty line is not a
+key and is skipped (test answers absent for it, dedup copies it through).
 With --field the key is that column of a CSV or TSV record (quoted columns
 as in RFC 4180; a record must fit on one line).
 

@@ -24,7 +24,8 @@ var dedupHelp = help{
 awk '!seen[$0]++', but in constant memory: a blocked Bloom filter sized for N
 distinct lines at rate RATE (about 15 bits a line at 0.1%). Lines are copied
 unchanged; the key is the line without its line ending (or, with --field,
-one CSV/TSV column).
+one CSV/TSV column). An empty key is not a key, as for build and test:
+empty lines (or columns) are copied through, never dropped.
 
 A Bloom filter never forgets a line, but may take a new line for a seen one:
 at most about RATE of the distinct lines (far fewer while the filter is far
@@ -220,7 +221,7 @@ loop:
 					strictErr = err.Error()
 				}
 			}
-			if !warned && planned > 0 && (base == math.MaxUint64 || d.read-d.dropped-d.missing > limit) {
+			if !warned && planned > 0 && (base == math.MaxUint64 || d.read-d.dropped-d.missing-d.empty > limit) {
 				warned = true
 				msg := overfillMsg()
 				if *strict {
@@ -292,6 +293,7 @@ type dedupCounts struct {
 	droppedNow    atomic.Uint64 // dropped, for the progress line
 	missing       uint64        // lines without the --field column
 	firstMissing  uint64        // the first one's line number
+	empty         uint64        // empty keys: not keys, copied through
 }
 
 // blocked is the fast path: whole lines, a blocked filter called directly.
@@ -304,12 +306,20 @@ func (d *dedupCounts) blocked(f *bloom.Blocked, data []byte, w *bufio.Writer, li
 		var line []byte
 		line, data = cutLine(data)
 		d.read++
-		if f.TestAndAdd(trimEOL(line)) {
+		key := trimEOL(line)
+		if len(key) == 0 {
+			// An empty line is not a key (as for build and test): copied
+			// through, never dropped.
+			d.empty++
+			w.Write(line)
+			continue
+		}
+		if f.TestAndAdd(key) {
 			d.dropped++
 			continue
 		}
 		w.Write(line)
-		if d.read-d.dropped > limit {
+		if d.read-d.dropped-d.empty > limit {
 			return data
 		}
 	}
@@ -337,12 +347,17 @@ func (d *dedupCounts) generic(f testAndAdder, spec *fieldSpec, strict bool, data
 			w.Write(line)
 			continue
 		}
+		if len(key) == 0 {
+			d.empty++
+			w.Write(line)
+			continue
+		}
 		if f.TestAndAdd(key) {
 			d.dropped++
 			continue
 		}
 		w.Write(line)
-		if d.read-d.dropped-d.missing > limit {
+		if d.read-d.dropped-d.missing-d.empty > limit {
 			return data, nil
 		}
 	}

@@ -62,10 +62,11 @@ func TestDedupExact(t *testing.T) {
 	if r.stderr != "" {
 		t.Errorf("stderr: %q", r.stderr)
 	}
-	// Line endings and a last line without a newline are copied unchanged.
+	// Line endings and a last line without a newline are copied unchanged;
+	// empty lines are not keys and are all copied.
 	edge := "a\nb\r\na\nb\n\n\nc"
 	r = bloomIn(t, "", edge, "dedup").want(t, exitOK, "dedup edge cases")
-	if r.stdout != "a\nb\r\n\nc" {
+	if r.stdout != "a\nb\r\n\n\nc" {
 		t.Errorf("edge cases: %q", r.stdout)
 	}
 	bloomIn(t, "", "", "dedup").want(t, exitOK, "empty input")
@@ -305,5 +306,35 @@ func TestDedupScalable(t *testing.T) {
 	r = bloomIn(t, dir, "a\n", "dedup", "--state", "c.bf").want(t, exitError, "cuckoo state")
 	if !strings.Contains(r.stderr, "c.bf: a cuckoo filter cannot be used for dedup") {
 		t.Errorf("cuckoo state: %q", r.stderr)
+	}
+}
+
+// TestEmptyLinesOneRule: an empty line is not a key in build, test and
+// dedup alike. build skips it; test answers absent for "" (from arguments
+// or stdin, whatever the filter holds); dedup copies every empty line
+// through (it used to treat "" as a key and drop the second blank line).
+func TestEmptyLinesOneRule(t *testing.T) {
+	dir := t.TempDir()
+	bloomIn(t, dir, "a\n\nb\n\n", "build", "-n", "10", "-o", "e.bf", "-").want(t, exitOK, "build")
+	r := bloomIn(t, dir, "", "test", "e.bf", "", "a").want(t, exitOK, "test")
+	if r.stdout != "\tabsent\na\tpresent\n" {
+		t.Errorf("test of an empty key: %q", r.stdout)
+	}
+	// Even a filter whose every bit is set says absent for "".
+	full := keys("f", 2000)
+	bloomIn(t, dir, full, "build", "-n", "1", "-o", "full.bf", "-").want(t, exitOK, "build an overfull filter")
+	if r := bloomIn(t, dir, "", "test", "full.bf", "", "zzz"); r.stdout != "\tabsent\nzzz\tpresent\n" {
+		t.Errorf("test of an empty key on a saturated filter: %q", r.stdout)
+	}
+	if r := bloomIn(t, dir, "x\n\ny\n", "test", "-v", "full.bf"); r.stdout != "\n" {
+		t.Errorf("test -v from stdin on a saturated filter: %q", r.stdout)
+	}
+	r = bloomIn(t, dir, "a\n\nb\n\na\n\n", "dedup").want(t, exitOK, "dedup")
+	if r.stdout != "a\n\nb\n\n\n" {
+		t.Errorf("dedup of blank lines: %q", r.stdout)
+	}
+	r = bloomIn(t, dir, "1,a\n2,\n3,b\n4,\n", "dedup", "--field", "2").want(t, exitOK, "dedup --field")
+	if r.stdout != "1,a\n2,\n3,b\n4,\n" {
+		t.Errorf("dedup --field of empty columns: %q", r.stdout)
 	}
 }

@@ -322,7 +322,12 @@ func printInfo(w io.Writer, r *infoResult) {
 		row("fill ratio", fmt.Sprintf("%.2f%%", 100**r.FillRatio))
 	}
 	if r.EstimatedFPR != nil {
-		row("rate now", rateText(*r.EstimatedFPR))
+		rate := *r.EstimatedFPR
+		if rate == 0 && ((r.FillRatio != nil && *r.FillRatio > 0) || (r.Items != nil && *r.Items > 0)) {
+			// fill^k underflowed: tiny, not 0, for a filter that holds keys.
+			rate = math.SmallestNonzeroFloat64
+		}
+		row("rate now", rateText(rate))
 	}
 	switch r.Checksum {
 	case "ok":

@@ -252,3 +252,22 @@ func TestInfoWindowAndSeed(t *testing.T) {
 		t.Errorf("info --json of a window: seed %v window %v generations %v total_bits %v", got["seed"], got["window"], got["generations"], got["total_bits"])
 	}
 }
+
+// TestInfoTinyRateNotZero: a filter that holds keys but whose estimated
+// rate underflowed to 0 (fill^k below the smallest double) shows the same
+// tiny-rate bound as every other output, not "0%".
+func TestInfoTinyRateNotZero(t *testing.T) {
+	items, fill, rate := uint64(5), 1e-9, 0.0
+	var b bytes.Buffer
+	printInfo(&b, &infoResult{File: "x.bf", Type: "classic", M: 1 << 40, K: 64, Items: &items, FillRatio: &fill, EstimatedFPR: &rate, Checksum: "ok"})
+	if !strings.Contains(b.String(), "rate now:     < 0.0000000000001% (1 in more than 10^15)\n") {
+		t.Errorf("info of a filter with an underflowed rate:\n%s", b.String())
+	}
+	items = 0
+	fill = 0
+	b.Reset()
+	printInfo(&b, &infoResult{File: "x.bf", Type: "classic", M: 1 << 20, K: 7, Items: &items, FillRatio: &fill, EstimatedFPR: &rate, Checksum: "ok"})
+	if !strings.Contains(b.String(), "rate now:     0%\n") {
+		t.Errorf("info of an empty filter:\n%s", b.String())
+	}
+}

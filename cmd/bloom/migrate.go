@@ -8,7 +8,9 @@ import (
 	"io"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,7 +40,8 @@ contents is a conflict, reported and left alone unless --replace.
 A verification pass then compares, for every key, BF.INFO (CF.INFO) on both
 sides, their SCANDUMP streams (by CRC-32C) and the answers of both to
 --samples random queries. The report gives
-the keys copied, unchanged, in conflict, failed and verified; the exit status
+the keys matched, left out (not filters), copied, unchanged, in conflict,
+failed and verified; the exit status
 is 0 only when every matched key is on DST and verified.`,
 	examples: `bloom migrate 127.0.0.1:6479 redis8:6379
 bloom migrate --match 'seen:*' 127.0.0.1:6479 10.0.0.5:7000     # a Redis Cluster node
@@ -47,20 +50,24 @@ bloom migrate --json redis://:pw@old:6379 127.0.0.1:6479 > report.json`,
 
 // migrateReport is what migrate tells at the end; --json prints it.
 type migrateReport struct {
-	Source      string   `json:"source"`
-	Destination string   `json:"destination"`
-	Match       string   `json:"match"`
-	Matched     int64    `json:"matched"`
-	Bloom       int64    `json:"bf_keys"`
-	Cuckoo      int64    `json:"cf_keys"`
-	Copied      int64    `json:"copied"`
-	Unchanged   int64    `json:"unchanged"`
-	Conflicts   int64    `json:"conflicts"`
-	Failed      int64    `json:"failed"`
-	Verified    int64    `json:"verified"`
-	Bytes       int64    `json:"bytes_copied"`
-	Seconds     float64  `json:"seconds"`
-	Problems    []string `json:"problems,omitempty"`
+	Source      string `json:"source"`
+	Destination string `json:"destination"`
+	Match       string `json:"match"`
+	Matched     int64  `json:"matched"`
+	Bloom       int64  `json:"bf_keys"`
+	Cuckoo      int64  `json:"cf_keys"`
+	// Other counts the keys matching the pattern that are not Bloom or
+	// cuckoo filters, left out; OtherTypes by their TYPE.
+	Other      int64            `json:"other_keys"`
+	OtherTypes map[string]int64 `json:"other_types,omitempty"`
+	Copied     int64            `json:"copied"`
+	Unchanged  int64            `json:"unchanged"`
+	Conflicts  int64            `json:"conflicts"`
+	Failed     int64            `json:"failed"`
+	Verified   int64            `json:"verified"`
+	Bytes      int64            `json:"bytes_copied"`
+	Seconds    float64          `json:"seconds"`
+	Problems   []string         `json:"problems,omitempty"`
 }
 
 func runMigrate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -104,9 +111,16 @@ func runMigrate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer dst.close()
 
 	rep := &migrateReport{Source: pos[0], Destination: pos[1], Match: *match}
-	keys, err := src.listFilters(ctx, *match)
+	keys, other, err := src.listFilters(ctx, *match)
 	if err != nil {
 		return failf(stderr, name, "SRC %s: listing keys: %v", pos[0], err)
+	}
+	for typ, n := range other {
+		rep.Other += n
+		if rep.OtherTypes == nil {
+			rep.OtherTypes = map[string]int64{}
+		}
+		rep.OtherTypes[typ] = n
 	}
 	rep.Matched = int64(len(keys))
 	for _, k := range keys {
@@ -150,6 +164,16 @@ func printMigrateReport(w io.Writer, r *migrateReport) {
 	fmt.Fprintf(w, "bloom migrate %s → %s (keys matching %q)\n", r.Source, r.Destination, r.Match)
 	row := func(k, v string) { fmt.Fprintf(w, "  %-10s %s\n", k+":", v) }
 	row("matched", fmt.Sprintf("%s (%s BF, %s CF)", commas(uint64(r.Matched)), commas(uint64(r.Bloom)), commas(uint64(r.Cuckoo))))
+	left := commas(uint64(r.Other)) + " (not Bloom or cuckoo filters)"
+	if r.Other > 0 {
+		var types []string
+		for typ, n := range r.OtherTypes {
+			types = append(types, fmt.Sprintf("%s %s", typ, commas(uint64(n))))
+		}
+		slices.Sort(types)
+		left = fmt.Sprintf("%s (not Bloom or cuckoo filters: %s)", commas(uint64(r.Other)), strings.Join(types, ", "))
+	}
+	row("left out", left)
 	row("copied", fmt.Sprintf("%s (%s)", commas(uint64(r.Copied)), humanBytes(uint64(r.Bytes))))
 	row("unchanged", commas(uint64(r.Unchanged))+" (DST already held them, identical)")
 	row("conflicts", commas(uint64(r.Conflicts))+" (DST holds other contents; --replace overwrites)")
@@ -171,9 +195,9 @@ type filterKey struct {
 	fam  family
 }
 
-// listFilters returns the BF and CF keys matching pattern: SCAN on every
-// master, then TYPE of each key.
-func (s *remote) listFilters(ctx context.Context, pattern string) ([]filterKey, error) {
+// listFilters returns the BF and CF keys matching pattern, and how many
+// other keys match, by TYPE: SCAN on every master, then TYPE of each key.
+func (s *remote) listFilters(ctx context.Context, pattern string) ([]filterKey, map[string]int64, error) {
 	var mu sync.Mutex
 	var names []string
 	scan := func(ctx context.Context, c *redis.Client) error {
@@ -194,9 +218,10 @@ func (s *remote) listFilters(ctx context.Context, pattern string) ([]filterKey, 
 		err = scan(ctx, s.c.(*redis.Client))
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []filterKey
+	other := map[string]int64{}
 	for i := 0; i < len(names); i += 1000 {
 		batch := names[i:min(i+1000, len(names))]
 		cmds, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -206,15 +231,18 @@ func (s *remote) listFilters(ctx context.Context, pattern string) ([]filterKey, 
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for j, c := range cmds {
-			if f, ok := familyOfType(c.(*redis.StatusCmd).Val()); ok {
+			typ := c.(*redis.StatusCmd).Val()
+			if f, ok := familyOfType(typ); ok {
 				out = append(out, filterKey{batch[j], f})
+			} else if typ != "none" { // "none": deleted since the SCAN
+				other[typ]++
 			}
 		}
 	}
-	return out, nil
+	return out, other, nil
 }
 
 // migration is one run's state.

@@ -17,7 +17,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// Tests for issue 13: outputs that never destroy what they point at, inputs
+// Tests of the CLI's safety: outputs that never destroy what they point at, inputs
 // read once and decompressed, overfill said loudly, memory checked first.
 
 func TestOutputStdoutDashAndDevice(t *testing.T) {

@@ -22,7 +22,8 @@ the filter: a false positive is possible, at the filter's rate) or "absent"
 Without keys, acts like grep on stdin: prints the lines whose key is
 (probably) in the filter, or with -v the lines whose key is certainly not.
 The key is the whole line without its line ending, or with --field one
-column of a CSV/TSV line (the whole line is printed).
+column of a CSV/TSV line (the whole line is printed). An empty key is
+absent: build skips empty lines, so no filter it writes holds one.
 
 Exit status as grep: 0 when something matched (a present key; with -v an
 absent one), 1 when nothing did, 2 on an error. Put "--" before keys that
@@ -76,7 +77,7 @@ func runTest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	matched := false
 	if keys := pos[1:]; len(keys) > 0 {
 		for _, k := range keys {
-			present := f.Test([]byte(k))
+			present := k != "" && f.Test([]byte(k)) // build never adds an empty key
 			matched = matched || present != *invert
 			word := "absent"
 			if present {
@@ -124,7 +125,7 @@ func runTest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 				continue
 			}
 			key, ok := spec.key(l)
-			if (ok && f.Test(key)) == *invert {
+			if (ok && len(key) > 0 && f.Test(key)) == *invert {
 				continue
 			}
 			matched = true

@@ -402,7 +402,7 @@ func report(c config, rs []result, size, unique int64, load string) error {
 		fmt.Fprintf(&b, "; %s of %s distinct lines wrongly dropped, %s expected for a filter sized for %s lines at %g.\n",
 			commas(r.dropped), commas(unique), commas(int64(r.expect+0.5)), commas(int64(c.n)), r.p)
 	}
-	fmt.Fprintf(&b, "\nGoal (issue 6): at least 3x awk's throughput, above sort -u, under a tenth of awk's memory, "+
+	fmt.Fprintf(&b, "\nGoal: at least 3x awk's throughput, above sort -u, under a tenth of awk's memory, "+
 		"wrongly dropped lines within the configured rate. \"Expected\" sums the blocked filter's rate at each insertion "+
 		"(BlockedFalsePositiveRate); the bound is the configured rate times the distinct lines. "+
 		"sort -u's output is sorted, not in input order, so it is not a drop-in replacement; it is the usual "+

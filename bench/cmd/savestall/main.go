@@ -1,5 +1,5 @@
 // Command savestall measures how long `bloom serve` keeps clients waiting
-// while it saves, and how much memory the save needs (issue 11, item 2).
+// while it saves, and how much memory the save needs.
 //
 // It builds ./cmd/bloom from the repository, starts `bloom serve`, reserves
 // one non-scaling Bloom filter for -items items at 1% (600M items ≈ 690 MiB)
@@ -38,7 +38,7 @@
 // as the value (compressing random bytes fails only at the end), so Redis
 // gets a fourth scenario: BGSAVE with rdbcompression no.
 //
-// Goal (issue 11): during BGSAVE without writes, the maximum BF.EXISTS
+// Goal: during BGSAVE without writes, the maximum BF.EXISTS
 // latency ≤ 25 ms and extra memory ≤ 10% of the filter. The report, with
 // the command that produced it, goes to SAVESTALL.md (-out). From bench/:
 //
@@ -544,7 +544,7 @@ func writeReport(cfg config, results []*result, redisNote string, elapsed time.D
 		}
 		return "**not met**"
 	}
-	p("\n## Against the goal (issue 11): BGSAVE without writes, max latency ≤ 25 ms, extra memory ≤ 10%% of the data\n\n")
+	p("\n## Against the goal: BGSAVE without writes, max latency ≤ 25 ms, extra memory ≤ 10%% of the data\n\n")
 	p("- bloom serve: max probe latency %s → %s; extra memory %.1f%% → %s.\n",
 		ms(ours.maxWorst), verdict(ours.maxWorst <= 25*time.Millisecond), 100*frac, verdict(frac <= 0.10))
 	// The machine's own noise: slow probes while nothing is saved.

@@ -745,7 +745,7 @@ func (r *report) markdown() string {
 				cmd, p, rpsA, rpsC, rpsA/rpsC, pm, lo, hi, verdict, med(a, p99), med(c, p99), med(a, cpu), med(c, cpu), med(c, cpu)/med(a, cpu))
 		}
 	}
-	b.WriteString("\nGoal (issue 12): at least 1.0x at -P 1 and 1.2x at -P 16, p99 no worse.\n")
+	b.WriteString("\nGoal: at least 1.0x at -P 1 and 1.2x at -P 16, p99 no worse.\n")
 	b.WriteString("\nbloomkit's own filter keys (`BF.RESERVE … LAYOUT blocked|classic`, `WINDOW`) against RedisBloom-layout keys on the same bloom serve — requests/s, bits per item, measured rate, a 10M-item window's memory: [NATIVE.md](NATIVE.md) (`go run ./cmd/nativebench`).\n")
 	if len(r.mems) > 0 {
 		b.WriteString("\n## Memory per filter\n\n")

@@ -1,5 +1,5 @@
 // Command torture checks that `bloom serve` keeps every acknowledged write
-// across crashes (issue 11, item 9). It builds ./cmd/bloom from the
+// across crashes. It builds ./cmd/bloom from the
 // repository, starts `bloom serve` on a fresh data directory and then, for
 // each round:
 //
@@ -51,8 +51,8 @@
 // in the round that just ended, at most -window (default 2 s: the 1 s fsync
 // interval plus one slow fsync) before the kill; any other loss is a
 // violation. SIGKILL does not drop the kernel's page cache, so a server
-// that write()s its log before replying (as Redis does, and as issue 11
-// requires) loses nothing here even under everysec; losses inside the
+// that write()s its log before replying (as Redis does, and as the
+// persistence design requires) loses nothing here even under everysec; losses inside the
 // window are reported separately so the difference shows.
 //
 // It exits 1 when any acknowledged write was lost outside the allowed

@@ -76,7 +76,7 @@ func writeReport(cfg config, results []*modeResult, elapsed time.Duration) error
 			r.mode, verdict, r.rounds, r.st.acked(), r.st.items, r.st.cfDels, r.st.copies, r.st.unknown, r.st.refused,
 			lost, inside, lost-inside, r.v.resurrected, r.v.duplicated, r.v.revealed, r.v.violations)
 	}
-	p("\n\"Acknowledged writes\" counts commands whose reply arrived (a BF.MADD of 8 items is one write, 8 items); \"unknown\" commands lost their connection to the kill and are not checked; \"refused\" got an error reply. \"Lost\" includes LOADCHUNK copies missing an acknowledged chunk; \"deletes undone\" are acknowledged CF.DEL whose item came back; \"seen, then lost\" are CF.ADDs still unanswered at the kill that a reading client had already seen (CF.EXISTS 1) and that were gone after the restart (issue 11 item 3: no reply may reveal a write before it is durable).\n\n")
+	p("\n\"Acknowledged writes\" counts commands whose reply arrived (a BF.MADD of 8 items is one write, 8 items); \"unknown\" commands lost their connection to the kill and are not checked; \"refused\" got an error reply. \"Lost\" includes LOADCHUNK copies missing an acknowledged chunk; \"deletes undone\" are acknowledged CF.DEL whose item came back; \"seen, then lost\" are CF.ADDs still unanswered at the kill that a reading client had already seen (CF.EXISTS 1) and that were gone after the restart (no reply may reveal a write before it is durable).\n\n")
 
 	for _, r := range results {
 		p("## appendfsync %s\n\n", r.mode)
@@ -117,7 +117,7 @@ func writeReport(cfg config, results []*modeResult, elapsed time.Duration) error
 			p("- **%d of %d rounds acknowledged no write at all** (a server refusing every write passes the checks trivially: see the error replies).\n", idle, r.rounds)
 		}
 		if r.staleRounds > 0 {
-			p("- Stale temporary files in the data directory after start-up in %d of %d rounds (issue 11 asks start-up to remove them), e.g. %s.\n",
+			p("- Stale temporary files in the data directory after start-up in %d of %d rounds (start-up must remove them), e.g. %s.\n",
 				r.staleRounds, r.rounds, strings.Join(r.staleNames, ", "))
 		}
 		if r.clean {

@@ -383,7 +383,7 @@ func (k *checker) verifyCopies(ctx context.Context, ws []*worker) error {
 }
 
 // staleTemp lists files in dir that look like leftovers of an interrupted
-// write (issue 11: stale temp files are removed at start-up).
+// write (stale temp files are removed at start-up).
 func staleTemp(dir string) []string {
 	ents, err := os.ReadDir(dir)
 	if err != nil {

@@ -485,9 +485,8 @@ type sighting struct {
 
 // reader looks, with CF.EXISTS, at the items other clients are adding
 // right now. Every item of a key has its own fingerprint, so 1 means the
-// add was applied. Issue 11 (item 3): no reply may reveal a write before it
-// is durable, so an item seen this way must survive the kill like an
-// acknowledged one.
+// add was applied. No reply may reveal a write before it is durable, so
+// an item seen this way must survive the kill like an acknowledged one.
 type reader struct {
 	id        int
 	rng       *rand.Rand
