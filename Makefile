@@ -166,6 +166,7 @@ fuzz:
 	$(GO) test ./server -run '^$$' -fuzz '^FuzzCommand$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./server -run '^$$' -fuzz '^FuzzRequestReader$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./server -run '^$$' -fuzz '^FuzzGlob$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./server -run '^$$' -fuzz '^FuzzConfigFile$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./redisbloom -run '^$$' -fuzz '^FuzzLoadHeaders$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/bloom -run '^$$' -fuzz '^FuzzFieldKey$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/bloom -run '^$$' -fuzz '^FuzzChunkReader$$' -fuzztime $(FUZZTIME)

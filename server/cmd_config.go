@@ -30,7 +30,7 @@ func (e errConfigValue) Error() string { return string(e) }
 var settingList = []setting{
 	{name: "appendfsync", get: func(s *Server) string { return s.appendFsync() }, set: setAppendFsync},
 	{name: "appendonly", get: func(s *Server) string {
-		if s.cfg.NoPersistence {
+		if s.cfg.NoPersistence || s.cfg.NoAppendLog {
 			return "no"
 		}
 		return "yes"
@@ -359,15 +359,6 @@ func (s *Server) rewriteConfig() error {
 		return err
 	}
 	return os.Rename(tmp, s.configFile)
-}
-
-// configQuote quotes a value for the config file when it is empty or has
-// spaces or quotes (Redis's config syntax).
-func configQuote(v string) string {
-	if v != "" && !strings.ContainsAny(v, " \t\"'\\#") {
-		return v
-	}
-	return strconv.Quote(v)
 }
 
 // resetStats is CONFIG RESETSTAT: the counters INFO stats, commandstats and

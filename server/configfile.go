@@ -11,7 +11,9 @@ import (
 )
 
 // ReadConfigFile applies a Redis-style config file to cfg: one directive a
-// line, "name value", '#' comments, values with spaces in double quotes.
+// line, "name value", '#' comments, values quoted as Redis reads them
+// (double quotes with \n \r \t \a \b \\ \" \xNN escapes, or single
+// quotes), so that any byte string CONFIG REWRITE writes reads back the same.
 // The directives are those CONFIG GET reports: bind, port, dir, appendonly,
 // appendfsync, requirepass, maxmemory, maxclients, timeout,
 // slowlog-log-slower-than, slowlog-max-len, proto-max-bulk-len and
@@ -35,16 +37,18 @@ func ReadConfigFile(path string, cfg *Config) error {
 		if line == "" || line[0] == '#' {
 			continue
 		}
-		name, rest, _ := strings.Cut(line, " ")
-		name = strings.ToLower(name)
-		v := strings.TrimSpace(rest)
-		if strings.HasPrefix(v, `"`) {
-			u, err := strconv.Unquote(v)
-			if err != nil {
-				return fmt.Errorf("server: %s:%d: bad quoted value for %s", path, n, name)
-			}
-			v = u
+		words, err := splitConfigLine(line)
+		if err != nil {
+			return fmt.Errorf("server: %s:%d: %v", path, n, err)
 		}
+		name := strings.ToLower(words[0])
+		if len(words) < 2 {
+			return fmt.Errorf("server: %s:%d: %s: needs a value", path, n, name)
+		}
+		if len(words) > 2 && name != "bind" {
+			return fmt.Errorf("server: %s:%d: %s: takes one value, not %d (quote a value with spaces)", path, n, name, len(words)-1)
+		}
+		v := words[1]
 		bad := func(what string) error {
 			return fmt.Errorf("server: %s:%d: %s: %s, not %q", path, n, name, what, v)
 		}
@@ -57,7 +61,7 @@ func ReadConfigFile(path string, cfg *Config) error {
 		}
 		switch name {
 		case "bind":
-			host = strings.Fields(v + " ")[0]
+			host = v // the first address (bloomkit listens on one)
 		case "port":
 			if _, err := num(0, 65535); err != nil {
 				return err
@@ -68,9 +72,10 @@ func ReadConfigFile(path string, cfg *Config) error {
 		case "appendonly":
 			switch strings.ToLower(v) {
 			case "yes":
-				cfg.NoPersistence = false
+				cfg.NoPersistence, cfg.NoAppendLog = false, false
 			case "no":
-				cfg.NoPersistence = true
+				// Redis's meaning: no log, snapshots still written.
+				cfg.NoAppendLog = true
 			default:
 				return bad("want yes or no")
 			}
@@ -138,4 +143,60 @@ func ReadConfigFile(path string, cfg *Config) error {
 	cfg.Addr = net.JoinHostPort(host, port)
 	cfg.ConfigFile = path
 	return nil
+}
+
+// splitConfigLine splits a config line into words as Redis's sdssplitargs
+// does (the inline-request reader's splitArgs): blanks separate words;
+// "..." takes the escapes \n \r \t \a \b \xNN and \<c> for c; '...'
+// takes \' only. A bad line is an error, never a panic.
+func splitConfigLine(line string) ([]string, error) {
+	args, err := splitArgs([]byte(line), nil, 1<<20)
+	if err != nil {
+		return nil, fmt.Errorf("unbalanced quotes, or a closing quote not followed by a space")
+	}
+	words := make([]string, len(args))
+	for i, a := range args {
+		words[i] = string(a)
+	}
+	return words, nil
+}
+
+// configQuote writes a value for a config file: bare when it is plain
+// printable ASCII with nothing the reader treats specially, otherwise
+// double-quoted as Redis's sdscatrepr does (\" \\ \n \r \t \a \b, other
+// bytes outside printable ASCII as \xNN), which splitConfigLine reads back
+// byte for byte.
+func configQuote(v string) string {
+	plain := v != ""
+	for i := 0; i < len(v) && plain; i++ {
+		c := v[i]
+		plain = c > ' ' && c < 0x7f && c != '"' && c != '\'' && c != '\\' && c != '#'
+	}
+	if plain {
+		return v
+	}
+	b := []byte{'"'}
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; c {
+		case '\\', '"':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		case '\a':
+			b = append(b, '\\', 'a')
+		case '\b':
+			b = append(b, '\\', 'b')
+		default:
+			if c >= ' ' && c < 0x7f {
+				b = append(b, c)
+			} else {
+				b = append(b, fmt.Sprintf("\\x%02x", c)...)
+			}
+		}
+	}
+	return string(append(b, '"'))
 }
