@@ -89,7 +89,7 @@ func (s *Server) createBloom(key []byte, e float64, capacity uint64, expansion u
 		return nil, errNoMemory
 	}
 	s.db.Unaccount(n) // NewBloom's own allow call counts it again
-	b, err := redisbloom.NewBloom(capacity, e, expansion, nonScaling, s.db.Allow)
+	b, err := redisbloom.NewBloom(capacity, e, expansion, nonScaling, s.db.AllowFn())
 	if err != nil {
 		if err == redisbloom.ErrInvalid {
 			return nil, "ERR could not create filter"
@@ -520,12 +520,12 @@ func cmdBFLoadChunk(s *Server, c *Session, args [][]byte, r *Reply) {
 		return
 	}
 	if st == stEmpty && it == 1 {
-		nb, err := redisbloom.LoadBloomHeader(args[3], s.db.Allow)
+		nb, err := redisbloom.LoadBloomHeader(args[3], s.db.AllowFn())
 		if err != nil {
 			r.Error(err.Error())
 			return
 		}
-		nb.AllowAlloc = s.db.Allow
+		nb.AllowAlloc = s.db.AllowFn()
 		s.db.Put(string(args[1]), &keyspace.Entry{Kind: keyspace.KindBloom, BF: nb})
 		r.OK()
 		return
@@ -604,12 +604,12 @@ func cmdBFMerge(s *Server, c *Session, args [][]byte, r *Reply) {
 	if clone {
 		// A copy of the first source: its header now, its bits by the
 		// merge job (a copy is an OR into zeros).
-		nb, err := redisbloom.LoadBloomHeader(srcs[0].Header(), s.db.Allow)
+		nb, err := redisbloom.LoadBloomHeader(srcs[0].Header(), s.db.AllowFn())
 		if err != nil {
 			r.Error(errNoMemory)
 			return
 		}
-		nb.AllowAlloc = s.db.Allow
+		nb.AllowAlloc = s.db.AllowFn()
 		de = &keyspace.Entry{Kind: keyspace.KindBloom, BF: nb}
 		s.db.Put(string(args[1]), de)
 	}

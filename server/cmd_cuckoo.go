@@ -17,7 +17,7 @@ func (s *Server) createCuckoo(key []byte, capacity uint64, bucketSize, maxIter, 
 		return nil, errNoMemory
 	}
 	s.db.Unaccount(n) // NewCuckoo's own allow call counts it again
-	cf, err := redisbloom.NewCuckoo(capacity, bucketSize, maxIter, expansion, s.db.Allow)
+	cf, err := redisbloom.NewCuckoo(capacity, bucketSize, maxIter, expansion, s.db.AllowFn())
 	if err != nil {
 		return nil, errNoMemory
 	}
@@ -368,12 +368,12 @@ func cmdCFLoadChunk(s *Server, c *Session, args [][]byte, r *Reply) {
 			r.Error(statusErr(st))
 			return
 		}
-		ncf, err := redisbloom.LoadCuckooHeader(args[3], 65536, s.db.Allow)
+		ncf, err := redisbloom.LoadCuckooHeader(args[3], 65536, s.db.AllowFn())
 		if err != nil {
 			r.Error(err.Error())
 			return
 		}
-		ncf.AllowAlloc = s.db.Allow
+		ncf.AllowAlloc = s.db.AllowFn()
 		s.db.Put(string(args[1]), &keyspace.Entry{Kind: keyspace.KindCuckoo, CF: ncf})
 		r.OK()
 		return

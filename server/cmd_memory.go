@@ -74,7 +74,7 @@ func stringValueSize(v []byte) uint64 {
 func memoryUsage(key string, e *keyspace.Entry) uint64 {
 	v := e.DataBytes()
 	if e.Kind == keyspace.KindString {
-		v = stringValueSize(e.Str)
+		v = stringValueSize(e.StrBytes())
 	}
 	return v + sdsAlloc(uint64(len(key)), false) + dictEntrySize
 }

@@ -34,7 +34,7 @@ func (s *Server) stringKey(key []byte) ([]byte, status) {
 	if e.Kind != keyspace.KindString {
 		return nil, stMismatch
 	}
-	return e.Str, stOK
+	return e.StrBytes(), stOK
 }
 
 // SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]
@@ -151,7 +151,7 @@ func replyOld(r *Reply, old *keyspace.Entry) {
 		r.Null()
 		return
 	}
-	r.Bulk(old.Str)
+	r.Bulk(old.StrBytes())
 }
 
 // GET key

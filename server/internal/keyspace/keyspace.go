@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/bloomkit/bloomkit/bloom"
 	"github.com/bloomkit/bloomkit/redisbloom"
@@ -40,26 +41,33 @@ func (k Kind) String() string {
 	return "none"
 }
 
-// Entry is one key's value.
+// Entry is one key's value. One is kept per key, so its size is paid once
+// per key (many small filters are a real workload): the fields are laid out
+// to fill 80 bytes, an allocation size class, with no padding (a test pins
+// it).
 type Entry struct {
 	Kind Kind
-	BF   *redisbloom.Bloom
-	CF   *redisbloom.Cuckoo
-	NF   *NativeFilter
+	// countedIn is the number of the recount pass that counted the entry
+	// (see recountPass); counted is the size it counted.
+	countedIn uint32
+	BF        *redisbloom.Bloom
+	CF        *redisbloom.Cuckoo
+	NF        *NativeFilter
 	// Str is a string's value. It is never changed in place (a write
 	// replaces the entry), so a snapshot's image can share it.
-	Str      []byte
+	Str      string
 	ExpireAt int64 // unix milliseconds; 0 = no expiry
 	// img is the entry's point-in-time image while a snapshot still needs
 	// it; epoch is the newest snapshot that no longer needs the entry (it
 	// wrote it, or the entry did not exist at its point in time).
-	img   *image
-	epoch uint64
-	// counted is the size the running recount pass counted for the entry
-	// while countedIn is that pass's number (see recountPass).
-	counted   uint64
-	countedIn uint64
+	img     *image
+	epoch   uint64
+	counted uint64
 }
+
+// StrBytes is a string value as bytes, without a copy: the bytes must not
+// be changed (they are the string's).
+func (e *Entry) StrBytes() []byte { return unsafe.Slice(unsafe.StringData(e.Str), len(e.Str)) }
 
 // KeyOverhead approximates the per-key bookkeeping cost counted against
 // --maxmemory besides the key bytes and the filter's arrays.
@@ -117,13 +125,19 @@ type DB struct {
 	probe Probe
 	// merges are the BF.MERGEs still ORing in the background (merge.go).
 	merges []*MergeJob
+	// allowFn is Allow as a func value, made once: every filter holds it
+	// (AllowAlloc), and a method value made per filter would cost each key
+	// an allocation.
+	allowFn func(uint64) error
 }
 
 func New(limit uint64, now func() time.Time) *DB {
 	if now == nil {
 		now = time.Now
 	}
-	return &DB{keys: map[string]*Entry{}, order: newOrder(), limit: limit, Now: now}
+	db := &DB{keys: map[string]*Entry{}, order: newOrder(), limit: limit, Now: now}
+	db.allowFn = db.Allow
+	return db
 }
 
 func newOrder() *btree.BTreeG[ScanKey] {
@@ -182,6 +196,11 @@ func (db *DB) Allow(n uint64) error {
 	db.used += n
 	return nil
 }
+
+// AllowFn is Allow as a func value for a filter's AllowAlloc and the
+// redisbloom constructors: one made with the keyspace and shared, so a new
+// key does not pay for a method value of its own.
+func (db *DB) AllowFn() func(uint64) error { return db.allowFn }
 
 // get returns the live entry for key, removing it first if expired.
 func (db *DB) Get(key string) *Entry {
@@ -317,8 +336,12 @@ func dataArrays(e *Entry) uint64 {
 // taken out of the sum and recounted at the end, so the result is the
 // accounting at the moment the pass ends, whatever ran between steps.
 type recountPass struct {
-	active  bool
-	id      uint64 // numbers passes, for entry.countedIn
+	active bool
+	// id numbers passes, for entry.countedIn; 0 is never a pass's (it
+	// marks an entry no running pass counted), so the numbering skips it
+	// when it wraps (every pass stamps every key, so no older stamp can
+	// be mistaken for the running pass's).
+	id      uint32
 	cursor  uint64
 	sum     uint64
 	recheck map[string]struct{}
@@ -355,7 +378,11 @@ func entrySize(k string, e *Entry) uint64 {
 func (db *DB) RecountStep(budget time.Duration) bool {
 	p := &db.pass
 	if !p.active {
-		*p = recountPass{active: true, id: p.id + 1, recheck: map[string]struct{}{}}
+		id := p.id + 1
+		if id == 0 {
+			id = 1
+		}
+		*p = recountPass{active: true, id: id, recheck: map[string]struct{}{}}
 	}
 	deadline := time.Now().Add(budget)
 	n := 0
@@ -407,9 +434,9 @@ func (db *DB) Recount() {
 func (db *DB) attach(e *Entry) {
 	switch e.Kind {
 	case KindBloom:
-		e.BF.AllowAlloc = db.Allow
+		e.BF.AllowAlloc = db.allowFn
 	case KindCuckoo:
-		e.CF.AllowAlloc = db.Allow
+		e.CF.AllowAlloc = db.allowFn
 	}
 }
 
@@ -540,7 +567,7 @@ func (db *DB) RoomFor(n uint64, replaced ...[]byte) bool {
 // putString stores a copy of val under key with the given expiry,
 // replacing a key of any kind (db.mu held; roomFor was checked).
 func (db *DB) PutString(key, val []byte, expireAt int64) {
-	e := &Entry{Kind: KindString, Str: append([]byte(nil), val...), ExpireAt: expireAt}
+	e := &Entry{Kind: KindString, Str: string(val), ExpireAt: expireAt}
 	db.used += uint64(len(val))
 	db.Put(string(key), e)
 }

@@ -203,7 +203,7 @@ func (snap *Snapshot) freeze(e *Entry) *image {
 		im.arrays = append(im.arrays, e.CF.Filters...)
 		e.CF.Guard = im
 	case KindString:
-		im.header = e.Str // immutable: a write replaces the entry
+		im.header = e.StrBytes() // immutable: a write replaces the entry
 	case KindNative:
 		im.header = e.NF.snapshotHeader()
 		im.arrays, _ = e.NF.Ordered()
@@ -536,7 +536,7 @@ func (db *DB) ReadSnapshot(f aof.ReadFile, path string) (uint64, int, error) {
 				arrays = e.CF.Filters
 			}
 		case KindString:
-			e.Str = hdr
+			e.Str = string(hdr)
 		case KindNative:
 			e.NF, err = loadSnapshotHeader(hdr, fits)
 			if err == nil {

@@ -1,0 +1,46 @@
+package keyspace
+
+import (
+	"testing"
+	"unsafe"
+
+	"github.com/bloomkit/bloomkit/bloom"
+	"github.com/bloomkit/bloomkit/internal/format"
+	"github.com/bloomkit/bloomkit/internal/generation"
+)
+
+// The Entry is kept once per key: its size is paid by every key.
+func TestEntrySize(t *testing.T) {
+	if s := unsafe.Sizeof(Entry{}); s > 80 {
+		t.Errorf("Entry is %d bytes, want at most 80", s)
+	}
+}
+
+// estimate remembers its last answer: whatever order sizes are asked in,
+// each answer is the library's for that type, capacity and rate.
+func TestEstimateRemembered(t *testing.T) {
+	type ask struct {
+		typ      uint8
+		capacity uint64
+		rate     float64
+	}
+	asks := []ask{
+		{format.TypeBlocked, 100, 0.01}, {format.TypeBlocked, 100, 0.01}, {format.TypeBlocked, 1000, 0.01},
+		{format.TypeBlocked, 1000, 0.001}, {format.TypeClassic, 1000, 0.001}, {format.TypeWindow, 1000, 0.001},
+		{format.TypeBlocked, 100, 0.01}, {format.TypeClassic, 100, 0.01},
+	}
+	for _, a := range asks {
+		var want bloom.Params
+		switch a.typ {
+		case format.TypeClassic:
+			want = bloom.Estimate(a.capacity, a.rate)
+		case format.TypeBlocked:
+			want = bloom.EstimateBlocked(a.capacity, a.rate)
+		case format.TypeWindow:
+			want = bloom.EstimateBlocked(a.capacity, generation.Rate(a.rate))
+		}
+		if got := estimate(a.typ, a.capacity, a.rate); got != want {
+			t.Errorf("estimate(%d, %d, %g) = %+v, want %+v", a.typ, a.capacity, a.rate, got, want)
+		}
+	}
+}
