@@ -141,7 +141,7 @@ func setMaxMemory(s *Server, v string) error {
 	}
 	limit := n
 	if limit == 0 {
-		limit = defaultMemoryLimit()
+		limit, _ = defaultMemoryLimit(s.cfg.memSystem)
 	}
 	s.set.maxMemory.Store(n)
 	s.db.mu.Lock()

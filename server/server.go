@@ -26,13 +26,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"runtime/debug"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/bloomkit/bloomkit/internal/confval"
+	"github.com/bloomkit/bloomkit/internal/memlimit"
 )
 
 // DefaultAddr is where a Server listens unless Config.Addr (or a config
@@ -60,8 +61,10 @@ type Config struct {
 	RequirePass string
 	// TLSCert and TLSKey enable TLS on Addr when both are set.
 	TLSCert, TLSKey string
-	// MaxMemory caps the bytes of filters and keys (0: 90% of physical memory,
-	// so one huge BF.RESERVE cannot get the process OOM-killed).
+	// MaxMemory caps the bytes of filters and keys (0: 90% of the memory the
+	// process may use — its cgroup's limit in a container, else the
+	// machine's — so that one huge BF.RESERVE is refused instead of getting
+	// the process OOM-killed).
 	MaxMemory uint64
 	// MetricsAddr, when set, serves Prometheus /metrics and /healthz.
 	MetricsAddr string
@@ -114,6 +117,9 @@ type Config struct {
 	// maxRecord bounds one append-only log record's payload (default
 	// maxRecord; tests make it small instead of allocating gigabytes).
 	maxRecord int64
+	// memSystem is where the default maxmemory is read (tests give a fake
+	// cgroup file tree).
+	memSystem memlimit.System
 	// retryMin is the first pause before retrying a failed rewrite after
 	// the log failed (default 1 s; it doubles up to a minute).
 	retryMin time.Duration
@@ -305,7 +311,13 @@ func New(cfg Config) (*Server, error) {
 	}
 	limit := cfg.MaxMemory
 	if limit == 0 {
-		limit = defaultMemoryLimit()
+		var source string
+		limit, source = defaultMemoryLimit(cfg.memSystem)
+		if limit != 0 {
+			cfg.Logger.Info("maxmemory is 90% of the memory this process may use", "maxmemory", confval.FormatSize(limit), "bytes", limit, "from", source)
+		} else {
+			cfg.Logger.Warn("maxmemory is unlimited: neither the cgroup's limit nor /proc/meminfo could be read")
+		}
 	}
 	s := &Server{
 		cfg:      cfg,
@@ -336,21 +348,15 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// defaultMemoryLimit is 90% of physical memory (0 when unknown).
-func defaultMemoryLimit() uint64 {
-	raw, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
+// defaultMemoryLimit is 90% of the memory the process may hold: the
+// cgroup's limit in a container, else the machine's MemTotal (0 when
+// neither can be read), and where that figure comes from.
+func defaultMemoryLimit(sys memlimit.System) (uint64, string) {
+	limit, source, ok := sys.Limit()
+	if !ok {
+		return 0, ""
 	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if strings.HasPrefix(line, "MemTotal:") {
-			var kb uint64
-			if _, err := fmt.Sscanf(strings.TrimPrefix(line, "MemTotal:"), "%d", &kb); err == nil {
-				return kb * 1024 / 10 * 9
-			}
-		}
-	}
-	return 0
+	return limit / 10 * 9, source
 }
 
 // Addr is the address the server listens on (after Serve started).
