@@ -43,11 +43,14 @@ test: deps lint
 ## tests, which `make test` runs short or skips: every test runs with
 ## BLOOMKIT_LONG=1 (a test with a long form checks it), without the race
 ## detector. A test that takes minutes belongs here, with a short form in
-## `make test`.
+## `make test`. Then the differential replay test for REPLAYTIME (default
+## 5m) of random command streams, each round crashed, restarted and compared.
+REPLAYTIME ?= 5m
 test-long: deps
 	BLOOMKIT_LONG=1 $(GOTEST) -count=1 -timeout 60m $(PKGS)
 	cd examples && BLOOMKIT_LONG=1 $(GOTEST) -count=1 -timeout 60m ./...
 	cd release && BLOOMKIT_LONG=1 $(GOTEST) -count=1 -timeout 60m ./...
+	BLOOMKIT_REPLAY_TIME=$(REPLAYTIME) $(GO) test -count=1 -timeout 0 -run '^TestDifferentialReplay$$' -v ./server
 
 ## deps: install staticcheck (for lint) and gotestsum (make test's progress)
 ## from the Go module proxy, and what the tests need from Debian: redis-server, redis-cli,
@@ -122,13 +125,6 @@ release:
 image: release
 	cd release && $(GO) run ./image -root .. -out $(abspath $(DIST)) -binary $(abspath $(DIST))/bloom-$(VERSION)-linux-amd64/bloom -version "$(VERSION)" -commit "$(COMMIT)" -date "$(DATE)"
 
-## test-long: the long runs behind flags: the differential replay test for
-## REPLAYTIME (default 5m) of random command streams, each round crashed,
-## restarted and compared.
-REPLAYTIME ?= 5m
-.PHONY: test-long
-test-long:
-	BLOOMKIT_REPLAY_TIME=$(REPLAYTIME) $(GO) test -count=1 -timeout 0 -run '^TestDifferentialReplay$$' -v ./server
 
 ## test-short: the tests without the race detector, for a quick loop.
 test-short:
@@ -166,6 +162,7 @@ fuzz:
 	$(GO) test ./server -run '^$$' -fuzz '^FuzzCommand$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./server -run '^$$' -fuzz '^FuzzRequestReader$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./server -run '^$$' -fuzz '^FuzzGlob$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./server -run '^$$' -fuzz '^FuzzConfigFile$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./redisbloom -run '^$$' -fuzz '^FuzzLoadHeaders$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/bloom -run '^$$' -fuzz '^FuzzFieldKey$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/bloom -run '^$$' -fuzz '^FuzzChunkReader$$' -fuzztime $(FUZZTIME)

@@ -48,16 +48,20 @@ const (
 )
 
 // Link is one sub-filter of a Bloom chain (RedisBloom's SBLink).
+//
+// The fields are ordered so that the narrow ones share a word (80 bytes,
+// not 88): a server holding millions of small filters pays for every
+// padding byte once per key.
 type Link struct {
 	Bytes   uint64  // size of Data
 	Bits    uint64  // Bytes*8: the bit modulus (unless N2 > 0)
 	Size    uint64  // items counted in this link
 	Error   float64 // this link's false-positive target
 	BPE     float64 // bits per element
-	Hashes  uint32  // k
 	Entries uint64  // capacity
-	N2      uint8   // log2 of bits for legacy power-of-two filters, else 0
 	Data    []byte
+	Hashes  uint32 // k
+	N2      uint8  // log2 of bits for legacy power-of-two filters, else 0
 }
 
 // Bloom is a RedisBloom scalable Bloom filter (SBChain).

@@ -443,7 +443,7 @@ func (f *Filter) Import(ctx context.Context, r io.Reader) error {
 	if err != nil {
 		return err
 	}
-	ng := gen{id: newID(), params: bloom.Params{M: h.M, K: h.K, Seed: h.Seed, N: h.N, P: h.P}, shardBytes: f.opts.ShardBytes}
+	ng := gen{id: newID(), params: bloom.Params{M: h.M, K: h.K, Seed: h.Seed, N: h.N, P: h.P, Hash: bloom.HashXXH3}, shardBytes: f.opts.ShardBytes}
 	if ng.shardBytes == 0 {
 		ng.shardBytes = st.live.shardBytes
 	}

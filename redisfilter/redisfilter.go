@@ -450,6 +450,9 @@ func parseGen(m map[string]string, prefix string) (gen, error) {
 		errs = append(errs, fmt.Errorf("%sp: %w", prefix, err))
 	}
 	g.params.P = p
+	// A shared filter is blocked, whose only hash id is HashXXH3; the id is
+	// not stored in Redis.
+	g.params.Hash = bloom.HashXXH3
 	if err := errors.Join(errs...); err != nil {
 		return g, err
 	}

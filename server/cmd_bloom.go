@@ -87,7 +87,7 @@ func (s *Server) createBloom(key []byte, e float64, capacity uint64, expansion u
 		return nil, errNoMemory
 	}
 	s.db.used -= n // NewBloom's own allow call counts it again
-	b, err := redisbloom.NewBloom(capacity, e, expansion, nonScaling, s.db.allow)
+	b, err := redisbloom.NewBloom(capacity, e, expansion, nonScaling, s.db.allowFn)
 	if err != nil {
 		if err == redisbloom.ErrInvalid {
 			return nil, "ERR could not create filter"
@@ -518,12 +518,12 @@ func cmdBFLoadChunk(s *Server, c *Session, args [][]byte, r *Reply) {
 		return
 	}
 	if st == stEmpty && it == 1 {
-		nb, err := redisbloom.LoadBloomHeader(args[3], s.db.allow)
+		nb, err := redisbloom.LoadBloomHeader(args[3], s.db.allowFn)
 		if err != nil {
 			r.Error(err.Error())
 			return
 		}
-		nb.AllowAlloc = s.db.allow
+		nb.AllowAlloc = s.db.allowFn
 		s.db.put(string(args[1]), &entry{kind: kindBloom, bf: nb})
 		r.OK()
 		return
@@ -602,12 +602,12 @@ func cmdBFMerge(s *Server, c *Session, args [][]byte, r *Reply) {
 	if clone {
 		// A copy of the first source: its header now, its bits by the
 		// merge job (a copy is an OR into zeros).
-		nb, err := redisbloom.LoadBloomHeader(srcs[0].Header(), s.db.allow)
+		nb, err := redisbloom.LoadBloomHeader(srcs[0].Header(), s.db.allowFn)
 		if err != nil {
 			r.Error(errNoMemory)
 			return
 		}
-		nb.AllowAlloc = s.db.allow
+		nb.AllowAlloc = s.db.allowFn
 		de = &entry{kind: kindBloom, bf: nb}
 		s.db.put(string(args[1]), de)
 	}

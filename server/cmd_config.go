@@ -32,7 +32,7 @@ func (e errConfigValue) Error() string { return string(e) }
 var settingList = []setting{
 	{name: "appendfsync", get: func(s *Server) string { return s.appendFsync() }, set: setAppendFsync},
 	{name: "appendonly", get: func(s *Server) string {
-		if s.cfg.NoPersistence {
+		if s.cfg.NoPersistence || s.cfg.NoAppendLog {
 			return "no"
 		}
 		return "yes"
@@ -400,15 +400,6 @@ func sameSetting(name, a, b string) bool {
 		return err1 == nil && err2 == nil && x == y
 	}
 	return a == b || strings.EqualFold(a, b) && name != "requirepass"
-}
-
-// configQuote quotes a value for the config file when it is empty or has
-// spaces or quotes (Redis's config syntax).
-func configQuote(v string) string {
-	if v != "" && !strings.ContainsAny(v, " \t\"'\\#") {
-		return v
-	}
-	return strconv.Quote(v)
 }
 
 // resetStats is CONFIG RESETSTAT: the counters INFO stats, commandstats and

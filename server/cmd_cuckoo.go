@@ -15,7 +15,7 @@ func (s *Server) createCuckoo(key []byte, capacity uint64, bucketSize, maxIter, 
 		return nil, errNoMemory
 	}
 	s.db.used -= n // NewCuckoo's own allow call counts it again
-	cf, err := redisbloom.NewCuckoo(capacity, bucketSize, maxIter, expansion, s.db.allow)
+	cf, err := redisbloom.NewCuckoo(capacity, bucketSize, maxIter, expansion, s.db.allowFn)
 	if err != nil {
 		return nil, errNoMemory
 	}
@@ -366,12 +366,12 @@ func cmdCFLoadChunk(s *Server, c *Session, args [][]byte, r *Reply) {
 			r.Error(statusErr(st))
 			return
 		}
-		ncf, err := redisbloom.LoadCuckooHeader(args[3], 65536, s.db.allow)
+		ncf, err := redisbloom.LoadCuckooHeader(args[3], 65536, s.db.allowFn)
 		if err != nil {
 			r.Error(err.Error())
 			return
 		}
-		ncf.AllowAlloc = s.db.allow
+		ncf.AllowAlloc = s.db.allowFn
 		s.db.put(string(args[1]), &entry{kind: kindCuckoo, cf: ncf})
 		r.OK()
 		return

@@ -71,7 +71,7 @@ func stringValueSize(v []byte) uint64 {
 func memoryUsage(key string, e *entry) uint64 {
 	v := e.dataBytes()
 	if e.kind == kindString {
-		v = stringValueSize(e.str)
+		v = stringValueSize(e.strBytes())
 	}
 	return v + sdsAlloc(uint64(len(key)), false) + dictEntrySize
 }

@@ -31,7 +31,7 @@ func (s *Server) stringKey(key []byte) ([]byte, status) {
 	if e.kind != kindString {
 		return nil, stMismatch
 	}
-	return e.str, stOK
+	return e.strBytes(), stOK
 }
 
 // roomFor reports whether storing values of n bytes in place of the live
@@ -54,7 +54,7 @@ func (db *keyspace) roomFor(n uint64, replaced ...[]byte) bool {
 // putString stores a copy of val under key with the given expiry,
 // replacing a key of any kind (db.mu held; roomFor was checked).
 func (db *keyspace) putString(key, val []byte, expireAt int64) {
-	e := &entry{kind: kindString, str: append([]byte(nil), val...), expireAt: expireAt}
+	e := &entry{kind: kindString, str: string(val), expireAt: expireAt}
 	db.used += uint64(len(val))
 	db.put(string(key), e)
 }
@@ -173,7 +173,7 @@ func replyOld(r *Reply, old *entry) {
 		r.Null()
 		return
 	}
-	r.Bulk(old.str)
+	r.Bulk(old.strBytes())
 }
 
 // GET key

@@ -164,56 +164,6 @@ func (r *configReader) file(path string, depth int) error {
 	return nil
 }
 
-// splitConfigLine splits a line into words as Redis's sdssplitargs does
-// for the common cases: spaces separate, double-quoted words take Go
-// escapes, single-quoted words are literal.
-func splitConfigLine(line string) ([]string, error) {
-	var out []string
-	for {
-		line = strings.TrimLeft(line, " \t")
-		if line == "" {
-			return out, nil
-		}
-		switch line[0] {
-		case '"':
-			end := 1
-			for ; end < len(line); end++ {
-				if line[end] == '\\' {
-					end++
-				} else if line[end] == '"' {
-					break
-				}
-			}
-			if end >= len(line) {
-				return nil, fmt.Errorf("unbalanced quotes")
-			}
-			u, err := strconv.Unquote(line[:end+1])
-			if err != nil {
-				return nil, fmt.Errorf("bad quoted value %s", line[:end+1])
-			}
-			out = append(out, u)
-			line = line[end+1:]
-		case '\'':
-			end := strings.IndexByte(line[1:], '\'')
-			if end < 0 {
-				return nil, fmt.Errorf("unbalanced quotes")
-			}
-			out = append(out, line[1:end+1])
-			line = line[end+2:]
-		default:
-			end := strings.IndexAny(line, " \t")
-			if end < 0 {
-				end = len(line)
-			}
-			out = append(out, line[:end])
-			line = line[end:]
-		}
-		if line != "" && line[0] != ' ' && line[0] != '\t' {
-			return nil, fmt.Errorf("closing quote must be followed by a space")
-		}
-	}
-}
-
 func (r *configReader) directive(name string, args []string, path string, depth int) error {
 	cfg := r.cfg
 	if name == "include" {
@@ -310,7 +260,8 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 		if err != nil {
 			return err
 		}
-		cfg.NoPersistence = !b
+		// Redis's meaning: no log; snapshots are still written.
+		cfg.NoPersistence, cfg.NoAppendLog = false, !b
 	case "appendfsync":
 		v = strings.ToLower(v)
 		if v != "always" && v != "everysec" && v != "no" {
@@ -440,4 +391,60 @@ var redisLogLevels = map[string]string{"debug": "debug", "verbose": "debug", "no
 func LogLevelName(v string) (string, bool) {
 	l, ok := redisLogLevels[strings.ToLower(v)]
 	return l, ok
+}
+
+// splitConfigLine splits a config line into words as Redis's sdssplitargs
+// does (the inline-request reader's splitArgs): blanks separate words;
+// "..." takes the escapes \n \r \t \a \b \xNN and \<c> for c; '...'
+// takes \' only. A bad line is an error, never a panic.
+func splitConfigLine(line string) ([]string, error) {
+	args, err := splitArgs([]byte(line), nil, 1<<20)
+	if err != nil {
+		return nil, fmt.Errorf("unbalanced quotes, or a closing quote not followed by a space")
+	}
+	words := make([]string, len(args))
+	for i, a := range args {
+		words[i] = string(a)
+	}
+	return words, nil
+}
+
+// configQuote writes a value for a config file: bare when it is plain
+// printable ASCII with nothing the reader treats specially, otherwise
+// double-quoted as Redis's sdscatrepr does (\" \\ \n \r \t \a \b, other
+// bytes outside printable ASCII as \xNN), which splitConfigLine reads back
+// byte for byte.
+func configQuote(v string) string {
+	plain := v != ""
+	for i := 0; i < len(v) && plain; i++ {
+		c := v[i]
+		plain = c > ' ' && c < 0x7f && c != '"' && c != '\'' && c != '\\' && c != '#'
+	}
+	if plain {
+		return v
+	}
+	b := []byte{'"'}
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; c {
+		case '\\', '"':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		case '\a':
+			b = append(b, '\\', 'a')
+		case '\b':
+			b = append(b, '\\', 'b')
+		default:
+			if c >= ' ' && c < 0x7f {
+				b = append(b, c)
+			} else {
+				b = append(b, fmt.Sprintf("\\x%02x", c)...)
+			}
+		}
+	}
+	return string(append(b, '"'))
 }

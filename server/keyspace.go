@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/bloomkit/bloomkit/redisbloom"
 	"github.com/google/btree"
@@ -39,26 +40,33 @@ func (k valueKind) String() string {
 	return "none"
 }
 
-// entry is one key's value.
+// entry is one key's value. One is kept per key, so its size is paid once
+// per key (many small filters are a real workload): the fields are laid out
+// to fill 80 bytes, an allocation size class, with no padding (a test pins
+// it).
 type entry struct {
 	kind valueKind
-	bf   *redisbloom.Bloom
-	cf   *redisbloom.Cuckoo
-	nf   *nativeFilter
+	// countedIn is the number of the recount pass that counted the entry
+	// (see recountPass); counted is the size it counted.
+	countedIn uint32
+	bf        *redisbloom.Bloom
+	cf        *redisbloom.Cuckoo
+	nf        *nativeFilter
 	// str is a string's value. It is never changed in place (a write
 	// replaces the entry), so a snapshot's image can share it.
-	str      []byte
+	str      string
 	expireAt int64 // unix milliseconds; 0 = no expiry
 	// img is the entry's point-in-time image while a snapshot still needs
 	// it; epoch is the newest snapshot that no longer needs the entry (it
 	// wrote it, or the entry did not exist at its point in time).
-	img   *image
-	epoch uint64
-	// counted is the size the running recount pass counted for the entry
-	// while countedIn is that pass's number (see recountPass).
-	counted   uint64
-	countedIn uint64
+	img     *image
+	epoch   uint64
+	counted uint64
 }
+
+// strBytes is a string value as bytes, without a copy: the bytes must not
+// be changed (they are the string's).
+func (e *entry) strBytes() []byte { return unsafe.Slice(unsafe.StringData(e.str), len(e.str)) }
 
 // keyOverhead approximates the per-key bookkeeping cost counted against
 // --maxmemory besides the key bytes and the filter's arrays.
@@ -114,13 +122,19 @@ type keyspace struct {
 	probe probe
 	// merges are the BF.MERGEs still ORing in the background (merge.go).
 	merges []*mergeJob
+	// allowFn is allow as a func value, made once: every filter holds it
+	// (AllowAlloc), and a method value made per filter would cost each key
+	// an allocation.
+	allowFn func(uint64) error
 }
 
 func newDB(limit uint64, now func() time.Time) *keyspace {
 	if now == nil {
 		now = time.Now
 	}
-	return &keyspace{keys: map[string]*entry{}, order: newOrder(), limit: limit, now: now}
+	db := &keyspace{keys: map[string]*entry{}, order: newOrder(), limit: limit, now: now}
+	db.allowFn = db.allow
+	return db
 }
 
 func newOrder() *btree.BTreeG[scanKey] {
@@ -314,8 +328,12 @@ func dataArrays(e *entry) uint64 {
 // taken out of the sum and recounted at the end, so the result is the
 // accounting at the moment the pass ends, whatever ran between steps.
 type recountPass struct {
-	active  bool
-	id      uint64 // numbers passes, for entry.countedIn
+	active bool
+	// id numbers passes, for entry.countedIn; 0 is never a pass's (it
+	// marks an entry no running pass counted), so the numbering skips it
+	// when it wraps (every pass stamps every key, so no older stamp can
+	// be mistaken for the running pass's).
+	id      uint32
 	cursor  uint64
 	sum     uint64
 	recheck map[string]struct{}
@@ -352,7 +370,11 @@ func entrySize(k string, e *entry) uint64 {
 func (db *keyspace) recountStep(budget time.Duration) bool {
 	p := &db.pass
 	if !p.active {
-		*p = recountPass{active: true, id: p.id + 1, recheck: map[string]struct{}{}}
+		id := p.id + 1
+		if id == 0 {
+			id = 1
+		}
+		*p = recountPass{active: true, id: id, recheck: map[string]struct{}{}}
 	}
 	deadline := time.Now().Add(budget)
 	n := 0
@@ -404,9 +426,9 @@ func (db *keyspace) recount() {
 func (db *keyspace) attach(e *entry) {
 	switch e.kind {
 	case kindBloom:
-		e.bf.AllowAlloc = db.allow
+		e.bf.AllowAlloc = db.allowFn
 	case kindCuckoo:
-		e.cf.AllowAlloc = db.allow
+		e.cf.AllowAlloc = db.allowFn
 	}
 }
 

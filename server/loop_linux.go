@@ -413,11 +413,9 @@ func (l *eventLoop) runRequests(c *loopConn) {
 // nothing but hang-ups).
 func (l *eventLoop) hold(c *loopConn) {
 	if err := l.ctl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &unix.EpollEvent{Events: 0, Fd: int32(c.fd)}); err != nil {
-		// Still watched for input, the client's next requests would run
-		// before its merge's reply: disconnect it instead.
-		l.s.log.Warn("event loop: cannot hold a client during its BF.MERGE; disconnecting it", "addr", c.sess.Addr, "err", err)
-		l.close(c)
-		return
+		// Still watched for input: harmless, its requests wait anyway
+		// (runRequests), but it may wake the loop for nothing.
+		l.s.log.Debug("event loop: cannot stop watching a held client", "addr", c.sess.Addr, "err", err)
 	}
 	wait := c.sess.wait
 	go func() {
@@ -440,8 +438,7 @@ func (l *eventLoop) release(c *loopConn) {
 		ev = unix.EPOLLOUT
 	}
 	if err := l.ctl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &unix.EpollEvent{Events: ev, Fd: int32(c.fd)}); err != nil {
-		// Unwatched, the client would hang: disconnect it.
-		l.s.log.Warn("event loop: cannot watch a client again after its BF.MERGE; disconnecting it", "addr", c.sess.Addr, "err", err)
+		l.s.log.Warn("event loop: cannot watch a client again after its merge; disconnecting it", "addr", c.sess.Addr, "err", err)
 		l.close(c)
 		return
 	}

@@ -156,7 +156,9 @@ func (s *Server) runMerge(c *Session, j *mergeJob) {
 	}
 	s.db.merges = append(s.db.merges, j)
 	c.wait = j.done
-	go func() {
+	// On a thread of lower priority, as the snapshot writer: the event
+	// loops get the CPU first when there is not enough for both.
+	go s.inBackgroundThread(func() error {
 		for {
 			if mergePause != nil {
 				mergePause()
@@ -168,11 +170,11 @@ func (s *Server) runMerge(c *Session, j *mergeJob) {
 			}
 			s.db.mu.Unlock()
 			if finished {
-				return
+				return nil
 			}
 			runtime.Gosched()
 		}
-	}()
+	})
 }
 
 // waitMerges waits (without the lock) for the merges running now.
@@ -204,10 +206,10 @@ func bloomMergeJob(dest *entry, srcs []*entry, clone bool) *mergeJob {
 			if !clone || n > 0 {
 				merged = true
 				p.finish = func(pop uint64) {
-					est := -float64(l.Bits) / float64(l.Hashes) * math.Log1p(-float64(pop)/float64(l.Bits))
+					// As redisbloom's Merge.
 					size := max(l.Size, ol.Size)
-					if !math.IsInf(est, 0) && est > float64(size) {
-						size = uint64(math.Round(est))
+					if pop < l.Bits {
+						size = max(size, bitcount.Classic(pop, l.Bits, l.Hashes))
 					}
 					l.Size = size
 				}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"sync"
 	"time"
 
 	"github.com/bloomkit/bloomkit/bloom"
@@ -106,13 +107,9 @@ func (n *nativeFilter) memUsage() uint64 { return n.dataBytes() + 96 + 32*uint64
 // and for a window EstimateBlocked at the generations' rate).
 func nativeParams(typ uint8, capacity uint64, rate float64, period time.Duration, gens int, seed uint64) (*nativeFilter, error) {
 	n := &nativeFilter{typ: typ}
+	n.params = estimate(typ, capacity, rate)
 	switch typ {
-	case format.TypeClassic:
-		n.params = bloom.Estimate(capacity, rate)
-	case format.TypeBlocked:
-		n.params = bloom.EstimateBlocked(capacity, rate)
 	case format.TypeWindow:
-		n.params = bloom.EstimateBlocked(capacity, generation.Rate(rate))
 		n.params.N, n.params.P = capacity, rate
 		if period <= 0 || gens < 1 || gens > bloom.MaxGenerations {
 			return nil, errNativeParams
@@ -130,6 +127,45 @@ func nativeParams(typ uint8, capacity uint64, rate float64, period time.Duration
 	return n, nil
 }
 
+// lastEstimate is the sizing estimate last worked out. Many small filters
+// (one per user) are reserved with the same capacity and rate again and
+// again, and the blocked layout's search for the smallest size that meets
+// the rate costs a few hundred microseconds of CPU per call, more than the
+// rest of a BF.RESERVE; the estimate is a pure function of its inputs, so
+// the remembered one is exactly what a new search would find.
+var lastEstimate struct {
+	sync.Mutex
+	typ      uint8
+	capacity uint64
+	rate     float64
+	params   bloom.Params
+}
+
+// estimate is the library's sizing for a native filter of type typ: the
+// classic or blocked layout's, a window's generations at the rate that
+// keeps the window's rate.
+func estimate(typ uint8, capacity uint64, rate float64) bloom.Params {
+	l := &lastEstimate
+	l.Lock()
+	defer l.Unlock()
+	if l.typ == typ && l.capacity == capacity && l.rate == rate {
+		return l.params
+	}
+	var p bloom.Params
+	switch typ {
+	case format.TypeClassic:
+		p = bloom.Estimate(capacity, rate)
+	case format.TypeBlocked:
+		p = bloom.EstimateBlocked(capacity, rate)
+	case format.TypeWindow:
+		p = bloom.EstimateBlocked(capacity, generation.Rate(rate))
+	default:
+		return bloom.Params{}
+	}
+	l.typ, l.capacity, l.rate, l.params = typ, capacity, rate, p
+	return p
+}
+
 // slots is the number of arrays: 1, or G+1 for a window.
 func (n *nativeFilter) slots() int {
 	if n.typ == format.TypeWindow {
@@ -144,7 +180,10 @@ func (n *nativeFilter) allocate() error {
 	slots := n.slots()
 	n.arrays = make([][]byte, slots)
 	n.counts = make([]uint64, slots)
-	n.dirty = make([]bool, slots)
+	n.dirty = nil // one array: never emptied by a rotation, nothing to track
+	if n.typ == format.TypeWindow {
+		n.dirty = make([]bool, slots)
+	}
 	for i := range n.arrays {
 		a, err := redisbloom.AllocArray(n.arrayBytes())
 		if err != nil {

@@ -442,7 +442,7 @@ func (s *Server) replayCommand(c *Session, args [][]byte, r *Reply) error {
 // logCommand appends a write to the log, or to the transaction being
 // executed (db.mu held). It returns the log position the write is at.
 func (s *Server) logCommand(c *Session, args [][]byte) {
-	if s.aof == nil || s.db.loading {
+	if s.aof == nil || s.db.loading || s.cfg.NoAppendLog {
 		return
 	}
 	if s.txn != nil {

@@ -78,6 +78,12 @@ type Config struct {
 	Dir string
 	// NoPersistence keeps everything in memory only.
 	NoPersistence bool
+	// NoAppendLog is Redis's "appendonly no": writes are not logged, but
+	// snapshots are still written (SAVE, BGSAVE, shutdown, and the save
+	// points: after 3600 s with 1 change, 300 s with 100, 60 s with 10,000,
+	// Redis's defaults) and loaded at start-up. Writes after the last
+	// snapshot are lost in a crash, as with Redis.
+	NoAppendLog bool
 	// AppendFsync is "always", "everysec" (default) or "no".
 	AppendFsync string
 	// RequirePass, when set, makes clients AUTH before other commands.
@@ -662,6 +668,10 @@ func (s *Server) background() {
 			continue
 		}
 		retryWait = s.cfg.retryMin
+		if s.cfg.NoAppendLog && ticks%10 == 0 && !s.persist.saving.Load() && s.savePointDue() {
+			s.log.Info("save point reached; writing a snapshot")
+			s.startRewrite("save point")
+		}
 		if s.cfg.AutoSaveLogBytes > 0 && !s.persist.saving.Load() {
 			size := s.aofSize()
 			if size > s.cfg.AutoSaveLogBytes && size > s.persist.lastSnapSize.Load() {
@@ -670,6 +680,24 @@ func (s *Server) background() {
 			}
 		}
 	}
+}
+
+// savePoints are Redis's default save points (seconds, changes): with the
+// log off, a snapshot is written once that many changes are that old.
+var savePoints = [][2]int64{{3600, 1}, {300, 100}, {60, 10000}}
+
+// savePointDue reports whether a save point is reached.
+func (s *Server) savePointDue() bool {
+	s.db.mu.Lock()
+	changes := int64(s.db.dirty - s.persist.dirtyAtSave.Load())
+	s.db.mu.Unlock()
+	age := time.Now().Unix() - s.persist.lastSave.Load()
+	for _, p := range savePoints {
+		if age >= p[0] && changes >= p[1] {
+			return true
+		}
+	}
+	return false
 }
 
 // expireCycle removes expired keys, sampling like Redis's active expiry,

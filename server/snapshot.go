@@ -199,7 +199,7 @@ func (snap *snapshot) freeze(e *entry) *image {
 		im.arrays = append(im.arrays, e.cf.Filters...)
 		e.cf.Guard = im
 	case kindString:
-		im.header = e.str // immutable: a write replaces the entry
+		im.header = e.strBytes() // immutable: a write replaces the entry
 	case kindNative:
 		im.header = e.nf.snapshotHeader()
 		im.arrays, _ = e.nf.ordered()
@@ -533,7 +533,7 @@ func (s *Server) readSnapshot(f readFile, path string) (uint64, int, error) {
 				arrays = e.cf.Filters
 			}
 		case kindString:
-			e.str = hdr
+			e.str = string(hdr)
 		case kindNative:
 			e.nf, err = loadSnapshotHeader(hdr, fits)
 			if err == nil {

@@ -9,6 +9,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/bloomkit/bloomkit/internal/confval"
@@ -65,6 +66,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	config := fs.String("config", env("BLOOMKIT_CONFIG", ""), "read settings from this Redis-style config file (CONFIG REWRITE writes to it); flags win over it")
 	addr := fs.String("addr", env("BLOOMKIT_ADDR", server.DefaultAddr), "listen address")
 	dir := fs.String("dir", env("BLOOMKIT_DIR", "bloomkit-data"), "data directory (snapshot and append-only log)")
+	appendonly := fs.String("appendonly", env("BLOOMKIT_APPENDONLY", "yes"), "yes: log every write (durable as --appendfsync says); no: snapshots only (SAVE, BGSAVE, save points, shutdown), as Redis's appendonly no")
 	fsync := fs.String("appendfsync", env("BLOOMKIT_APPENDFSYNC", "everysec"), "fsync the log: always, everysec or no")
 	pass := fs.String("requirepass", env("BLOOMKIT_REQUIREPASS", ""), "password clients must AUTH with")
 	cert := fs.String("tls-cert", env("BLOOMKIT_TLS_CERT", ""), "TLS certificate (PEM); with --tls-key enables TLS")
@@ -116,7 +118,8 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		"maxclients": "BLOOMKIT_MAXCLIENTS", "timeout": "BLOOMKIT_TIMEOUT",
 		"proto-max-bulk-len": "BLOOMKIT_PROTO_MAX_BULK_LEN", "client-query-buffer-limit": "BLOOMKIT_CLIENT_QUERY_BUFFER_LIMIT",
 		"log-level": "BLOOMKIT_LOG_LEVEL", "logfile": "BLOOMKIT_LOGFILE", "pidfile": "BLOOMKIT_PIDFILE",
-		"protected-mode": "BLOOMKIT_PROTECTED_MODE", "tls-cert": "BLOOMKIT_TLS_CERT", "tls-key": "BLOOMKIT_TLS_KEY"} {
+		"protected-mode": "BLOOMKIT_PROTECTED_MODE", "tls-cert": "BLOOMKIT_TLS_CERT", "tls-key": "BLOOMKIT_TLS_KEY",
+		"appendonly": "BLOOMKIT_APPENDONLY"} {
 		if _, ok := os.LookupEnv(envName); ok {
 			given[name] = true
 		}
@@ -174,6 +177,14 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil || query < 1 || query > 1<<40 {
 		return usageErr(stderr, "serve", "--client-query-buffer-limit: not a size between 1 byte and 1 TiB: %q", *maxQuery)
 	}
+	var noAppendLog bool
+	switch strings.ToLower(*appendonly) {
+	case "yes":
+	case "no":
+		noAppendLog = true
+	default:
+		return usageErr(stderr, "serve", "--appendonly must be yes or no, not %q", *appendonly)
+	}
 	if (*cert == "") != (*key == "") {
 		return usageErr(stderr, "serve", "--tls-cert and --tls-key go together")
 	}
@@ -182,6 +193,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		TLSCert: *cert, TLSKey: *key, MaxMemory: limit, MetricsAddr: *metrics, Logger: logger,
 		MetricsPassword: *metricsPass, MaxClients: *maxclients, Timeout: *timeout,
 		WriteTimeout: *writeTimeout, MaxBulk: int(bulk), MaxQuery: int(query), EventLoops: *loops,
+		NoAppendLog: noAppendLog,
 	}
 	if *config != "" {
 		// The file's settings, unless a flag or environment variable says
@@ -192,6 +204,9 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		cfg.NoPersistence = fc.NoPersistence
 		cfg.TCPKeepAlive, cfg.AutoSaveLogBytes = fc.TCPKeepAlive, fc.AutoSaveLogBytes
 		cfg.IgnoredDirectives = fc.IgnoredDirectives
+		if !given["appendonly"] {
+			cfg.NoAppendLog = fc.NoAppendLog
+		}
 		if !given["proto-max-bulk-len"] && fc.MaxBulk != 0 {
 			cfg.MaxBulk = fc.MaxBulk
 		}
