@@ -333,6 +333,7 @@ type Server struct {
 	finishOnce   sync.Once
 	bgWG         sync.WaitGroup
 	closed       atomic.Bool
+	bgBeat       atomic.Int64 // monoNow at the background goroutine's last tick (/livez)
 }
 
 // New creates a server: it loads the snapshot and replays the append-only
@@ -637,6 +638,7 @@ func (s *Server) background() {
 		case <-s.stop:
 			return
 		case <-t.C:
+			s.bgBeat.Store(monoNow())
 		}
 		ticks++
 		s.expireCycle()
