@@ -2,6 +2,7 @@ package server
 
 import (
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -292,3 +293,13 @@ func (s *Server) readyProblem() string {
 // its primary is down is not ready. There are no replicas yet, so it is
 // always "".
 func (s *Server) replicaLinkProblem() string { return "" }
+
+// Alive reports whether the server is alive as /livez does: nil while it
+// serves and its event loops and background work go round. A service
+// manager's watchdog is fed only while it is.
+func (s *Server) Alive() error {
+	if msg := s.liveProblem(); msg != "" {
+		return errors.New(msg)
+	}
+	return nil
+}

@@ -10,9 +10,11 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bloomkit/bloomkit/internal/confval"
+	"github.com/bloomkit/bloomkit/internal/sdnotify"
 	"github.com/bloomkit/bloomkit/server"
 )
 
@@ -33,7 +35,7 @@ BLOOMKIT_APPENDFSYNC, BLOOMKIT_REQUIREPASS, BLOOMKIT_TLS_CERT, BLOOMKIT_TLS_KEY,
 BLOOMKIT_MAXMEMORY, BLOOMKIT_METRICS_ADDR, BLOOMKIT_METRICS_PASSWORD, BLOOMKIT_PPROF_ADDR, BLOOMKIT_MAXCLIENTS,
 BLOOMKIT_TIMEOUT, BLOOMKIT_CLIENT_WRITE_TIMEOUT, BLOOMKIT_PROTO_MAX_BULK_LEN,
 BLOOMKIT_CLIENT_QUERY_BUFFER_LIMIT, BLOOMKIT_EVENT_LOOPS, BLOOMKIT_CONFIG, BLOOMKIT_LOG_LEVEL, BLOOMKIT_LOG_FORMAT,
-BLOOMKIT_PROTECTED_MODE, BLOOMKIT_LOGFILE, BLOOMKIT_PIDFILE.
+BLOOMKIT_PROTECTED_MODE, BLOOMKIT_LOGFILE, BLOOMKIT_PIDFILE, BLOOMKIT_SUPERVISED.
 Flags win over the environment, which wins over --config FILE.
 docs/operations.md is the manual.`,
 	examples: `bloom serve
@@ -82,6 +84,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	protected := new(string)
 	*protected = env("BLOOMKIT_PROTECTED_MODE", "yes")
 	fs.Var(yesNoFlag{protected}, "protected-mode", "yes: without a password, refuse clients not on the loopback interface (as Redis)")
+	supervised := fs.String("supervised", env("BLOOMKIT_SUPERVISED", "no"), "no, auto or systemd: tell systemd (Type=notify) when ready and stopping, and feed its watchdog")
 	pidFile := fs.String("pidfile", env("BLOOMKIT_PIDFILE", ""), "write the process id to this file while serving")
 	logFile := fs.String("logfile", env("BLOOMKIT_LOGFILE", ""), "append the log to this file instead of standard error")
 	loops := fs.Int("event-loops", envInt("BLOOMKIT_EVENT_LOOPS", 0), "epoll loops serving plain TCP clients (0: half the CPUs)")
@@ -118,7 +121,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		"maxclients": "BLOOMKIT_MAXCLIENTS", "timeout": "BLOOMKIT_TIMEOUT",
 		"proto-max-bulk-len": "BLOOMKIT_PROTO_MAX_BULK_LEN", "client-query-buffer-limit": "BLOOMKIT_CLIENT_QUERY_BUFFER_LIMIT",
 		"log-level": "BLOOMKIT_LOG_LEVEL", "logfile": "BLOOMKIT_LOGFILE", "pidfile": "BLOOMKIT_PIDFILE",
-		"protected-mode": "BLOOMKIT_PROTECTED_MODE", "tls-cert": "BLOOMKIT_TLS_CERT", "tls-key": "BLOOMKIT_TLS_KEY",
+		"protected-mode": "BLOOMKIT_PROTECTED_MODE", "supervised": "BLOOMKIT_SUPERVISED", "tls-cert": "BLOOMKIT_TLS_CERT", "tls-key": "BLOOMKIT_TLS_KEY",
 		"appendonly": "BLOOMKIT_APPENDONLY"} {
 		if _, ok := os.LookupEnv(envName); ok {
 			given[name] = true
@@ -131,11 +134,19 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if fromFile("logfile", fc.LogFile) {
 		*logFile = fc.LogFile
 	}
+	if fromFile("supervised", fc.Supervised) {
+		*supervised = fc.Supervised
+	}
 	if fromFile("pidfile", fc.PidFile) {
 		*pidFile = fc.PidFile
 	}
 	if fromFile("protected-mode", fc.ProtectedMode) {
 		*protected = fc.ProtectedMode
+	}
+	switch *supervised {
+	case "no", "auto", "systemd":
+	default:
+		return usageErr(stderr, "serve", "--supervised must be no, auto or systemd, not %q", *supervised)
 	}
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
@@ -270,9 +281,13 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer setSignalHook(nil)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve() }()
+	notify, stopWatchdog := superviseSystemd(*supervised, srv, logger)
+	defer stopWatchdog()
 	select {
 	case s := <-sig:
 		logger.Info("signal received; saving and shutting down", "signal", s.String())
+		stopWatchdog()
+		notify.Send("STOPPING=1")
 		if err := srv.Shutdown(); err != nil {
 			return failf(stderr, "serve", "shutdown: %v", err)
 		}
@@ -340,4 +355,51 @@ func (f yesNoFlag) Set(v string) error {
 		*f.v = confval.FormatBool(b)
 	}
 	return err
+}
+
+// superviseSystemd tells systemd (supervised systemd, or auto under
+// systemd) that the server is ready — the data is loaded and it listens —
+// and feeds the watchdog at half of WATCHDOG_USEC while the server is
+// alive (/livez's test). stop ends the watchdog.
+func superviseSystemd(mode string, srv *server.Server, logger *slog.Logger) (n sdnotify.Notifier, stop func()) {
+	stop = func() {}
+	if mode == "no" {
+		return n, stop
+	}
+	n, ok := sdnotify.FromEnv()
+	if !ok {
+		if mode == "systemd" {
+			logger.Warn("supervised systemd but NOTIFY_SOCKET is not set: not started by systemd with Type=notify")
+		}
+		return n, stop
+	}
+	if err := n.Send("READY=1\nSTATUS=serving on " + strings.Join(srv.ListenAddrs(), " ") + "\nMAINPID=" + strconv.Itoa(os.Getpid())); err != nil {
+		logger.Warn("cannot notify systemd", "err", err)
+	}
+	every, on, err := sdnotify.WatchdogInterval()
+	if err != nil {
+		logger.Warn("systemd watchdog off", "err", err)
+	}
+	if !on {
+		return n, stop
+	}
+	quit := make(chan struct{})
+	var once sync.Once
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				if err := srv.Alive(); err != nil {
+					logger.Error("not feeding the systemd watchdog", "err", err)
+					continue
+				}
+				n.Send("WATCHDOG=1")
+			}
+		}
+	}()
+	return n, func() { once.Do(func() { close(quit) }) }
 }

@@ -197,3 +197,74 @@ func TestServeStockRedisConf(t *testing.T) {
 		t.Errorf("misspelt directive: exit %d, %s", code, stderr.String())
 	}
 }
+
+// supervised systemd: READY=1 once serving, WATCHDOG=1 at half of
+// WATCHDOG_USEC, STOPPING=1 on SIGTERM, over a fake notify socket.
+func TestServeSupervisedSystemd(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "notify.sock")
+	ln, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Skipf("no unixgram sockets here: %v", err)
+	}
+	defer ln.Close()
+	t.Setenv("NOTIFY_SOCKET", sock)
+	t.Setenv("WATCHDOG_USEC", "200000")
+	t.Setenv("WATCHDOG_PID", strconv.Itoa(os.Getpid()))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	var stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- runServe([]string{"--addr", addr, "--dir", filepath.Join(dir, "data"), "--supervised", "systemd"}, nil, &bytes.Buffer{}, &stderr)
+	}()
+	next := func() string {
+		t.Helper()
+		buf := make([]byte, 512)
+		ln.SetReadDeadline(time.Now().Add(10 * time.Second))
+		n, _, err := ln.ReadFromUnix(buf)
+		if err != nil {
+			t.Fatalf("no notification: %v (%s)", err, stderr.String())
+		}
+		return string(buf[:n])
+	}
+	if got := next(); !strings.HasPrefix(got, "READY=1\n") || !strings.Contains(got, "STATUS=serving on "+addr) {
+		t.Fatalf("first notification %q, want READY=1", got)
+	}
+	// The server is serving when READY=1 arrives.
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("READY=1 before the server accepts: %v", err)
+	}
+	c.Close()
+	start := time.Now()
+	for i := 0; i < 2; i++ {
+		if got := next(); got != "WATCHDOG=1" {
+			t.Fatalf("notification %q, want WATCHDOG=1", got)
+		}
+	}
+	if d := time.Since(start); d < 150*time.Millisecond {
+		t.Errorf("two watchdog pings in %v: not at half of WATCHDOG_USEC (100 ms)", d)
+	}
+	temps.Lock()
+	hook := temps.hook
+	temps.Unlock()
+	hook <- syscall.SIGTERM
+	for {
+		got := next()
+		if got == "WATCHDOG=1" {
+			continue // one sent before the signal arrived
+		}
+		if got != "STOPPING=1" {
+			t.Fatalf("on SIGTERM: %q, want STOPPING=1", got)
+		}
+		break
+	}
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+}
