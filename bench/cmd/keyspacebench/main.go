@@ -118,6 +118,9 @@ func commandLine() string {
 	flag.Visit(func(f *flag.Flag) {
 		switch {
 		case f.Name == "out":
+		case f.Name == "module":
+			// where the module was built is this machine's business
+			parts = append(parts, "-module .../"+filepath.Base(f.Value.String()))
 		case f.Value.String() == "true":
 			parts = append(parts, "-"+f.Name)
 		default:
