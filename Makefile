@@ -31,12 +31,19 @@ NORACE := ./cacheguard
 # skip themselves under the race detector, which has nothing to check in
 # them and makes them 10-20 times slower; they run here without it.
 STATS := ./bloom ./cuckoo
+# cmd/bloom's output tests (golden files, errors, sizes: one run of the
+# binary, one goroutine) skip themselves under the race detector, which
+# makes every start of the race-built binary slow; they run here without it.
+# Its tests of concurrent code (serve, push/pull, signals) run in both passes.
+NORACE_CLI := ./cmd/bloom
+# The race runs get -timeout 30m: go test's default of 10 minutes per package
+# kills a package that is merely slow on a small or loaded machine.
 test: deps lint
-	$(GOTEST) -race -count=1 $(PKGS)
-	$(GOTEST) -count=1 $(STATS)
-	cd examples && $(GOTEST) -race -count=1 $$($(GO) list ./... | grep -v '/examples/cacheguard$$')
+	$(GOTEST) -race -count=1 -timeout 30m $(PKGS)
+	$(GOTEST) -count=1 $(STATS) $(NORACE_CLI)
+	cd examples && $(GOTEST) -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/examples/cacheguard$$')
 	cd examples && $(GOTEST) -count=1 $(NORACE)
-	cd bench && $(GOTEST) -race -count=1 ./interop
+	cd bench && $(GOTEST) -race -count=1 -timeout 30m ./interop
 	cd release && $(GOTEST) -count=1 ./...
 
 ## test-long: the long forms of the statistical, end-to-end and release

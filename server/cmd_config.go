@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bloomkit/bloomkit/internal/confval"
 	"github.com/bloomkit/bloomkit/server/internal/aof"
 )
 
@@ -63,6 +64,14 @@ var settingList = []setting{
 	}, set: setMaxMemory},
 	{name: "maxmemory-policy", get: func(s *Server) string { return "noeviction" }},
 	{name: "port", get: func(s *Server) string { _, p := splitHostPort(s.Addr()); return p }},
+	{name: "protected-mode", get: func(s *Server) string { return confval.FormatBool(s.set.protected.Load()) }, set: func(s *Server, v string) error {
+		b, err := confval.ParseBool(v)
+		if err != nil {
+			return errConfigValue("argument must be 'yes' or 'no'")
+		}
+		s.set.protected.Store(b)
+		return nil
+	}},
 	{name: "proto-max-bulk-len", get: func(s *Server) string { return strconv.Itoa(s.cfg.MaxBulk) }},
 	{name: "requirepass", get: func(s *Server) string { return s.requirePass() }, set: func(s *Server, v string) error {
 		// Clients already authenticated stay so; new ones need v.
@@ -86,11 +95,15 @@ var settingList = []setting{
 		return err
 	}},
 	{name: "timeout", get: func(s *Server) string { return itoa(int64(s.idleTimeout() / time.Second)) }, set: func(s *Server, v string) error {
-		n, err := configInt(v, 0, 1<<31-1)
-		if err == nil {
-			s.set.timeout.Store(int64(time.Duration(n) * time.Second))
+		d, err := confval.ParseDuration(v, time.Second)
+		if _, nerr := strconv.ParseInt(v, 10, 64); err != nil && nerr != nil {
+			return errConfigValue("argument couldn't be parsed into an integer")
 		}
-		return err
+		if err != nil || d > (1<<31-1)*time.Second {
+			return errConfigValue("argument must be between 0 and 2147483647 inclusive")
+		}
+		s.set.timeout.Store(int64(d))
+		return nil
 	}},
 }
 
@@ -127,13 +140,13 @@ func setAppendFsync(s *Server, v string) error {
 }
 
 func setMaxMemory(s *Server, v string) error {
-	n, ok := parseMemoryValue(v)
-	if !ok {
+	n, err := confval.ParseSize(v)
+	if err != nil {
 		return errConfigValue("argument must be a memory value")
 	}
 	limit := n
 	if limit == 0 {
-		limit = defaultMemoryLimit()
+		limit, _ = defaultMemoryLimit(s.cfg.memSystem)
 	}
 	s.set.maxMemory.Store(n)
 	s.db.Lock()
@@ -144,27 +157,6 @@ func setMaxMemory(s *Server, v string) error {
 		s.log.Warn("the new maxmemory is below the memory in use; writes that allocate are refused until keys are deleted", "maxmemory", limit, "used", used)
 	}
 	return nil
-}
-
-// parseMemoryValue reads a size as Redis's memtoull does: bytes, or with
-// k/m/g (powers of 1000) or kb/mb/gb (powers of 1024), any case.
-func parseMemoryValue(v string) (uint64, bool) {
-	t := strings.ToLower(v)
-	mul := uint64(1)
-	for _, u := range []struct {
-		suffix string
-		mul    uint64
-	}{{"gb", 1 << 30}, {"mb", 1 << 20}, {"kb", 1 << 10}, {"g", 1e9}, {"m", 1e6}, {"k", 1e3}, {"b", 1}} {
-		if strings.HasSuffix(t, u.suffix) {
-			t, mul = strings.TrimSuffix(t, u.suffix), u.mul
-			break
-		}
-	}
-	n, err := strconv.ParseUint(t, 10, 64)
-	if err != nil || (n != 0 && n > ^uint64(0)/mul) {
-		return 0, false
-	}
-	return n * mul, true
 }
 
 // CONFIG GET pattern [pattern ...] | SET name value [name value ...] |
@@ -275,6 +267,12 @@ func configSet(s *Server, args [][]byte, r *Reply) {
 			return
 		}
 	}
+	if s.cfgSet == nil {
+		s.cfgSet = map[string]string{}
+	}
+	for i, st := range sets {
+		s.cfgSet[st.name] = string(args[3+2*i])
+	}
 	for i, st := range sets {
 		s.log.Info("CONFIG SET", "name", st.name, "value", redactValue(st.name, string(args[3+2*i])))
 	}
@@ -288,10 +286,13 @@ func redactValue(name, v string) string {
 	return v
 }
 
-// rewriteConfig writes the live settings back to the config file: a line
-// "name value" per setting CONFIG SET can change, replacing the file's line
-// for it (later duplicates are dropped) or appended; other lines are kept.
-// The file is replaced atomically (written beside it, fsynced, renamed).
+// rewriteConfig writes the live settings back to the config file, as
+// Redis does: a line whose value still holds is kept as written (with the
+// user's units: "maxmemory 2gb" stays so), a line whose setting changed
+// is replaced (later duplicates are dropped), and only settings changed by
+// CONFIG SET that the file lacks are appended; defaults are not. Other
+// lines are kept. The file is replaced atomically (written beside it,
+// fsynced, renamed).
 func (s *Server) rewriteConfig() error {
 	s.cfgMu.Lock()
 	defer s.cfgMu.Unlock()
@@ -299,18 +300,37 @@ func (s *Server) rewriteConfig() error {
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
+	// value is the line to write for a setting: the value CONFIG SET was
+	// given when it still holds (the user's units), else the live one.
+	live := func(st *setting) string {
+		if st.name == "maxmemory" {
+			return strconv.FormatUint(s.set.maxMemory.Load(), 10) // as configured; 0 stays 0
+		}
+		return st.get(s)
+	}
+	value := func(st *setting) string {
+		cur := live(st)
+		if raw, ok := s.cfgSet[st.name]; ok && sameSetting(st.name, raw, cur) {
+			return raw
+		}
+		return cur
+	}
 	done := map[string]bool{}
 	var out bytes.Buffer
 	sc := bufio.NewScanner(bytes.NewReader(old))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		f := strings.Fields(line)
+		f, _ := splitConfigLine(strings.TrimSpace(line))
 		if len(f) > 0 && !strings.HasPrefix(f[0], "#") {
 			if st := lookupSetting(f[0]); st != nil && st.set != nil {
 				if !done[st.name] {
 					done[st.name] = true
-					out.WriteString(st.name + " " + configQuote(st.get(s)) + "\n")
+					if len(f) == 2 && sameSetting(st.name, f[1], live(st)) {
+						out.WriteString(line + "\n")
+					} else {
+						out.WriteString(st.name + " " + configQuote(value(st)) + "\n")
+					}
 				}
 				continue
 			}
@@ -321,15 +341,16 @@ func (s *Server) rewriteConfig() error {
 		return err
 	}
 	header := false
-	for _, st := range settingList {
-		if st.set == nil || done[st.name] {
+	for i := range settingList {
+		st := &settingList[i]
+		if _, changed := s.cfgSet[st.name]; st.set == nil || done[st.name] || !changed {
 			continue
 		}
 		if !header {
 			out.WriteString("# Generated by CONFIG REWRITE\n")
 			header = true
 		}
-		out.WriteString(st.name + " " + configQuote(st.get(s)) + "\n")
+		out.WriteString(st.name + " " + configQuote(value(st)) + "\n")
 	}
 	tmp := s.configFile + ".rewrite-tmp"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
@@ -351,6 +372,25 @@ func (s *Server) rewriteConfig() error {
 		return err
 	}
 	return os.Rename(tmp, s.configFile)
+}
+
+// sameSetting reports whether a config value a (as a user wrote it) means
+// the live value b of setting name: sizes by bytes, durations by seconds,
+// booleans and words in any case.
+func sameSetting(name, a, b string) bool {
+	switch name {
+	case "maxmemory", "proto-max-bulk-len", "client-query-buffer-limit":
+		return confval.SameSize(a, b)
+	case "timeout":
+		x, err1 := confval.ParseDuration(a, time.Second)
+		y, err2 := confval.ParseDuration(b, time.Second)
+		return err1 == nil && err2 == nil && x == y
+	case "protected-mode", "appendonly":
+		x, err1 := confval.ParseBool(a)
+		y, err2 := confval.ParseBool(b)
+		return err1 == nil && err2 == nil && x == y
+	}
+	return a == b || strings.EqualFold(a, b) && name != "requirepass"
 }
 
 // resetStats is CONFIG RESETSTAT: the counters INFO stats, commandstats and

@@ -5,33 +5,141 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/bloomkit/bloomkit/internal/confval"
 	"github.com/bloomkit/bloomkit/server/internal/resp"
 )
 
 // ReadConfigFile applies a Redis-style config file to cfg: one directive a
-// line, "name value", '#' comments, values quoted as Redis reads them
-// (double quotes with \n \r \t \a \b \\ \" \xNN escapes, or single
-// quotes), so that any byte string CONFIG REWRITE writes reads back the same.
-// The directives are those CONFIG GET reports: bind, port, dir, appendonly,
-// appendfsync, requirepass, maxmemory, maxclients, timeout,
-// slowlog-log-slower-than, slowlog-max-len, proto-max-bulk-len and
-// client-query-buffer-limit. cfg.ConfigFile is set to path, so that CONFIG
-// REWRITE writes changed settings back to it. An unknown directive or a
-// bad value is an error naming the line.
+// line, "name value...", '#' comments, values with spaces in double quotes,
+// "include path" to read another file in place. The directives of Redis's
+// own redis.conf either work with the same meaning (the table in
+// docs/operations.md) or, when they have no meaning here, are accepted and
+// listed in cfg.IgnoredDirectives with the reason, which the server logs
+// as one warning. A misspelt directive or a bad value is an error naming
+// the file and line. cfg.ConfigFile is set to path, so that CONFIG
+// REWRITE writes changed settings back to it.
 func ReadConfigFile(path string, cfg *Config) error {
+	r := configReader{cfg: cfg, ignored: map[string]string{}}
+	if cfg.Addr != "" {
+		var host string
+		host, r.port = splitHostPort(cfg.Addr)
+		r.hosts = []string{host}
+	}
+	if err := r.file(path, 0); err != nil {
+		return err
+	}
+	if len(r.hosts) == 0 {
+		r.hosts = []string{defaultHost}
+	}
+	port := r.port
+	if port == "" {
+		port = defaultPort
+	}
+	if r.tlsPort != "" && r.tlsPort != "0" {
+		// TLS is served on the one port: tls-port replaces port when port
+		// is 0 (Redis's way to serve TLS only).
+		if port == "0" || r.portZero {
+			port = r.tlsPort
+		} else {
+			r.ignored["tls-port"] = "TLS is served on port itself when tls-cert-file and tls-key-file are set; set port 0 to use tls-port"
+		}
+	}
+	cfg.Addr = net.JoinHostPort(strings.TrimPrefix(r.hosts[0], "-"), port)
+	cfg.ExtraAddrs = nil
+	for _, h := range r.hosts[1:] {
+		opt := ""
+		if strings.HasPrefix(h, "-") {
+			opt, h = "-", h[1:]
+		}
+		cfg.ExtraAddrs = append(cfg.ExtraAddrs, opt+net.JoinHostPort(h, port))
+	}
+	cfg.IgnoredDirectives = cfg.IgnoredDirectives[:0]
+	for name, why := range r.ignored {
+		cfg.IgnoredDirectives = append(cfg.IgnoredDirectives, name+" ("+why+")")
+	}
+	sort.Strings(cfg.IgnoredDirectives)
+	cfg.ConfigFile = path
+	return nil
+}
+
+// maxIncludeDepth bounds include chains (a file including itself).
+const maxIncludeDepth = 10
+
+type configReader struct {
+	cfg      *Config
+	hosts    []string // bind's addresses; "-" before one: it may be missing
+	port     string
+	portZero bool
+	tlsPort  string
+	ignored  map[string]string // directive → why it has no effect
+}
+
+// ignoredDirectives are Redis directives with no meaning for bloomkit,
+// accepted so that a redis.conf starts, each with the reason.
+var ignoredDirectives = map[string]string{}
+
+func ignore(why string, names ...string) {
+	for _, n := range names {
+		ignoredDirectives[n] = why
+	}
+}
+
+func init() {
+	ignore("one database", "databases")
+	ignore("no logo or process title", "always-show-logo", "set-proc-title", "proc-title-template", "syslog-enabled", "syslog-ident", "syslog-facility", "crash-log-enabled", "crash-memcheck-enabled")
+	ignore("the kernel's backlog is used", "tcp-backlog")
+	ignore("writes are always refused (MISCONF) while the log cannot be written", "stop-writes-on-bgsave-error")
+	ignore("snapshots are always checksummed and uncompressed", "rdbcompression", "rdbchecksum", "rdb-del-sync-files", "sanitize-dump-payload")
+	ignore("bloomkit names its own files in dir", "dbfilename", "appendfilename", "appenddirname")
+	ignore("snapshots are written when the log grows (auto-aof-rewrite-min-size) and at shutdown", "save", "auto-aof-rewrite-percentage")
+	ignore("no replication", "replicaof", "slaveof", "masterauth", "masteruser", "replica-serve-stale-data", "replica-read-only",
+		"repl-diskless-sync", "repl-diskless-sync-delay", "repl-diskless-sync-max-replicas", "repl-diskless-load",
+		"repl-disable-tcp-nodelay", "replica-priority", "repl-backlog-size", "repl-backlog-ttl", "repl-ping-replica-period",
+		"repl-timeout", "min-replicas-to-write", "min-replicas-max-lag", "replica-announce-ip", "replica-announce-port",
+		"replica-announced", "replica-ignore-maxmemory", "replica-lazy-flush", "propagation-error-behavior")
+	ignore("no ACL users; requirepass is the password", "acllog-max-len", "aclfile", "user")
+	ignore("memory is freed as it is released", "lazyfree-lazy-eviction", "lazyfree-lazy-expire", "lazyfree-lazy-server-del",
+		"lazyfree-lazy-user-del", "lazyfree-lazy-user-flush", "activedefrag", "active-defrag-ignore-bytes",
+		"active-defrag-threshold-lower", "active-defrag-threshold-upper", "active-defrag-cycle-min", "active-defrag-cycle-max",
+		"active-defrag-max-scan-fields", "jemalloc-bg-thread", "activerehashing")
+	ignore("set by the service manager", "oom-score-adj", "oom-score-adj-values", "disable-thp", "server_cpulist", "bio_cpulist",
+		"aof_rewrite_cpulist", "bgsave_cpulist", "ignore-warnings")
+	ignore("the log is fsynced by appendfsync alone", "no-appendfsync-on-rewrite", "aof-rewrite-incremental-fsync", "rdb-save-incremental-fsync")
+	ignore("a torn last log record is always cut off with a warning", "aof-load-truncated")
+	ignore("the log format is bloomkit's own", "aof-use-rdb-preamble", "aof-timestamp-enabled")
+	ignore("no keyspace notifications (no pub/sub)", "notify-keyspace-events")
+	ignore("no hashes, lists, sets, sorted sets, HyperLogLogs or streams", "hash-max-listpack-entries", "hash-max-listpack-value",
+		"hash-max-ziplist-entries", "hash-max-ziplist-value", "list-max-listpack-size", "list-max-ziplist-size",
+		"list-compress-depth", "set-max-intset-entries", "set-max-listpack-entries", "set-max-listpack-value",
+		"zset-max-listpack-entries", "zset-max-listpack-value", "zset-max-ziplist-entries", "zset-max-ziplist-value",
+		"hll-sparse-max-bytes", "stream-node-max-bytes", "stream-node-max-entries")
+	ignore("replies are bounded by client-write-timeout", "client-output-buffer-limit", "maxmemory-clients")
+	ignore("the server's timers have fixed rates", "hz", "dynamic-hz")
+	ignore("filters are never evicted (noeviction)", "maxmemory-samples", "maxmemory-eviction-tenacity", "lfu-log-factor", "lfu-decay-time")
+	ignore("no Lua scripts, modules or functions", "lua-time-limit", "busy-reply-threshold", "loadmodule", "enable-module-command",
+		"enable-debug-command", "enable-protected-configs")
+	ignore("no cluster mode", "cluster-enabled", "cluster-config-file", "cluster-node-timeout", "cluster-port")
+	ignore("no Unix socket; TCP only", "unixsocket", "unixsocketperm")
+	ignore("TLS settings beyond the certificate and key are not supported", "tls-ca-cert-file", "tls-ca-cert-dir",
+		"tls-auth-clients", "tls-replication", "tls-cluster", "tls-protocols", "tls-ciphers", "tls-ciphersuites",
+		"tls-prefer-server-ciphers", "tls-session-caching", "tls-session-cache-size", "tls-session-cache-timeout",
+		"tls-client-cert-file", "tls-client-key-file", "tls-dh-params-file", "tls-key-file-pass", "tls-client-key-file-pass")
+}
+
+func (r *configReader) file(path string, depth int) error {
+	if depth > maxIncludeDepth {
+		return fmt.Errorf("server: config file %s: includes nested more than %d deep", path, maxIncludeDepth)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("server: config file: %w", err)
 	}
 	defer f.Close()
-	host, port := "", ""
-	if cfg.Addr != "" {
-		host, port = splitHostPort(cfg.Addr)
-	}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -39,112 +147,251 @@ func ReadConfigFile(path string, cfg *Config) error {
 		if line == "" || line[0] == '#' {
 			continue
 		}
-		words, err := splitConfigLine(line)
+		args, err := splitConfigLine(line)
 		if err != nil {
 			return fmt.Errorf("server: %s:%d: %v", path, n, err)
 		}
-		name := strings.ToLower(words[0])
-		if len(words) < 2 {
-			return fmt.Errorf("server: %s:%d: %s: needs a value", path, n, name)
+		if len(args) == 0 {
+			continue
 		}
-		if len(words) > 2 && name != "bind" {
-			return fmt.Errorf("server: %s:%d: %s: takes one value, not %d (quote a value with spaces)", path, n, name, len(words)-1)
-		}
-		v := words[1]
-		bad := func(what string) error {
-			return fmt.Errorf("server: %s:%d: %s: %s, not %q", path, n, name, what, v)
-		}
-		num := func(lo, hi int64) (int64, error) {
-			x, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || x < lo || x > hi {
-				return 0, bad(fmt.Sprintf("want an integer from %d to %d", lo, hi))
-			}
-			return x, nil
-		}
-		switch name {
-		case "bind":
-			host = v // the first address (bloomkit listens on one)
-		case "port":
-			if _, err := num(0, 65535); err != nil {
-				return err
-			}
-			port = v
-		case "dir":
-			cfg.Dir = v
-		case "appendonly":
-			switch strings.ToLower(v) {
-			case "yes":
-				cfg.NoPersistence, cfg.NoAppendLog = false, false
-			case "no":
-				// Redis's meaning: no log, snapshots still written.
-				cfg.NoAppendLog = true
-			default:
-				return bad("want yes or no")
-			}
-		case "appendfsync":
-			v = strings.ToLower(v)
-			if v != "always" && v != "everysec" && v != "no" {
-				return bad("want always, everysec or no")
-			}
-			cfg.AppendFsync = v
-		case "requirepass":
-			cfg.RequirePass = v
-		case "maxmemory":
-			m, ok := parseMemoryValue(v)
-			if !ok {
-				return bad("want a memory value such as 4gb")
-			}
-			cfg.MaxMemory = m
-		case "maxclients":
-			x, err := num(1, 1<<31-1)
-			if err != nil {
-				return err
-			}
-			cfg.MaxClients = int(x)
-		case "timeout":
-			x, err := num(0, 1<<31-1)
-			if err != nil {
-				return err
-			}
-			cfg.Timeout = time.Duration(x) * time.Second
-		case "slowlog-log-slower-than":
-			x, err := num(-1, 1<<62)
-			if err != nil {
-				return err
-			}
-			cfg.SlowlogLogSlowerThan = &x
-		case "slowlog-max-len":
-			x, err := num(0, 1<<31-1)
-			if err != nil {
-				return err
-			}
-			cfg.SlowlogMaxLen = &x
-		case "proto-max-bulk-len", "client-query-buffer-limit":
-			m, ok := parseMemoryValue(v)
-			if !ok || m < 1024 || m > 1<<40 {
-				return bad("want a memory value from 1kb to 1024gb")
-			}
-			if name == "proto-max-bulk-len" {
-				cfg.MaxBulk = int(m)
-			} else {
-				cfg.MaxQuery = int(m)
-			}
-		default:
-			return fmt.Errorf("server: %s:%d: unknown directive %q", path, n, name)
+		name := strings.ToLower(args[0])
+		if err := r.directive(name, args[1:], path, depth); err != nil {
+			return fmt.Errorf("server: %s:%d: %v", path, n, err)
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("server: config file %s: %w", path, err)
 	}
-	if host == "" {
-		host = defaultHost
-	}
-	if port == "" {
-		port = defaultPort
-	}
-	cfg.Addr = net.JoinHostPort(host, port)
-	cfg.ConfigFile = path
 	return nil
+}
+
+func (r *configReader) directive(name string, args []string, path string, depth int) error {
+	cfg := r.cfg
+	if name == "include" {
+		if len(args) != 1 {
+			return fmt.Errorf("include takes one file")
+		}
+		return r.file(args[0], depth+1)
+	}
+	if why, ok := ignoredDirectives[name]; ok {
+		r.ignored[name] = why
+		return nil
+	}
+	switch name {
+	case "bind":
+		if len(args) == 0 {
+			return fmt.Errorf("bind: want one or more addresses")
+		}
+		r.hosts = nil
+		for _, h := range args {
+			if ip := net.ParseIP(strings.TrimPrefix(h, "-")); ip == nil && strings.TrimPrefix(h, "-") != "localhost" && strings.TrimPrefix(h, "-") != "*" {
+				return fmt.Errorf("bind: %q is not an IP address", h)
+			}
+			if strings.TrimPrefix(h, "-") == "*" {
+				h = strings.Replace(h, "*", "0.0.0.0", 1)
+			}
+			r.hosts = append(r.hosts, h)
+		}
+		return nil
+	}
+	if len(args) != 1 {
+		if name == "save" || name == "client-output-buffer-limit" || name == "oom-score-adj-values" {
+			return nil
+		}
+		if _, known := directiveNames[name]; !known {
+			return fmt.Errorf("unknown directive %q", name)
+		}
+		return fmt.Errorf("%s: want one value, not %d", name, len(args))
+	}
+	v := args[0]
+	bad := func(what string) error { return fmt.Errorf("%s: %s, not %q", name, what, v) }
+	num := func(lo, hi int64) (int64, error) {
+		x, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || x < lo || x > hi {
+			return 0, bad(fmt.Sprintf("want an integer from %d to %d", lo, hi))
+		}
+		return x, nil
+	}
+	boolean := func() (bool, error) {
+		b, err := confval.ParseBool(v)
+		if err != nil {
+			return false, bad("want yes or no")
+		}
+		return b, nil
+	}
+	size := func(lo, hi uint64) (uint64, error) {
+		m, err := confval.ParseSize(v)
+		if err != nil || m < lo || m > hi {
+			return 0, bad(fmt.Sprintf("want a size from %s to %s such as 4gb", confval.FormatSize(lo), confval.FormatSize(hi)))
+		}
+		return m, nil
+	}
+	seconds := func() (time.Duration, error) {
+		d, err := confval.ParseDuration(v, time.Second)
+		if err != nil {
+			return 0, bad("want seconds or a duration such as 300s")
+		}
+		return d, nil
+	}
+	switch name {
+	case "port":
+		if _, err := num(0, 65535); err != nil {
+			return err
+		}
+		r.port, r.portZero = v, v == "0"
+	case "tls-port":
+		if _, err := num(0, 65535); err != nil {
+			return err
+		}
+		r.tlsPort = v
+	case "tls-cert-file":
+		cfg.TLSCert = v
+	case "tls-key-file":
+		cfg.TLSKey = v
+	case "protected-mode":
+		b, err := boolean()
+		if err != nil {
+			return err
+		}
+		cfg.ProtectedMode = confval.FormatBool(b)
+	case "dir":
+		cfg.Dir = v
+	case "appendonly":
+		b, err := boolean()
+		if err != nil {
+			return err
+		}
+		// Redis's meaning: no log; snapshots are still written.
+		cfg.NoPersistence, cfg.NoAppendLog = false, !b
+	case "appendfsync":
+		v = strings.ToLower(v)
+		if v != "always" && v != "everysec" && v != "no" {
+			return bad("want always, everysec or no")
+		}
+		cfg.AppendFsync = v
+	case "requirepass":
+		cfg.RequirePass = v
+	case "maxmemory":
+		m, err := size(0, 1<<62)
+		if err != nil {
+			return err
+		}
+		cfg.MaxMemory = m
+	case "maxmemory-policy":
+		if strings.ToLower(v) != "noeviction" {
+			r.ignored[name] = "filters are never evicted: the policy is noeviction"
+		}
+	case "maxclients":
+		x, err := num(1, 1<<31-1)
+		if err != nil {
+			return err
+		}
+		cfg.MaxClients = int(x)
+	case "timeout":
+		d, err := seconds()
+		if err != nil {
+			return err
+		}
+		cfg.Timeout = d
+	case "tcp-keepalive":
+		d, err := seconds()
+		if err != nil {
+			return err
+		}
+		if d == 0 {
+			d = -1 // Redis's 0: off
+		}
+		cfg.TCPKeepAlive = d
+	case "auto-aof-rewrite-min-size":
+		m, err := size(1, 1<<62)
+		if err != nil {
+			return err
+		}
+		cfg.AutoSaveLogBytes = int64(m)
+	case "slowlog-log-slower-than":
+		x, err := num(-1, 1<<62)
+		if err != nil {
+			return err
+		}
+		cfg.SlowlogLogSlowerThan = &x
+	case "slowlog-max-len":
+		x, err := num(0, 1<<31-1)
+		if err != nil {
+			return err
+		}
+		cfg.SlowlogMaxLen = &x
+	case "latency-monitor-threshold":
+		x, err := num(0, 1<<62)
+		if err != nil {
+			return err
+		}
+		cfg.LatencyMonitorThreshold = &x
+	case "proto-max-bulk-len", "client-query-buffer-limit":
+		m, err := size(1024, 1<<40)
+		if err != nil {
+			return err
+		}
+		if name == "proto-max-bulk-len" {
+			cfg.MaxBulk = int(m)
+		} else {
+			cfg.MaxQuery = int(m)
+		}
+	case "loglevel":
+		l := strings.ToLower(v)
+		if _, ok := redisLogLevels[l]; !ok {
+			return bad("want debug, verbose, notice, warning or nothing")
+		}
+		cfg.LogLevel = l
+	case "logfile":
+		cfg.LogFile = v
+	case "pidfile":
+		cfg.PidFile = v
+	case "daemonize":
+		b, err := boolean()
+		if err != nil {
+			return err
+		}
+		if b {
+			r.ignored[name] = "bloom serve stays in the foreground; run it under a service manager (supervised systemd)"
+		}
+	case "supervised":
+		l := strings.ToLower(v)
+		switch l {
+		case "no", "auto", "systemd":
+			cfg.Supervised = l
+		case "upstart":
+			r.ignored[name] = "only systemd supervision is supported"
+		default:
+			return bad("want no, auto or systemd")
+		}
+	default:
+		return fmt.Errorf("unknown directive %q", name)
+	}
+	return nil
+}
+
+// directiveNames are the directives the reader implements (for errors).
+var directiveNames = map[string]struct{}{}
+
+func init() {
+	for _, n := range strings.Fields(`port tls-port tls-cert-file tls-key-file protected-mode dir appendonly appendfsync
+		requirepass maxmemory maxmemory-policy maxclients timeout tcp-keepalive auto-aof-rewrite-min-size
+		slowlog-log-slower-than slowlog-max-len latency-monitor-threshold proto-max-bulk-len client-query-buffer-limit
+		loglevel logfile pidfile daemonize supervised bind include`) {
+		directiveNames[n] = struct{}{}
+	}
+}
+
+// redisLogLevels maps Redis's log levels to the log's: verbose is debug,
+// notice is info, "nothing" keeps errors only.
+var redisLogLevels = map[string]string{"debug": "debug", "verbose": "debug", "notice": "info", "warning": "warn", "nothing": "error",
+	"info": "info", "warn": "warn", "error": "error"}
+
+// LogLevelName maps a loglevel directive's value (Redis's debug, verbose,
+// notice, warning, nothing, or debug/info/warn/error) to a slog level name.
+func LogLevelName(v string) (string, bool) {
+	l, ok := redisLogLevels[strings.ToLower(v)]
+	return l, ok
 }
 
 // splitConfigLine splits a config line into words as Redis's sdssplitargs

@@ -111,6 +111,14 @@ func (s *Server) serveConn(nc net.Conn) {
 		}
 		tc.SetDeadline(time.Time{})
 	}
+	if s.protectedRefuses(nc.RemoteAddr()) {
+		s.clients.Add(-1)
+		s.log.Debug("protected mode: refused a client not on the loopback interface", "addr", nc.RemoteAddr())
+		nc.SetWriteDeadline(time.Now().Add(time.Second))
+		io.WriteString(nc, deniedProtected)
+		nc.Close()
+		return
+	}
 	s.totalConns.Add(1)
 	c := &Session{ID: s.nextID.Add(1), Addr: nc.RemoteAddr().String(), LocalAddr: nc.LocalAddr().String(), created: time.Now()}
 	c.authed = s.requirePass() == ""

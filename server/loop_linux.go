@@ -9,6 +9,7 @@ import (
 	"net"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -49,7 +50,12 @@ type eventLoop struct {
 	ctl    func(epfd, op, fd int, ev *unix.EpollEvent) error // epoll_ctl(2)
 	now    int64                                             // monoNow at the end of the last round
 	pf     []prefetchItem
+	beat   atomic.Int64 // monoNow at the start of the last round (/livez)
 }
+
+// lastBeat is when the loop last went round (it does at least every
+// 100 ms, idle or not).
+func (l *eventLoop) lastBeat() int64 { return l.beat.Load() }
 
 // loopConn is one client of an event loop.
 type loopConn struct {
@@ -255,6 +261,7 @@ func (l *eventLoop) run() {
 			return
 		}
 		l.now = monoNow() // one clock read a round, for the timeouts
+		l.beat.Store(l.now)
 		for _, ev := range l.events[:max(n, 0)] {
 			fd := int(ev.Fd)
 			if fd == l.wake[0] {

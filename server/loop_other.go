@@ -14,3 +14,4 @@ func (s *Server) startLoops() error                      { return nil }
 func (s *Server) adoptable(net.Conn, *Session) *loopConn { return nil }
 func (c *loopConn) hand()                                {}
 func (l *eventLoop) stop()                               {}
+func (l *eventLoop) lastBeat() int64                     { return monoNow() }

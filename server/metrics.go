@@ -2,11 +2,13 @@ package server
 
 import (
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -104,6 +106,32 @@ func (c *commandCollector) Collect(ch chan<- prometheus.Metric) {
 func (m *metrics) handler(s *Server) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", basicAuth(s.cfg.MetricsPassword, promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})))
+	// /livez: the process answers and its event loops and background
+	// work go round. For a liveness probe: it stays 200 while writes are
+	// refused (MISCONF), which a restart would not cure.
+	mux.HandleFunc("/livez", func(w http.ResponseWriter, r *http.Request) {
+		if msg := s.liveProblem(); msg != "" {
+			http.Error(w, msg, http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write([]byte("ok\n"))
+	})
+	// /readyz: the data is loaded, writes are accepted and (on a replica)
+	// the link to the primary is up. For a readiness probe or a load
+	// balancer.
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if msg := s.readyProblem(); msg != "" {
+			http.Error(w, msg, http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write([]byte("ok\n"))
+	})
+	// /healthz keeps its meaning: 503 while shutting down or while writes
+	// are refused (MISCONF). It is /readyz without the replica check; do
+	// not use it as a liveness probe (a full disk would restart the
+	// process in a loop).
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		if s.closed.Load() {
 			http.Error(w, "shutting down", http.StatusServiceUnavailable)
@@ -221,4 +249,57 @@ func basicAuth(password string, h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// stallAfter is how long an event loop or the background work may go
+// without a round before /livez reports the process stuck.
+const stallAfter = 10 * time.Second
+
+// liveProblem says why the process is not alive ("" when it is): shutting
+// down, or an event loop or the background goroutine stalled.
+func (s *Server) liveProblem() string {
+	if s.closed.Load() {
+		return "shutting down"
+	}
+	now := monoNow()
+	for i, l := range s.loops {
+		if b := l.lastBeat(); b != 0 && now-b > int64(stallAfter) {
+			return fmt.Sprintf("event loop %d has not gone round for %v", i, time.Duration(now-b).Round(time.Second))
+		}
+	}
+	if b := s.bgBeat.Load(); b != 0 && now-b > int64(stallAfter) {
+		return fmt.Sprintf("background work has not gone round for %v", time.Duration(now-b).Round(time.Second))
+	}
+	return ""
+}
+
+// readyProblem says why the server should not get traffic ("" when it
+// should): shutting down, writes refused, or a replica's link down.
+// The data is loaded before the HTTP listener serves at all.
+func (s *Server) readyProblem() string {
+	if s.closed.Load() {
+		return "shutting down"
+	}
+	if msg := s.misconf(); msg != "" {
+		return msg
+	}
+	if msg := s.replicaLinkProblem(); msg != "" {
+		return msg
+	}
+	return ""
+}
+
+// replicaLinkProblem is the hook for replication: a replica whose link to
+// its primary is down is not ready. There are no replicas yet, so it is
+// always "".
+func (s *Server) replicaLinkProblem() string { return "" }
+
+// Alive reports whether the server is alive as /livez does: nil while it
+// serves and its event loops and background work go round. A service
+// manager's watchdog is fed only while it is.
+func (s *Server) Alive() error {
+	if msg := s.liveProblem(); msg != "" {
+		return errors.New(msg)
+	}
+	return nil
 }

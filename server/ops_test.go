@@ -169,12 +169,12 @@ func testConfigSetTimeoutAndMaxclients(t *testing.T, gpc bool) {
 
 func TestConfigRewrite(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "bloomkit.conf")
-	if err := os.WriteFile(file, []byte("# mine\nmaxclients 10\nmaxclients 11\nport 7000\n"), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte("# mine\nmaxclients 10\nmaxclients 11\nport 7000\nmaxmemory 2gb\ntimeout 5m\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := startServer(t, Config{NoPersistence: true, ConfigFile: file})
+	s := startServer(t, Config{NoPersistence: true, ConfigFile: file, MaxMemory: 2 << 30, Timeout: 5 * time.Minute})
 	rc := dialRaw(t, s.Addr())
-	if got := rc.do("CONFIG", "SET", "maxclients", "77", "requirepass", "a b"); got != "+OK" {
+	if got := rc.do("CONFIG", "SET", "maxclients", "77", "requirepass", "a b", "slowlog-max-len", "64"); got != "+OK" {
 		t.Fatal(got)
 	}
 	if got := rc.do("CONFIG", "REWRITE"); got != "+OK" {
@@ -185,9 +185,16 @@ func TestConfigRewrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := string(raw)
-	for _, want := range []string{"# mine\nmaxclients 77\nport 7000\n", "requirepass \"a b\"\n", "appendfsync everysec\n", "slowlog-max-len 128\n"} {
+	// The user's units stay; only what CONFIG SET changed is added (as
+	// it was written), no defaults.
+	for _, want := range []string{"# mine\nmaxclients 77\nport 7000\nmaxmemory 2gb\ntimeout 5m\n", "requirepass \"a b\"\n", "slowlog-max-len 64\n"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("rewritten file lacks %q:\n%s", want, text)
+		}
+	}
+	for _, unwanted := range []string{"appendfsync", "slowlog-log-slower-than", `requirepass ""`, "maxmemory 2147483648", "protected-mode"} {
+		if strings.Contains(text, unwanted) {
+			t.Errorf("rewritten file has %q, which CONFIG SET did not change:\n%s", unwanted, text)
 		}
 	}
 	if strings.Count(text, "maxclients") != 1 {
@@ -198,7 +205,7 @@ func TestConfigRewrite(t *testing.T) {
 	if err := ReadConfigFile(file, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.MaxClients != 77 || cfg.RequirePass != "a b" || cfg.AppendFsync != "everysec" {
+	if cfg.MaxClients != 77 || cfg.RequirePass != "a b" || cfg.MaxMemory != 2<<30 || cfg.Timeout != 5*time.Minute || *cfg.SlowlogMaxLen != 64 {
 		t.Errorf("read back: %+v", cfg)
 	}
 }
@@ -572,8 +579,8 @@ func TestDocumentedConfigFile(t *testing.T) {
 	if err := ReadConfigFile(file, &cfg); err == nil || !strings.Contains(err.Error(), file+":2: maxclients") {
 		t.Errorf("bad value: %v", err)
 	}
-	os.WriteFile(file, []byte("loglevel debug\n"), 0o600)
-	if err := ReadConfigFile(file, &cfg); err == nil || !strings.Contains(err.Error(), `unknown directive "loglevel"`) {
+	os.WriteFile(file, []byte("loglevel debug\nmaxmemroy 1gb\n"), 0o600)
+	if err := ReadConfigFile(file, &cfg); err == nil || !strings.Contains(err.Error(), file+`:2: unknown directive "maxmemroy"`) {
 		t.Errorf("unknown directive: %v", err)
 	}
 }

@@ -41,7 +41,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -49,6 +48,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bloomkit/bloomkit/internal/confval"
+	"github.com/bloomkit/bloomkit/internal/memlimit"
 	"github.com/bloomkit/bloomkit/server/internal/aof"
 	"github.com/bloomkit/bloomkit/server/internal/keyspace"
 )
@@ -67,6 +68,28 @@ const (
 type Config struct {
 	// Addr is the listen address (default DefaultAddr, 127.0.0.1:6479).
 	Addr string
+	// ExtraAddrs are more addresses to listen on, with Addr's meaning (a
+	// config file's "bind a b c"). One written "-host:port" may fail to
+	// bind (an address family the machine lacks) with a warning.
+	ExtraAddrs []string
+	// ProtectedMode is "yes" (the default, "") or "no". In protected mode a
+	// server without a password refuses clients that do not connect from
+	// the loopback interface, with Redis's DENIED error.
+	ProtectedMode string
+	// TCPKeepAlive is the period of TCP keepalive probes on client
+	// connections (default 300 s, Redis's tcp-keepalive; negative: off).
+	TCPKeepAlive time.Duration
+	// LatencyMonitorThreshold is LATENCY's threshold in milliseconds
+	// (nil or 0: the latency monitor is off).
+	LatencyMonitorThreshold *int64
+	// LogLevel, LogFile, PidFile and Supervised carry a config file's
+	// loglevel, logfile, pidfile and supervised directives to the program
+	// that builds the logger and runs the process (bloom serve); the
+	// Server itself does not read them.
+	LogLevel, LogFile, PidFile, Supervised string
+	// IgnoredDirectives lists the config file's directives that have no
+	// effect here, each with the reason; New logs them as one warning.
+	IgnoredDirectives []string
 	// Dir holds the snapshot and the append-only log (default ./bloomkit-data).
 	// Empty string with NoPersistence disables persistence.
 	Dir string
@@ -84,8 +107,10 @@ type Config struct {
 	RequirePass string
 	// TLSCert and TLSKey enable TLS on Addr when both are set.
 	TLSCert, TLSKey string
-	// MaxMemory caps the bytes of filters and keys (0: 90% of physical memory,
-	// so one huge BF.RESERVE cannot get the process OOM-killed).
+	// MaxMemory caps the bytes of filters and keys (0: 90% of the memory the
+	// process may use — its cgroup's limit in a container, else the
+	// machine's — so that one huge BF.RESERVE is refused instead of getting
+	// the process OOM-killed).
 	MaxMemory uint64
 	// MetricsAddr, when set, serves Prometheus /metrics and /healthz.
 	MetricsAddr string
@@ -138,6 +163,9 @@ type Config struct {
 	// maxRecord bounds one append-only log record's payload (default
 	// aof.MaxRecord; tests make it small instead of allocating gigabytes).
 	maxRecord int64
+	// memSystem is where the default maxmemory is read (tests give a fake
+	// cgroup file tree).
+	memSystem memlimit.System
 	// retryMin is the first pause before retrying a failed rewrite after
 	// the log failed (default 1 s; it doubles up to a minute).
 	retryMin time.Duration
@@ -174,6 +202,9 @@ func (c *Config) defaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.TCPKeepAlive == 0 {
+		c.TCPKeepAlive = 300 * time.Second
 	}
 	if c.AutoSaveLogBytes == 0 {
 		c.AutoSaveLogBytes = 64 << 20
@@ -276,6 +307,9 @@ type Server struct {
 	runID      string // INFO run_id: random, new each start
 	// cfgMu serializes CONFIG SET and CONFIG REWRITE.
 	cfgMu sync.Mutex
+	// cfgSet holds the values CONFIG SET was given since the start, as
+	// written (CONFIG REWRITE keeps the user's units); under cfgMu.
+	cfgSet map[string]string
 	// filterStats caches the per-filter metric series.
 	filterStats filterStats
 	// doubt is the keys whose last writes were not durable when the log failed.
@@ -304,7 +338,8 @@ type Server struct {
 	sessions map[int64]*Session
 
 	ln       net.Listener
-	addr     atomic.Value // string
+	extraLns []net.Listener // ExtraAddrs
+	addr     atomic.Value   // string
 	httpSrv  *http.Server
 	httpLn   net.Listener
 	stop     chan struct{}
@@ -315,6 +350,7 @@ type Server struct {
 	finishOnce   sync.Once
 	bgWG         sync.WaitGroup
 	closed       atomic.Bool
+	bgBeat       atomic.Int64 // monoNow at the background goroutine's last tick (/livez)
 }
 
 // New creates a server: it loads the snapshot and replays the append-only
@@ -327,9 +363,23 @@ func New(cfg Config) (*Server, error) {
 	default:
 		return nil, fmt.Errorf("server: appendfsync must be always, everysec or no, not %q", cfg.AppendFsync)
 	}
+	switch strings.ToLower(cfg.ProtectedMode) {
+	case "", "yes", "no":
+	default:
+		return nil, fmt.Errorf("server: protected-mode must be yes or no, not %q", cfg.ProtectedMode)
+	}
+	if len(cfg.IgnoredDirectives) > 0 {
+		cfg.Logger.Warn("config file directives ignored: "+strings.Join(cfg.IgnoredDirectives, "; "), "file", cfg.ConfigFile)
+	}
 	limit := cfg.MaxMemory
 	if limit == 0 {
-		limit = defaultMemoryLimit()
+		var source string
+		limit, source = defaultMemoryLimit(cfg.memSystem)
+		if limit != 0 {
+			cfg.Logger.Info("maxmemory is 90% of the memory this process may use", "maxmemory", confval.FormatSize(limit), "bytes", limit, "from", source)
+		} else {
+			cfg.Logger.Warn("maxmemory is unlimited: neither the cgroup's limit nor /proc/meminfo could be read")
+		}
 	}
 	s := &Server{
 		cfg:      cfg,
@@ -360,21 +410,15 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// defaultMemoryLimit is 90% of physical memory (0 when unknown).
-func defaultMemoryLimit() uint64 {
-	raw, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
+// defaultMemoryLimit is 90% of the memory the process may hold: the
+// cgroup's limit in a container, else the machine's MemTotal (0 when
+// neither can be read), and where that figure comes from.
+func defaultMemoryLimit(sys memlimit.System) (uint64, string) {
+	limit, source, ok := sys.Limit()
+	if !ok {
+		return 0, ""
 	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if strings.HasPrefix(line, "MemTotal:") {
-			var kb uint64
-			if _, err := fmt.Sscanf(strings.TrimPrefix(line, "MemTotal:"), "%d", &kb); err == nil {
-				return kb * 1024 / 10 * 9
-			}
-		}
-	}
-	return 0
+	return limit / 10 * 9, source
 }
 
 // Addr is the address the server listens on (after Serve started).
@@ -393,32 +437,76 @@ func (s *Server) MetricsAddr() string {
 	return ""
 }
 
-// Listen opens the listeners (Redis protocol, metrics) without serving yet.
+// Listen opens the listeners (Redis protocol on Addr and ExtraAddrs,
+// metrics) without serving yet.
 func (s *Server) Listen() error {
-	ln, err := net.Listen("tcp", s.cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("server: listen %s: %w", s.cfg.Addr, err)
-	}
+	var tlsCfg *tls.Config
 	if s.cfg.TLSCert != "" || s.cfg.TLSKey != "" {
 		cert, err := tls.LoadX509KeyPair(s.cfg.TLSCert, s.cfg.TLSKey)
 		if err != nil {
-			ln.Close()
 			return fmt.Errorf("server: TLS certificate: %w", err)
 		}
-		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	lc := net.ListenConfig{KeepAlive: s.cfg.TCPKeepAlive}
+	listen := func(addr string) (net.Listener, error) {
+		ln, err := lc.Listen(context.Background(), "tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("server: listen %s: %w", addr, err)
+		}
+		if tlsCfg != nil {
+			ln = tls.NewListener(ln, tlsCfg)
+		}
+		return ln, nil
+	}
+	closeAll := func() {
+		for _, l := range s.extraLns {
+			l.Close()
+		}
+		s.extraLns = nil
+		if s.ln != nil {
+			s.ln.Close()
+			s.ln = nil
+		}
+	}
+	ln, err := listen(s.cfg.Addr)
+	if err != nil {
+		return err
 	}
 	s.ln = ln
 	s.addr.Store(ln.Addr().String())
+	for _, a := range s.cfg.ExtraAddrs {
+		optional := strings.HasPrefix(a, "-")
+		l, err := listen(strings.TrimPrefix(a, "-"))
+		if err != nil {
+			if optional {
+				s.log.Warn("optional bind address unavailable", "addr", a[1:], "err", err)
+				continue
+			}
+			closeAll()
+			return err
+		}
+		s.extraLns = append(s.extraLns, l)
+	}
 	if s.cfg.MetricsAddr != "" {
 		hl, err := net.Listen("tcp", s.cfg.MetricsAddr)
 		if err != nil {
-			ln.Close()
+			closeAll()
 			return fmt.Errorf("server: metrics listen %s: %w", s.cfg.MetricsAddr, err)
 		}
 		s.httpLn = hl
 		s.httpSrv = &http.Server{Handler: s.metrics.handler(s), ReadHeaderTimeout: 10 * time.Second}
 	}
 	return nil
+}
+
+// ListenAddrs are the addresses the server listens on for clients.
+func (s *Server) ListenAddrs() []string {
+	out := []string{s.Addr()}
+	for _, l := range s.extraLns {
+		out = append(out, l.Addr().String())
+	}
+	return out
 }
 
 // Serve serves clients until Close or Shutdown; Listen must have been called
@@ -451,7 +539,7 @@ func (s *Server) Serve() error {
 		case <-s.stop:
 		}
 	}()
-	s.log.Info("serving", "addr", s.Addr(), "dir", s.cfg.Dir, "appendfsync", s.appendFsync(),
+	s.log.Info("serving", "addr", strings.Join(s.ListenAddrs(), " "), "dir", s.cfg.Dir, "appendfsync", s.appendFsync(),
 		"tls", s.cfg.TLSCert != "", "auth", s.requirePass() != "", "maxmemory", s.db.Limit(), "metrics", s.MetricsAddr())
 	s.lifeMu.Lock()
 	if s.closed.Load() {
@@ -462,7 +550,22 @@ func (s *Server) Serve() error {
 		s.log.Warn("event loops unavailable; serving each client with a goroutine", "err", err)
 	}
 	s.lifeMu.Unlock()
-	return s.acceptLoop(s.ln)
+	errs := make(chan error, len(s.extraLns))
+	for _, l := range s.extraLns {
+		go func() { errs <- s.acceptLoop(l) }()
+	}
+	err := s.acceptLoop(s.ln)
+	if err != nil {
+		for _, l := range s.extraLns {
+			l.Close()
+		}
+	}
+	for range s.extraLns {
+		if e := <-errs; err == nil {
+			err = e
+		}
+	}
+	return err
 }
 
 // ListenAndServe listens on cfg.Addr and serves.
@@ -504,6 +607,9 @@ func (s *Server) closeListeners() {
 	s.stopOnce.Do(func() { close(s.stop) })
 	if s.ln != nil {
 		s.ln.Close()
+	}
+	for _, l := range s.extraLns {
+		l.Close()
 	}
 	for _, c := range s.sessionList() {
 		c.disconnect()
@@ -549,6 +655,7 @@ func (s *Server) background() {
 		case <-s.stop:
 			return
 		case <-t.C:
+			s.bgBeat.Store(monoNow())
 		}
 		ticks++
 		s.expireCycle()

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"net"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -19,6 +21,7 @@ type settings struct {
 	slowerThan  atomic.Int64 // microseconds; negative: slow log off
 	slowMaxLen  atomic.Int64
 	maxMemory   atomic.Uint64 // as configured (0: 90% of RAM); db.limit is in force
+	protected   atomic.Bool   // protected-mode yes
 }
 
 func (st *settings) init(cfg *Config) {
@@ -37,6 +40,7 @@ func (st *settings) init(cfg *Config) {
 		st.slowMaxLen.Store(max(*cfg.SlowlogMaxLen, 0))
 	}
 	st.maxMemory.Store(cfg.MaxMemory)
+	st.protected.Store(!strings.EqualFold(cfg.ProtectedMode, "no"))
 }
 
 // appendFsync is the appendfsync policy in force.
@@ -50,3 +54,18 @@ func (s *Server) idleTimeout() time.Duration { return time.Duration(s.set.timeou
 
 // maxClients is the connection limit in force.
 func (s *Server) maxClients() int64 { return s.set.maxClients.Load() }
+
+// deniedProtected is Redis's reply to a client refused by protected mode.
+const deniedProtected = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n"
+
+// protectedRefuses reports whether protected mode refuses a client from
+// remote: protected mode on, no password, and a peer that is not on the
+// loopback interface (as Redis: only clients on the machine's loopback
+// may reach a server nobody secured).
+func (s *Server) protectedRefuses(remote net.Addr) bool {
+	if !s.set.protected.Load() || s.requirePass() != "" {
+		return false
+	}
+	ta, ok := remote.(*net.TCPAddr)
+	return !ok || !ta.IP.IsLoopback()
+}

@@ -9,6 +9,7 @@ import (
 )
 
 func TestBuildAndTestKeys(t *testing.T) {
+	outputOnly(t)
 	dir := t.TempDir()
 	writeFile(t, dir, "blacklist.txt", "spam@example.com\nphish@example.net\r\n\nscam@example.org")
 	bloomIn(t, dir, "", "build", "-n", "1000", "-p", "0.1%", "-o", "bl.bf", "blacklist.txt").want(t, exitOK, "build")
@@ -38,6 +39,7 @@ func TestBuildAndTestKeys(t *testing.T) {
 }
 
 func TestTestStdinLikeGrep(t *testing.T) {
+	outputOnly(t)
 	dir := t.TempDir()
 	bloomIn(t, dir, keys("bad", 1000), "build", "-n", "1000", "-p", "1e-6", "-o", "bad.bf").want(t, exitOK, "build from stdin")
 	in := "bad1\ngood1\nbad999\r\ngood2\nbad5"
@@ -61,6 +63,7 @@ func TestTestStdinLikeGrep(t *testing.T) {
 // Every key added tests present (no false negatives), and keys never added
 // test present at about the planned rate.
 func TestBuildRates(t *testing.T) {
+	outputOnly(t)
 	dir := t.TempDir()
 	const n = 20000
 	writeFile(t, dir, "in.txt", keys("https://example.com/in/", n))
@@ -88,6 +91,7 @@ func TestBuildRates(t *testing.T) {
 }
 
 func TestBuildCountsLinesWithoutN(t *testing.T) {
+	outputOnly(t)
 	dir := t.TempDir()
 	writeFile(t, dir, "a.txt", keys("a", 300))
 	writeFile(t, dir, "b.txt", keys("b", 200)+"last-without-newline")
@@ -104,6 +108,7 @@ func TestBuildCountsLinesWithoutN(t *testing.T) {
 }
 
 func TestBuildFieldCSV(t *testing.T) {
+	outputOnly(t)
 	dir := t.TempDir()
 	writeFile(t, dir, "users.csv", `id,name,email
 1,"Smith, Jane",jane@example.com
@@ -138,6 +143,7 @@ func TestBuildFieldCSV(t *testing.T) {
 
 // A line longer than the read buffer is one key, not two.
 func TestBuildLongLines(t *testing.T) {
+	outputOnly(t)
 	dir := t.TempDir()
 	long := strings.Repeat("0123456789abcdef", 3<<20/16) // 3 MiB
 	writeFile(t, dir, "long.txt", "short\n"+long+"\nafter\n")
@@ -154,6 +160,7 @@ func TestBuildLongLines(t *testing.T) {
 }
 
 func TestBuildTypes(t *testing.T) {
+	outputOnly(t)
 	dir := t.TempDir()
 	writeFile(t, dir, "k.txt", keys("k", 100))
 	for _, k := range kinds {
@@ -184,6 +191,7 @@ func TestBuildTypes(t *testing.T) {
 }
 
 func TestBuildErrors(t *testing.T) {
+	outputOnly(t)
 	dir := t.TempDir()
 	writeFile(t, dir, "k.txt", "a\n")
 	if err := os.WriteFile(filepath.Join(dir, "keep.bf"), []byte("old"), 0o644); err != nil {
@@ -251,6 +259,7 @@ func TestBuildSeedAndProgress(t *testing.T) {
 // filter), and more distinct keys than -n is an overfill as for the other
 // types: a warning, or with --strict exit 2 and no file.
 func TestBuildCuckooDistinctAndOverfill(t *testing.T) {
+	outputOnly(t)
 	dir := t.TempDir()
 	same := strings.Repeat("same-line\n", 170)
 	bloomIn(t, dir, same, "build", "--type", "cuckoo", "-n", "1000", "-o", "same.bf", "-").want(t, exitOK, "one line 170 times")

@@ -7,6 +7,7 @@ import (
 )
 
 func TestCalcGolden(t *testing.T) {
+	outputOnly(t)
 	cases := []struct {
 		golden string
 		args   []string
@@ -27,6 +28,7 @@ func TestCalcGolden(t *testing.T) {
 
 // The three spellings of a count and the two of a rate give one answer.
 func TestCalcSpellings(t *testing.T) {
+	outputOnly(t)
 	first := bloomIn(t, "", "", "calc", "-n", "100000000", "-p", "0.01").want(t, exitOK, "calc").stdout
 	for _, args := range [][]string{
 		{"-n", "100M", "-p", "1%"},
@@ -42,6 +44,7 @@ func TestCalcSpellings(t *testing.T) {
 }
 
 func TestCalcJSONMatchesFormulas(t *testing.T) {
+	outputOnly(t)
 	r := bloomIn(t, "", "", "calc", "-n", "100M", "-p", "1%", "--json").want(t, exitOK, "calc --json")
 	var res calcResult
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
@@ -68,6 +71,7 @@ func TestCalcJSONMatchesFormulas(t *testing.T) {
 }
 
 func TestCalcErrors(t *testing.T) {
+	outputOnly(t)
 	for _, c := range []struct {
 		args []string
 		msg  string
@@ -178,6 +182,7 @@ func TestFormatRate(t *testing.T) {
 // does (it used to be a usage error), and build -n 0 warns as soon as the
 // filter holds more.
 func TestCalcZeroKeys(t *testing.T) {
+	outputOnly(t)
 	r := bloomIn(t, "", "", "calc", "-n", "0", "-p", "1%").want(t, exitOK, "calc -n 0")
 	if !strings.Contains(r.stdout, "0 keys at a false-positive rate of 1%") || !strings.Contains(r.stdout, "classic") {
 		t.Errorf("calc -n 0:\n%s", r.stdout)

@@ -15,6 +15,7 @@ import (
 // end (exit 1), and --fix cuts at the first bad record so the log reads
 // as good again.
 func TestCheckLog(t *testing.T) {
+	outputOnly(t)
 	dir := t.TempDir()
 	s, err := server.New(server.Config{Dir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 // valid bash and completes subcommands and flags; zsh and fish check their
 // own scripts when installed.
 func TestCompletion(t *testing.T) {
+	outputOnly(t)
 	for _, shell := range []string{"bash", "zsh", "fish"} {
 		r := bloomIn(t, t.TempDir(), "", "completion", shell).want(t, exitOK, "completion "+shell)
 		for _, c := range commands {
@@ -63,6 +64,7 @@ func TestCompletion(t *testing.T) {
 // bloom help lists the subcommands in two aligned columns, however long the
 // longest name.
 func TestHelpAligned(t *testing.T) {
+	outputOnly(t)
 	r := bloomIn(t, t.TempDir(), "", "help").want(t, exitOK, "help")
 	_, list, _ := strings.Cut(r.stdout, "Subcommands:\n")
 	list, _, _ = strings.Cut(list, "\n\n")

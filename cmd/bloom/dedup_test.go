@@ -52,6 +52,7 @@ func urlLines(lines int, dup float64, seed uint64) string {
 }
 
 func TestDedupExact(t *testing.T) {
+	outputOnly(t)
 	in := urlLines(50000, 0.3, 1)
 	// At a rate of 1e-9 a false positive among 35,000 lines is very unlikely:
 	// the output must be awk's.
@@ -75,6 +76,7 @@ func TestDedupExact(t *testing.T) {
 // Wrongly dropped lines (false positives) stay near the configured rate, and
 // the output is always the exact answer with some lines missing.
 func TestDedupRate(t *testing.T) {
+	outputOnly(t)
 	in := urlLines(100000, 0.3, 2)
 	want := strings.SplitAfter(exactDedup(in), "\n")
 	r := bloomIn(t, "", in, "dedup", "-n", "70000", "-p", "1%", "--stats").want(t, exitOK, "dedup")
@@ -100,6 +102,7 @@ func TestDedupRate(t *testing.T) {
 }
 
 func TestDedupField(t *testing.T) {
+	outputOnly(t)
 	in := "1,a,x\n2,b,x\n3,a,y\n4,\"a\",z\n5\n6\n"
 	r := bloomIn(t, "", in, "dedup", "--field", "2").want(t, exitOK, "dedup --field")
 	// Lines without the column are copied through, counted, and reported:
@@ -123,6 +126,7 @@ func TestDedupField(t *testing.T) {
 }
 
 func TestDedupState(t *testing.T) {
+	outputOnly(t)
 	dir := t.TempDir()
 	bloomIn(t, dir, "a\nb\na\n", "dedup", "-n", "1000", "--state", "seen.bf").want(t, exitOK, "first run")
 	r := bloomIn(t, dir, "b\nc\na\nd\nc\n", "dedup", "--state", "seen.bf").want(t, exitOK, "second run")
@@ -158,6 +162,7 @@ func TestDedupState(t *testing.T) {
 // A damaged state file is reported and left alone, not replaced by an
 // empty filter.
 func TestDedupCorruptState(t *testing.T) {
+	outputOnly(t)
 	dir := t.TempDir()
 	bloomIn(t, dir, keys("u", 100), "dedup", "-n", "1000", "--state", "seen.bf").want(t, exitOK, "first run")
 	path := filepath.Join(dir, "seen.bf")
@@ -262,6 +267,7 @@ func readLineTimeout(r *bufio.Reader, d time.Duration) (string, error) {
 }
 
 func TestDedupErrors(t *testing.T) {
+	outputOnly(t)
 	for _, c := range []struct {
 		args []string
 		msg  string
@@ -280,6 +286,7 @@ func TestDedupErrors(t *testing.T) {
 }
 
 func TestDedupScalable(t *testing.T) {
+	outputOnly(t)
 	dir := t.TempDir()
 	in := urlLines(20000, 0.3, 3)
 	// Sized for 1,000 lines, a scalable filter grows instead of overfilling.
@@ -314,6 +321,7 @@ func TestDedupScalable(t *testing.T) {
 // or stdin, whatever the filter holds); dedup copies every empty line
 // through (it used to treat "" as a key and drop the second blank line).
 func TestEmptyLinesOneRule(t *testing.T) {
+	outputOnly(t)
 	dir := t.TempDir()
 	bloomIn(t, dir, "a\n\nb\n\n", "build", "-n", "10", "-o", "e.bf", "-").want(t, exitOK, "build")
 	r := bloomIn(t, dir, "", "test", "e.bf", "", "a").want(t, exitOK, "test")

@@ -4,7 +4,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/bloomkit/bloomkit/internal/doctest"
@@ -16,6 +19,7 @@ import (
 // documents cannot drift from the program. The examples' READMEs are run by
 // the examples module's TestReadmeCommands.
 func TestDocCommands(t *testing.T) {
+	outputOnly(t)
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("bash is needed to run the documented commands")
 	}
@@ -28,10 +32,38 @@ func TestDocCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := append(os.Environ(), "PATH="+shims+string(os.PathListSeparator)+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	// The documents run in parallel, except those that use the same TCP
+	// port (a server's), which take turns: each holds the locks of its
+	// ports, taken in order.
+	var mu sync.Mutex
 	ran := 0
+	portLocks := map[string]*sync.Mutex{}
+	docPorts := map[string][]string{}
+	for _, file := range files {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docPorts[file] = portsOf(string(src))
+		for _, p := range docPorts[file] {
+			if portLocks[p] == nil {
+				portLocks[p] = new(sync.Mutex)
+			}
+		}
+	}
+	t.Cleanup(func() { // after the parallel subtests
+		if ran < 30 {
+			t.Errorf("only %d documented commands found: is the parser still reading the documents?", ran)
+		}
+	})
 	for _, file := range files {
 		rel, _ := filepath.Rel(root, file)
 		t.Run(rel, func(t *testing.T) {
+			t.Parallel()
+			for _, p := range docPorts[file] {
+				portLocks[p].Lock()
+				defer portLocks[p].Unlock()
+			}
 			src, err := os.ReadFile(file)
 			if err != nil {
 				t.Fatal(err)
@@ -40,9 +72,11 @@ func TestDocCommands(t *testing.T) {
 			for _, s := range d.Skips {
 				t.Logf("skipped: %s", s)
 			}
+			mu.Lock()
 			for _, b := range d.Blocks {
 				ran += len(b.Script) + len(b.Console)
 			}
+			mu.Unlock()
 			r := &doctest.Runner{Dir: t.TempDir(), Env: env}
 			fails, err := r.Run(d)
 			if err != nil {
@@ -53,9 +87,35 @@ func TestDocCommands(t *testing.T) {
 			}
 		})
 	}
-	if ran < 30 {
-		t.Errorf("only %d documented commands found: is the parser still reading the documents?", ran)
+}
+
+// portNumber is a number that may be a TCP port in a document: after a
+// colon (host:port), -p, --port or "port ".
+var portNumber = regexp.MustCompile(`(?::|-p |--port |port )([0-9]{4,5})\b`)
+
+// serveDefault is a line that starts bloom serve (outside inline code);
+// without --addr or --port it listens on the default port, 6479.
+var serveDefault = regexp.MustCompile(`(^|[\s$])(bloom|go run \./cmd/bloom) serve\b`)
+
+// portsOf lists, sorted, the numbers in a document that may be ports it
+// listens on. A number that is not one only makes two documents take turns.
+func portsOf(src string) []string {
+	set := map[string]bool{}
+	for _, m := range portNumber.FindAllStringSubmatch(src, -1) {
+		set[m[1]] = true
 	}
+	for _, line := range strings.Split(src, "\n") {
+		if serveDefault.MatchString(line) && !strings.Contains(line, "`") &&
+			!strings.Contains(line, "--addr") && !strings.Contains(line, "--port") {
+			set["6479"] = true
+		}
+	}
+	var ports []string
+	for p := range set {
+		ports = append(ports, p)
+	}
+	sort.Strings(ports)
+	return ports
 }
 
 // goShim stands in for go on PATH: "go run ./cmd/bloom ARGS" runs the test's
@@ -70,6 +130,7 @@ PATH="${PATH#*:}" exec go "$@"
 // folder where `go build -o bloom ./cmd/bloom` lands in a clone, and stamps
 // the version, commit and date `bloom --version` prints.
 func TestMakeBuild(t *testing.T) {
+	outputOnly(t)
 	root := filepath.Join("..", "..")
 	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
 	if err != nil {
@@ -92,5 +153,20 @@ func TestMakeBuild(t *testing.T) {
 	want := "bloom 9.8.7 (commit 0123456789ab, 2026-11-25T18:00:00Z, go"
 	if err != nil || !strings.HasPrefix(string(b), want) {
 		t.Errorf("bin/bloom --version: %v %q, want %q...", err, b, want)
+	}
+}
+
+// The documents that listen on the default port take turns; the others run
+// in parallel.
+func TestPortsOf(t *testing.T) {
+	for _, c := range []struct{ src, want string }{
+		{"go run ./cmd/bloom serve &   # 127.0.0.1:6479\n", "6479"},
+		{"bloom serve --addr 127.0.0.1:26480 &\n", "26480"},
+		{"`bloom serve` answers BF.ADD\nredis-cli -p 26473 ping\n", "26473"},
+		{"bloom build -n 1000 -o f.bf\n", ""},
+	} {
+		if got := strings.Join(portsOf(c.src), " "); got != c.want {
+			t.Errorf("portsOf(%q) = %q, want %q", c.src, got, c.want)
+		}
 	}
 }

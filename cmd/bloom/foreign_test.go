@@ -42,6 +42,7 @@ func infoJSON(t *testing.T, dir, file string) infoResult {
 // (exact count, 8 or 16 bits), test finds every key in, and that the frozen
 // package reads as the same set.
 func TestBuildStatic(t *testing.T) {
+	outputOnly(t)
 	dir := t.TempDir()
 	keys := writeKeys(t, dir, 0, 20000)
 	absent := writeKeys(t, dir, 20000, 20000)
@@ -93,6 +94,7 @@ func TestBuildStatic(t *testing.T) {
 // own package builds from the same keys and sizing (which bench/interop and
 // guava's test tie to the real libraries), and info and test read them.
 func TestBuildForeign(t *testing.T) {
+	outputOnly(t)
 	dir := t.TempDir()
 	keys := writeKeys(t, dir, 0, 5000)
 	gf, _ := guava.New(5000, 0.01)
@@ -137,6 +139,7 @@ func TestBuildForeign(t *testing.T) {
 // TestDumpFileInfoTest: info and test read a RedisBloom dump file (a saved
 // SCANDUMP stream) of either family, with the answers of the filter.
 func TestDumpFileInfoTest(t *testing.T) {
+	outputOnly(t)
 	dir := t.TempDir()
 	b, err := redisbloom.NewBloom(1000, 0.01, 2, false, nil)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 )
 
 func TestInfoGolden(t *testing.T) {
+	outputOnly(t)
 	dir := t.TempDir()
 	writeFile(t, dir, "keys.txt", keys("key-", 1000))
 	bloomIn(t, dir, "", "build", "-n", "1000", "-p", "1%", "-o", "classic.bf", "keys.txt").want(t, exitOK, "build")
@@ -50,6 +51,7 @@ func TestInfoGolden(t *testing.T) {
 // Damaged files are reported with their own error and never used: test
 // answers nothing, info shows only the header, merge writes nothing.
 func TestCorruptFiles(t *testing.T) {
+	outputOnly(t)
 	dir := t.TempDir()
 	writeFile(t, dir, "keys.txt", keys("k", 100))
 	bloomIn(t, dir, "", "build", "-n", "100", "-o", "good.bf", "keys.txt").want(t, exitOK, "build")
@@ -113,6 +115,7 @@ func TestCorruptFiles(t *testing.T) {
 }
 
 func TestMerge(t *testing.T) {
+	outputOnly(t)
 	dir := t.TempDir()
 	writeFile(t, dir, "a.txt", keys("a", 500))
 	writeFile(t, dir, "b.txt", keys("b", 500))
@@ -173,6 +176,7 @@ func TestMerge(t *testing.T) {
 // zstd-compressed filter file, from a path or stdin, as the README says of
 // every input (they used to fail with "bad magic").
 func TestCompressedFilterFiles(t *testing.T) {
+	outputOnly(t)
 	dir := t.TempDir()
 	bloomIn(t, dir, keys("c", 1000), "build", "-n", "1000", "-o", "plain.bf", "-").want(t, exitOK, "build")
 	plain, err := os.ReadFile(filepath.Join(dir, "plain.bf"))
@@ -220,6 +224,7 @@ func TestCompressedFilterFiles(t *testing.T) {
 // file's size, and neither the window nor G); --json writes the 64-bit
 // seed as a string, which jq and JavaScript do not round.
 func TestInfoWindowAndSeed(t *testing.T) {
+	outputOnly(t)
 	dir := t.TempDir()
 	const seed = 9128649759219858921
 	w, err := bloom.NewWindowWith(bloom.WindowConfig{Window: time.Hour, Items: 1000, Rate: 0.01, Generations: 4, Seed: seed})
@@ -257,6 +262,7 @@ func TestInfoWindowAndSeed(t *testing.T) {
 // rate underflowed to 0 (fill^k below the smallest double) shows the same
 // tiny-rate bound as every other output, not "0%".
 func TestInfoTinyRateNotZero(t *testing.T) {
+	outputOnly(t)
 	items, fill, rate := uint64(5), 1e-9, 0.0
 	var b bytes.Buffer
 	printInfo(&b, &infoResult{File: "x.bf", Type: "classic", M: 1 << 40, K: 64, Items: &items, FillRatio: &fill, EstimatedFPR: &rate, Checksum: "ok"})

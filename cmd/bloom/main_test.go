@@ -128,6 +128,7 @@ func keys(prefix string, n int) string {
 }
 
 func TestHelpEverySubcommand(t *testing.T) {
+	outputOnly(t)
 	for _, c := range commands {
 		t.Run(c.name, func(t *testing.T) {
 			for _, h := range []string{"--help", "-h"} {
@@ -148,6 +149,7 @@ func TestHelpEverySubcommand(t *testing.T) {
 }
 
 func TestTopLevel(t *testing.T) {
+	outputOnly(t)
 	r := bloomIn(t, "", "", "help").want(t, exitOK, "help")
 	for _, name := range []string{"calc", "build", "test", "dedup", "info", "merge"} {
 		if !strings.Contains(r.stdout, "\n  "+name+" ") {
@@ -165,5 +167,19 @@ func TestTopLevel(t *testing.T) {
 	r = bloomIn(t, "", "", "calc", "--nope").want(t, exitError, "unknown flag")
 	if !strings.Contains(r.stderr, "bloom calc:") || !strings.Contains(r.stderr, "--help") {
 		t.Errorf("unknown flag: %q", r.stderr)
+	}
+}
+
+// outputOnly skips a test under the race detector. Such a test checks what
+// one run of the binary prints or writes (golden files, errors, sizes); the
+// binary's work there is one goroutine, so the race detector has nothing to
+// watch and only makes every run several times slower. `make test` runs
+// this package a second time without -race, where these tests run; the
+// tests of concurrent code (serve, push/pull, signals, progress, pipes)
+// run under both.
+func outputOnly(t *testing.T) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("output-only test: runs in the pass without -race")
 	}
 }

@@ -1,13 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/bloomkit/bloomkit/internal/memlimit"
 )
 
 // Filters are allocated whole, up front. One larger than the memory the
@@ -16,96 +15,11 @@ import (
 // first turns that into a sentence with sizes that fit.
 
 // memoryLimit returns the bytes this process can still allocate: the lower
-// of the cgroup's free room (memory.max - memory.current, cgroup v2 or v1)
-// and the system's MemAvailable, and where the figure comes from. ok is
-// false when neither can be read (then nothing is refused).
+// of the cgroup's free room and the system's MemAvailable, and where the
+// figure comes from. ok is false when neither can be read (then nothing is
+// refused). The server's default maxmemory reads the same files.
 func memoryLimit() (avail uint64, source string, ok bool) {
-	if v, found := memAvailable(); found {
-		avail, source, ok = v, "MemAvailable in /proc/meminfo", true
-	}
-	if v, found := cgroupRoom(); found && (!ok || v < avail) {
-		avail, source, ok = v, "the cgroup's memory limit", true
-	}
-	return avail, source, ok
-}
-
-// memAvailable reads MemAvailable from /proc/meminfo.
-func memAvailable() (uint64, bool) {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0, false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) >= 2 && fields[0] == "MemAvailable:" {
-			kb, err := strconv.ParseUint(fields[1], 10, 64)
-			if err != nil {
-				return 0, false
-			}
-			return kb * 1024, true
-		}
-	}
-	return 0, false
-}
-
-// cgroupRoom returns limit - usage of the tightest memory limit among this
-// process's cgroup and its ancestors.
-func cgroupRoom() (uint64, bool) {
-	data, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return 0, false
-	}
-	best, found := uint64(math.MaxUint64), false
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		var dirs []string
-		var limitFile, usageFile string
-		switch {
-		case parts[0] == "0" && parts[1] == "": // cgroup v2
-			limitFile, usageFile = "memory.max", "memory.current"
-			for p := parts[2]; ; p = filepath.Dir(p) {
-				dirs = append(dirs, filepath.Join("/sys/fs/cgroup", p))
-				if p == "/" || p == "." {
-					break
-				}
-			}
-		case strings.Contains(","+parts[1]+",", ",memory,"): // cgroup v1
-			limitFile, usageFile = "memory.limit_in_bytes", "memory.usage_in_bytes"
-			dirs = []string{filepath.Join("/sys/fs/cgroup/memory", parts[2]), "/sys/fs/cgroup/memory"}
-		default:
-			continue
-		}
-		for _, d := range dirs {
-			limit, ok1 := readUint(filepath.Join(d, limitFile))
-			usage, ok2 := readUint(filepath.Join(d, usageFile))
-			if !ok1 || !ok2 || limit >= 1<<60 {
-				continue
-			}
-			room := uint64(0)
-			if limit > usage {
-				room = limit - usage
-			}
-			if room < best {
-				best, found = room, true
-			}
-		}
-	}
-	return best, found
-}
-
-// readUint reads a file holding one number ("max" is not one).
-func readUint(path string) (uint64, bool) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
-	return v, err == nil
+	return memlimit.System{}.Available()
 }
 
 // memoryHeadroom is kept free for everything but the filter: read buffers,

@@ -21,6 +21,7 @@ import (
 // read once and decompressed, overfill said loudly, memory checked first.
 
 func TestOutputStdoutDashAndDevice(t *testing.T) {
+	outputOnly(t)
 	dir := t.TempDir()
 	writeFile(t, dir, "list.txt", keys("k", 100))
 	// "-" is stdout: no file named "-", and info/test read "-" as stdin.
@@ -96,6 +97,7 @@ func TestOutputFIFOAndSymlink(t *testing.T) {
 }
 
 func TestOutputIsInputRefused(t *testing.T) {
+	outputOnly(t)
 	dir := t.TempDir()
 	content := keys("k", 100)
 	writeFile(t, dir, "list.txt", content)
@@ -201,6 +203,7 @@ func TestPipeInputs(t *testing.T) {
 }
 
 func TestCompressedInputs(t *testing.T) {
+	outputOnly(t)
 	dir := t.TempDir()
 	content := keys("z", 5000)
 	var gz bytes.Buffer
@@ -239,6 +242,7 @@ func TestCompressedInputs(t *testing.T) {
 }
 
 func TestSaturatedCounts(t *testing.T) {
+	outputOnly(t)
 	dir := t.TempDir()
 	writeFile(t, dir, "many.txt", keys("s", 2000))
 	r := bloomIn(t, dir, "", "build", "-n", "3", "-o", "tiny.bf", "many.txt").want(t, exitOK, "build overfilled")
@@ -267,6 +271,7 @@ func TestSaturatedCounts(t *testing.T) {
 // TestNoFalseOverfill builds filters from exactly N keys: none may be
 // called overfilled, while 1.3 N is.
 func TestNoFalseOverfill(t *testing.T) {
+	outputOnly(t)
 	dir := t.TempDir()
 	writeFile(t, dir, "three.txt", "a\nb\nc\n")
 	r := bloomIn(t, dir, "", "build", "-n", "3", "-o", "three.bf", "three.txt").want(t, exitOK, "3 keys, -n 3")
@@ -306,6 +311,7 @@ func TestNoFalseOverfill(t *testing.T) {
 }
 
 func TestDedupOverfillWarnsAtOnce(t *testing.T) {
+	outputOnly(t)
 	in := keys("u", 30000)
 	r := bloomIn(t, "", in, "dedup", "-n", "1000").want(t, exitOK, "overfilled dedup")
 	if !strings.Contains(r.stderr, "more than the 1,000 distinct lines it was sized for (at input line 1,00") {
@@ -320,6 +326,7 @@ func TestDedupOverfillWarnsAtOnce(t *testing.T) {
 }
 
 func TestMemoryChecked(t *testing.T) {
+	outputOnly(t)
 	if _, _, ok := memoryLimit(); !ok {
 		t.Skip("no MemAvailable or cgroup limit to read here")
 	}
@@ -340,6 +347,7 @@ func TestMemoryChecked(t *testing.T) {
 }
 
 func TestSummaryAndQuiet(t *testing.T) {
+	outputOnly(t)
 	dir := t.TempDir()
 	writeFile(t, dir, "list.txt", keys("k", 1000))
 	r := bloomIn(t, dir, "", "build", "-n", "1000", "--progress", "always", "-o", "a.bf", "list.txt").want(t, exitOK, "--progress always")
@@ -357,6 +365,7 @@ func TestSummaryAndQuiet(t *testing.T) {
 }
 
 func TestCalcPlainAndCurve(t *testing.T) {
+	outputOnly(t)
 	r := bloomIn(t, "", "", "calc", "-n", "1e9", "-p", "1e-9", "--curve").want(t, exitOK, "calc --curve")
 	if regexp.MustCompile(`[0-9]e[-+]?[0-9]`).MatchString(r.stdout) {
 		t.Errorf("calc prints exponents:\n%s", r.stdout)

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -12,8 +10,11 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/bloomkit/bloomkit/internal/confval"
+	"github.com/bloomkit/bloomkit/internal/sdnotify"
 	"github.com/bloomkit/bloomkit/server"
 )
 
@@ -33,7 +34,8 @@ Every flag can also be set by an environment variable: BLOOMKIT_ADDR, BLOOMKIT_D
 BLOOMKIT_APPENDFSYNC, BLOOMKIT_REQUIREPASS, BLOOMKIT_TLS_CERT, BLOOMKIT_TLS_KEY,
 BLOOMKIT_MAXMEMORY, BLOOMKIT_METRICS_ADDR, BLOOMKIT_METRICS_PASSWORD, BLOOMKIT_PPROF_ADDR, BLOOMKIT_MAXCLIENTS,
 BLOOMKIT_TIMEOUT, BLOOMKIT_CLIENT_WRITE_TIMEOUT, BLOOMKIT_PROTO_MAX_BULK_LEN,
-BLOOMKIT_CLIENT_QUERY_BUFFER_LIMIT, BLOOMKIT_EVENT_LOOPS, BLOOMKIT_CONFIG, BLOOMKIT_LOG_LEVEL, BLOOMKIT_LOG_FORMAT.
+BLOOMKIT_CLIENT_QUERY_BUFFER_LIMIT, BLOOMKIT_EVENT_LOOPS, BLOOMKIT_CONFIG, BLOOMKIT_LOG_LEVEL, BLOOMKIT_LOG_FORMAT,
+BLOOMKIT_PROTECTED_MODE, BLOOMKIT_LOGFILE, BLOOMKIT_PIDFILE, BLOOMKIT_SUPERVISED.
 Flags win over the environment, which wins over --config FILE.
 docs/operations.md is the manual.`,
 	examples: `bloom serve
@@ -57,7 +59,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return def
 	}
 	envDuration := func(name string, def time.Duration) time.Duration {
-		if v, err := time.ParseDuration(env(name, "")); err == nil {
+		if v, err := confval.ParseDuration(env(name, ""), time.Second); err == nil {
 			return v
 		}
 		return def
@@ -76,9 +78,19 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	pprofAddr := fs.String("pprof-addr", env("BLOOMKIT_PPROF_ADDR", ""), "serve Go's /debug/pprof profiles here (no auth: bind it to loopback)")
 	metricsPass := fs.String("metrics-password", env("BLOOMKIT_METRICS_PASSWORD", ""), "require HTTP basic auth with this password for /metrics")
 	maxclients := fs.Int("maxclients", envInt("BLOOMKIT_MAXCLIENTS", 10000), "maximum open client connections")
-	timeout := fs.Duration("timeout", envDuration("BLOOMKIT_TIMEOUT", 0), "close clients idle this long, e.g. 300s (0: never)")
+	timeout := new(time.Duration)
+	*timeout = envDuration("BLOOMKIT_TIMEOUT", 0)
+	fs.Var(secondsFlag{timeout}, "timeout", "close clients idle this long, e.g. 300 or 5m (0: never)")
+	protected := new(string)
+	*protected = env("BLOOMKIT_PROTECTED_MODE", "yes")
+	fs.Var(yesNoFlag{protected}, "protected-mode", "yes: without a password, refuse clients not on the loopback interface (as Redis)")
+	supervised := fs.String("supervised", env("BLOOMKIT_SUPERVISED", "no"), "no, auto or systemd: tell systemd (Type=notify) when ready and stopping, and feed its watchdog")
+	pidFile := fs.String("pidfile", env("BLOOMKIT_PIDFILE", ""), "write the process id to this file while serving")
+	logFile := fs.String("logfile", env("BLOOMKIT_LOGFILE", ""), "append the log to this file instead of standard error")
 	loops := fs.Int("event-loops", envInt("BLOOMKIT_EVENT_LOOPS", 0), "epoll loops serving plain TCP clients (0: half the CPUs)")
-	writeTimeout := fs.Duration("client-write-timeout", envDuration("BLOOMKIT_CLIENT_WRITE_TIMEOUT", 60*time.Second), "disconnect a client whose replies make no progress this long")
+	writeTimeout := new(time.Duration)
+	*writeTimeout = envDuration("BLOOMKIT_CLIENT_WRITE_TIMEOUT", 60*time.Second)
+	fs.Var(secondsFlag{writeTimeout}, "client-write-timeout", "disconnect a client whose replies make no progress this long")
 	maxBulk := fs.String("proto-max-bulk-len", env("BLOOMKIT_PROTO_MAX_BULK_LEN", "512mb"), "largest argument of a request")
 	maxQuery := fs.String("client-query-buffer-limit", env("BLOOMKIT_CLIENT_QUERY_BUFFER_LIMIT", "1gb"), "largest request")
 	level := fs.String("log-level", env("BLOOMKIT_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
@@ -94,17 +106,68 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageErr(stderr, "serve", "--maxmemory: %v", err)
 	}
+	// The config file is read first: its loglevel and logfile choose the
+	// logger, unless a flag or environment variable says otherwise.
+	var fc server.Config
+	if *config != "" {
+		if err := server.ReadConfigFile(*config, &fc); err != nil {
+			return failf(stderr, "serve", "%v", err)
+		}
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for name, envName := range map[string]string{"addr": "BLOOMKIT_ADDR", "dir": "BLOOMKIT_DIR",
+		"appendfsync": "BLOOMKIT_APPENDFSYNC", "requirepass": "BLOOMKIT_REQUIREPASS", "maxmemory": "BLOOMKIT_MAXMEMORY",
+		"maxclients": "BLOOMKIT_MAXCLIENTS", "timeout": "BLOOMKIT_TIMEOUT",
+		"proto-max-bulk-len": "BLOOMKIT_PROTO_MAX_BULK_LEN", "client-query-buffer-limit": "BLOOMKIT_CLIENT_QUERY_BUFFER_LIMIT",
+		"log-level": "BLOOMKIT_LOG_LEVEL", "logfile": "BLOOMKIT_LOGFILE", "pidfile": "BLOOMKIT_PIDFILE",
+		"protected-mode": "BLOOMKIT_PROTECTED_MODE", "supervised": "BLOOMKIT_SUPERVISED", "tls-cert": "BLOOMKIT_TLS_CERT", "tls-key": "BLOOMKIT_TLS_KEY",
+		"appendonly": "BLOOMKIT_APPENDONLY"} {
+		if _, ok := os.LookupEnv(envName); ok {
+			given[name] = true
+		}
+	}
+	fromFile := func(name, v string) bool { return *config != "" && !given[name] && v != "" }
+	if fromFile("log-level", fc.LogLevel) {
+		*level, _ = server.LogLevelName(fc.LogLevel)
+	}
+	if fromFile("logfile", fc.LogFile) {
+		*logFile = fc.LogFile
+	}
+	if fromFile("supervised", fc.Supervised) {
+		*supervised = fc.Supervised
+	}
+	if fromFile("pidfile", fc.PidFile) {
+		*pidFile = fc.PidFile
+	}
+	if fromFile("protected-mode", fc.ProtectedMode) {
+		*protected = fc.ProtectedMode
+	}
+	switch *supervised {
+	case "no", "auto", "systemd":
+	default:
+		return usageErr(stderr, "serve", "--supervised must be no, auto or systemd, not %q", *supervised)
+	}
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
 		return usageErr(stderr, "serve", "--log-level: %v", err)
+	}
+	logOut := stderr
+	if *logFile != "" {
+		f, err := os.OpenFile(*logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o640)
+		if err != nil {
+			return failf(stderr, "serve", "logfile: %v", err)
+		}
+		defer f.Close()
+		logOut = f
 	}
 	opts := &slog.HandlerOptions{Level: lv}
 	var logger *slog.Logger
 	switch *format {
 	case "text":
-		logger = slog.New(slog.NewTextHandler(stderr, opts))
+		logger = slog.New(slog.NewTextHandler(logOut, opts))
 	case "json":
-		logger = slog.New(slog.NewJSONHandler(stderr, opts))
+		logger = slog.New(slog.NewJSONHandler(logOut, opts))
 	default:
 		return usageErr(stderr, "serve", "--log-format must be text or json")
 	}
@@ -146,24 +209,12 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *config != "" {
 		// The file's settings, unless a flag or environment variable says
 		// otherwise.
-		given := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-		for name, envName := range map[string]string{"addr": "BLOOMKIT_ADDR", "dir": "BLOOMKIT_DIR",
-			"appendfsync": "BLOOMKIT_APPENDFSYNC", "requirepass": "BLOOMKIT_REQUIREPASS", "maxmemory": "BLOOMKIT_MAXMEMORY",
-			"maxclients": "BLOOMKIT_MAXCLIENTS", "timeout": "BLOOMKIT_TIMEOUT",
-			"proto-max-bulk-len": "BLOOMKIT_PROTO_MAX_BULK_LEN", "client-query-buffer-limit": "BLOOMKIT_CLIENT_QUERY_BUFFER_LIMIT",
-			"appendonly": "BLOOMKIT_APPENDONLY"} {
-			if _, ok := os.LookupEnv(envName); ok {
-				given[name] = true
-			}
-		}
-		fc := server.Config{}
-		if err := server.ReadConfigFile(*config, &fc); err != nil {
-			return failf(stderr, "serve", "%v", err)
-		}
 		cfg.ConfigFile = fc.ConfigFile
 		cfg.SlowlogLogSlowerThan, cfg.SlowlogMaxLen = fc.SlowlogLogSlowerThan, fc.SlowlogMaxLen
+		cfg.LatencyMonitorThreshold = fc.LatencyMonitorThreshold
 		cfg.NoPersistence = fc.NoPersistence
+		cfg.TCPKeepAlive, cfg.AutoSaveLogBytes = fc.TCPKeepAlive, fc.AutoSaveLogBytes
+		cfg.IgnoredDirectives = fc.IgnoredDirectives
 		if !given["appendonly"] {
 			cfg.NoAppendLog = fc.NoAppendLog
 		}
@@ -174,7 +225,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			cfg.MaxQuery = fc.MaxQuery
 		}
 		if !given["addr"] {
-			cfg.Addr = fc.Addr
+			cfg.Addr, cfg.ExtraAddrs = fc.Addr, fc.ExtraAddrs
 		}
 		if !given["dir"] && fc.Dir != "" {
 			cfg.Dir = fc.Dir
@@ -194,7 +245,11 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if !given["timeout"] && fc.Timeout != 0 {
 			cfg.Timeout = fc.Timeout
 		}
+		if !given["tls-cert"] && !given["tls-key"] && fc.TLSCert != "" {
+			cfg.TLSCert, cfg.TLSKey = fc.TLSCert, fc.TLSKey
+		}
 	}
+	cfg.ProtectedMode = *protected
 	srv, err := server.New(cfg)
 	if err != nil {
 		return failf(stderr, "serve", "%v", err)
@@ -202,6 +257,13 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := srv.Listen(); err != nil {
 		srv.Close()
 		return failf(stderr, "serve", "%v", err)
+	}
+	if *pidFile != "" {
+		if err := os.WriteFile(*pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+			srv.Close()
+			return failf(stderr, "serve", "pidfile: %v", err)
+		}
+		defer os.Remove(*pidFile)
 	}
 	if *pprofAddr != "" {
 		ln, err := net.Listen("tcp", *pprofAddr)
@@ -219,9 +281,13 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer setSignalHook(nil)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve() }()
+	notify, stopWatchdog := superviseSystemd(*supervised, srv, logger)
+	defer stopWatchdog()
 	select {
 	case s := <-sig:
 		logger.Info("signal received; saving and shutting down", "signal", s.String())
+		stopWatchdog()
+		notify.Send("STOPPING=1")
 		if err := srv.Shutdown(); err != nil {
 			return failf(stderr, "serve", "shutdown: %v", err)
 		}
@@ -249,29 +315,91 @@ func pprofMux() *http.ServeMux {
 	return mux
 }
 
-// parseMemory reads sizes like Redis's maxmemory: plain bytes, or with a
-// unit k/kb/m/mb/g/gb (powers of 1024, as Redis) or KiB/MiB/GiB.
-func parseMemory(s string) (uint64, error) {
-	t := strings.ToLower(strings.TrimSpace(s))
-	units := []struct {
-		suffix string
-		mult   uint64
-	}{{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"tib", 1 << 40},
-		{"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"tb", 1 << 40},
-		{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"t", 1 << 40}, {"b", 1}}
-	mult := uint64(1)
-	for _, u := range units {
-		if strings.HasSuffix(t, u.suffix) {
-			t, mult = strings.TrimSuffix(t, u.suffix), u.mult
-			break
+// parseMemory reads a size as the config file and CONFIG SET do: bytes,
+// or with a unit (512mb, 4gb, 4GiB; k/m/g are powers of 1000 as in Redis).
+func parseMemory(s string) (uint64, error) { return confval.ParseSize(s) }
+
+// secondsFlag is a duration flag read as the config file reads one: a
+// plain number is seconds (Redis's timeout 300), else a Go duration (5m).
+type secondsFlag struct{ d *time.Duration }
+
+func (f secondsFlag) String() string {
+	if f.d == nil {
+		return ""
+	}
+	return f.d.String()
+}
+
+func (f secondsFlag) Set(v string) error {
+	d, err := confval.ParseDuration(v, time.Second)
+	if err == nil {
+		*f.d = d
+	}
+	return err
+}
+
+// yesNoFlag is a yes/no flag that takes its value as the next word
+// (--protected-mode no), as Redis's command line does.
+type yesNoFlag struct{ v *string }
+
+func (f yesNoFlag) String() string {
+	if f.v == nil {
+		return ""
+	}
+	return *f.v
+}
+
+func (f yesNoFlag) Set(v string) error {
+	b, err := confval.ParseBool(v)
+	if err == nil {
+		*f.v = confval.FormatBool(b)
+	}
+	return err
+}
+
+// superviseSystemd tells systemd (supervised systemd, or auto under
+// systemd) that the server is ready — the data is loaded and it listens —
+// and feeds the watchdog at half of WATCHDOG_USEC while the server is
+// alive (/livez's test). stop ends the watchdog.
+func superviseSystemd(mode string, srv *server.Server, logger *slog.Logger) (n sdnotify.Notifier, stop func()) {
+	stop = func() {}
+	if mode == "no" {
+		return n, stop
+	}
+	n, ok := sdnotify.FromEnv()
+	if !ok {
+		if mode == "systemd" {
+			logger.Warn("supervised systemd but NOTIFY_SOCKET is not set: not started by systemd with Type=notify")
 		}
+		return n, stop
 	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
-	if err != nil || v < 0 {
-		return 0, errors.New("not a size: " + strconv.Quote(s))
+	if err := n.Send("READY=1\nSTATUS=serving on " + strings.Join(srv.ListenAddrs(), " ") + "\nMAINPID=" + strconv.Itoa(os.Getpid())); err != nil {
+		logger.Warn("cannot notify systemd", "err", err)
 	}
-	if v*float64(mult) >= 1<<63 {
-		return 0, fmt.Errorf("size too large: %s", s)
+	every, on, err := sdnotify.WatchdogInterval()
+	if err != nil {
+		logger.Warn("systemd watchdog off", "err", err)
 	}
-	return uint64(v * float64(mult)), nil
+	if !on {
+		return n, stop
+	}
+	quit := make(chan struct{})
+	var once sync.Once
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				if err := srv.Alive(); err != nil {
+					logger.Error("not feeding the systemd watchdog", "err", err)
+					continue
+				}
+				n.Send("WATCHDOG=1")
+			}
+		}
+	}()
+	return n, func() { once.Do(func() { close(quit) }) }
 }

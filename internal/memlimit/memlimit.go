@@ -1,0 +1,133 @@
+// Package memlimit says how much memory this process may use: the memory
+// limit of its cgroup (v2 memory.max, v1 memory.limit_in_bytes, the
+// tightest of the cgroup and its ancestors) and the machine's memory from
+// /proc/meminfo. The server sizes its default maxmemory from Limit; the
+// command-line tools check a filter fits with Available.
+package memlimit
+
+import (
+	"bufio"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// System reads the files under Root ("" is the real root, "/"). Tests give
+// a directory holding a fake proc/ and sys/fs/cgroup/.
+type System struct {
+	Root string
+}
+
+func (s System) path(p string) string {
+	if s.Root == "" {
+		return p
+	}
+	return filepath.Join(s.Root, p)
+}
+
+// Limit is the most memory the process may hold: the lower of the
+// cgroup's limit and the machine's MemTotal, and where it comes from. ok
+// is false when neither can be read.
+func (s System) Limit() (limit uint64, source string, ok bool) {
+	if v, found := s.meminfo("MemTotal:"); found {
+		limit, source, ok = v, "MemTotal in /proc/meminfo", true
+	}
+	if lim, _, found := s.cgroup(); found && (!ok || lim < limit) {
+		limit, source, ok = lim, "the cgroup's memory limit", true
+	}
+	return limit, source, ok
+}
+
+// Available is the memory the process can still allocate: the lower of
+// the cgroup's free room (limit minus usage) and MemAvailable, and where
+// it comes from. ok is false when neither can be read.
+func (s System) Available() (avail uint64, source string, ok bool) {
+	if v, found := s.meminfo("MemAvailable:"); found {
+		avail, source, ok = v, "MemAvailable in /proc/meminfo", true
+	}
+	if _, room, found := s.cgroup(); found && (!ok || room < avail) {
+		avail, source, ok = room, "the cgroup's memory limit", true
+	}
+	return avail, source, ok
+}
+
+// meminfo reads one field of /proc/meminfo, in bytes.
+func (s System) meminfo(field string) (uint64, bool) {
+	f, err := os.Open(s.path("/proc/meminfo"))
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 2 && fields[0] == field {
+			kb, err := strconv.ParseUint(fields[1], 10, 64)
+			if err != nil || kb > math.MaxUint64/1024 {
+				return 0, false
+			}
+			return kb * 1024, true
+		}
+	}
+	return 0, false
+}
+
+// cgroup returns the tightest memory limit among this process's cgroup and
+// its ancestors, and the room left under it (limit - usage) at the
+// tightest point. found is false when no cgroup sets a limit ("max", or
+// v1's near-2^63 "unlimited").
+func (s System) cgroup() (limit, room uint64, found bool) {
+	data, err := os.ReadFile(s.path("/proc/self/cgroup"))
+	if err != nil {
+		return 0, 0, false
+	}
+	limit, room = math.MaxUint64, math.MaxUint64
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		var dirs []string
+		var limitFile, usageFile string
+		switch {
+		case parts[0] == "0" && parts[1] == "": // cgroup v2
+			limitFile, usageFile = "memory.max", "memory.current"
+			for p := parts[2]; ; p = filepath.Dir(p) {
+				dirs = append(dirs, s.path(filepath.Join("/sys/fs/cgroup", p)))
+				if p == "/" || p == "." {
+					break
+				}
+			}
+		case strings.Contains(","+parts[1]+",", ",memory,"): // cgroup v1
+			limitFile, usageFile = "memory.limit_in_bytes", "memory.usage_in_bytes"
+			dirs = []string{s.path(filepath.Join("/sys/fs/cgroup/memory", parts[2])), s.path("/sys/fs/cgroup/memory")}
+		default:
+			continue
+		}
+		for _, d := range dirs {
+			lim, ok := readUint(filepath.Join(d, limitFile))
+			if !ok || lim >= 1<<60 {
+				continue
+			}
+			usage, _ := readUint(filepath.Join(d, usageFile))
+			r := uint64(0)
+			if lim > usage {
+				r = lim - usage
+			}
+			limit, room, found = min(limit, lim), min(room, r), true
+		}
+	}
+	return limit, room, found
+}
+
+// readUint reads a file holding one number ("max" is not one).
+func readUint(path string) (uint64, bool) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
+	return v, err == nil
+}
