@@ -262,7 +262,10 @@ func (s *Server) liveProblem() string {
 		return "shutting down"
 	}
 	now := monoNow()
-	for i, l := range s.loops {
+	s.lifeMu.Lock() // Serve sets loops under it
+	loops := s.loops
+	s.lifeMu.Unlock()
+	for i, l := range loops {
 		if b := l.lastBeat(); b != 0 && now-b > int64(stallAfter) {
 			return fmt.Sprintf("event loop %d has not gone round for %v", i, time.Duration(now-b).Round(time.Second))
 		}
