@@ -26,7 +26,7 @@
 // reserved for 10M items and on -n small keys, for each build of bloom serve
 // (the per-command cost a smaller keyspace entry must not raise).
 //
-//	cd bench && go run ./cmd/keyspacebench -module /path/to/redisbloom.so
+//	cd bench && go run ./cmd/keyspacebench -module "$REDISBLOOM_SO"
 //	cd bench && go run ./cmd/keyspacebench -module ... -baseline 1737226 -cpu
 //
 // The report replaces the part of KEYSPACE.md between its keyspacebench

@@ -18,7 +18,7 @@
 //
 //	go run ./cmd/locklatency                      # 1M keys, 1 GiB of filters
 //	go run ./cmd/locklatency -quick               # 100k keys, 128 MiB
-//	go run ./cmd/locklatency -repo /path/to/other # another checkout (before/after)
+//	go run ./cmd/locklatency -repo "$OLD_CHECKOUT" # a checkout of the code before the change (before/after)
 package main
 
 import (

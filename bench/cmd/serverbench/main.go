@@ -12,7 +12,7 @@
 // It builds `bloom serve` from the repository it runs in (-repo, default
 // ".."), so rerunning it measures the code checked out there.
 //
-//	cd bench && go run ./cmd/serverbench -module /path/to/redisbloom.so   # writes SERVER.md
+//	cd bench && go run ./cmd/serverbench -module "$REDISBLOOM_SO"   # writes SERVER.md
 //	cd bench && go run ./cmd/serverbench -module ... -quick               # fewer requests and reps
 //
 // RedisBloom is not part of this repository: build redisbloom.so from its
