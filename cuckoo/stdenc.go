@@ -2,8 +2,6 @@ package cuckoo
 
 import (
 	"bytes"
-	"encoding/json"
-	"fmt"
 
 	"github.com/bloomkit/bloomkit/internal/format"
 )
@@ -31,34 +29,15 @@ func (f *Filter) MarshalBinary() ([]byte, error) {
 // must hold exactly one filter (encoding.BinaryUnmarshaler). Errors are as
 // for ReadFrom; on error f is unchanged.
 func (f *Filter) UnmarshalBinary(data []byte) error {
-	r := bytes.NewReader(data)
-	var g Filter
-	if _, err := g.ReadFrom(r); err != nil {
-		return err
-	}
-	if r.Len() != 0 {
-		return fmt.Errorf("%w: %d bytes after the checksum", ErrCorrupt, r.Len())
-	}
-	*f = g
-	return nil
+	return format.UnmarshalBinary(f, new(Filter), data)
 }
 
 // MarshalJSON returns the filter file as a JSON string in base64
 // (json.Marshaler).
-func (f *Filter) MarshalJSON() ([]byte, error) {
-	b, err := f.MarshalBinary()
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(b)
-}
+func (f *Filter) MarshalJSON() ([]byte, error) { return format.MarshalJSON(f.MarshalBinary) }
 
 // UnmarshalJSON replaces f with the filter in a string MarshalJSON wrote
 // (json.Unmarshaler).
 func (f *Filter) UnmarshalJSON(data []byte) error {
-	var b []byte
-	if err := json.Unmarshal(data, &b); err != nil {
-		return fmt.Errorf("cuckoo: a filter in JSON is a base64 string of its file: %w", err)
-	}
-	return f.UnmarshalBinary(b)
+	return format.UnmarshalJSON("cuckoo", data, f.UnmarshalBinary)
 }

@@ -1,10 +1,6 @@
 package frozen
 
-import (
-	"bytes"
-	"encoding/json"
-	"fmt"
-)
+import "github.com/bloomkit/bloomkit/internal/format"
 
 // The standard encoders are thin wrappers over WriteTo and ReadFrom: the
 // binary form is the bloomkit file, JSON is that file as a base64 string,
@@ -13,46 +9,21 @@ import (
 // MarshalBinary returns the filter in the bloomkit file format
 // (encoding.BinaryMarshaler; gob uses it too). A zero Filter gives
 // ErrZero.
-func (f *Filter) MarshalBinary() ([]byte, error) {
-	var b bytes.Buffer
-	if _, err := f.WriteTo(&b); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
-}
+func (f *Filter) MarshalBinary() ([]byte, error) { return format.MarshalBinary(f) }
 
 // UnmarshalBinary replaces f with the frozen filter encoded in data, which
 // must hold exactly one filter (encoding.BinaryUnmarshaler). Errors are as
 // for ReadFrom; on error f is unchanged.
 func (f *Filter) UnmarshalBinary(data []byte) error {
-	r := bytes.NewReader(data)
-	var g Filter
-	if _, err := g.ReadFrom(r); err != nil {
-		return err
-	}
-	if r.Len() != 0 {
-		return fmt.Errorf("%w: %d bytes after the checksum", ErrCorrupt, r.Len())
-	}
-	*f = g
-	return nil
+	return format.UnmarshalBinary(f, new(Filter), data)
 }
 
 // MarshalJSON returns the filter file as a JSON string in base64
 // (json.Marshaler).
-func (f *Filter) MarshalJSON() ([]byte, error) {
-	b, err := f.MarshalBinary()
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(b)
-}
+func (f *Filter) MarshalJSON() ([]byte, error) { return format.MarshalJSON(f.MarshalBinary) }
 
 // UnmarshalJSON replaces f with the filter in a string MarshalJSON wrote
 // (json.Unmarshaler).
 func (f *Filter) UnmarshalJSON(data []byte) error {
-	var b []byte
-	if err := json.Unmarshal(data, &b); err != nil {
-		return fmt.Errorf("frozen: a filter in JSON is a base64 string of its file: %w", err)
-	}
-	return f.UnmarshalBinary(b)
+	return format.UnmarshalJSON("frozen", data, f.UnmarshalBinary)
 }
