@@ -40,6 +40,14 @@ var settingList = []setting{
 	}},
 	{name: "bind", get: func(s *Server) string { h, _ := splitHostPort(s.Addr()); return h }},
 	{name: "client-query-buffer-limit", get: func(s *Server) string { return strconv.Itoa(s.cfg.MaxQuery) }},
+	{name: "client-output-buffer-limit", get: func(s *Server) string { return formatOutputLimits(s.outputLimits()) }, set: func(s *Server, v string) error {
+		l, err := parseOutputLimits(v, s.outputLimits())
+		if err != nil {
+			return errConfigValue(err.Error())
+		}
+		s.set.outLimits.Store(&l)
+		return nil
+	}},
 	{name: "databases", get: func(s *Server) string { return "1" }},
 	{name: "dir", get: func(s *Server) string {
 		if s.cfg.Dir == "" {
@@ -57,11 +65,7 @@ var settingList = []setting{
 		}
 		return err
 	}},
-	{name: "maxmemory", get: func(s *Server) string {
-		s.db.Lock()
-		defer s.db.Unlock()
-		return strconv.FormatUint(s.db.Limit(), 10)
-	}, set: setMaxMemory},
+	{name: "maxmemory", get: func(s *Server) string { return strconv.FormatUint(s.set.limit.Load(), 10) }, set: setMaxMemory},
 	{name: "maxmemory-policy", get: func(s *Server) string { return "noeviction" }},
 	{name: "port", get: func(s *Server) string { _, p := splitHostPort(s.Addr()); return p }},
 	{name: "protected-mode", get: func(s *Server) string { return confval.FormatBool(s.set.protected.Load()) }, set: func(s *Server, v string) error {
@@ -148,11 +152,11 @@ func setMaxMemory(s *Server, v string) error {
 	if limit == 0 {
 		limit, _ = defaultMemoryLimit(s.cfg.memSystem)
 	}
+	// The caller (configSet) holds the keyspace lock.
 	s.set.maxMemory.Store(n)
-	s.db.Lock()
 	s.db.SetLimit(limit)
+	s.set.limit.Store(limit)
 	used := s.db.Used()
-	s.db.Unlock()
 	if limit != 0 && used > limit {
 		s.log.Warn("the new maxmemory is below the memory in use; writes that allocate are refused until keys are deleted", "maxmemory", limit, "used", used)
 	}
@@ -184,7 +188,7 @@ func cmdConfig(s *Server, c *Session, args [][]byte, r *Reply) {
 			r.BulkString(st.get(s))
 		}
 	case "set":
-		configSet(s, args, r)
+		configSet(s, c, args, r)
 	case "rewrite":
 		if len(args) != 2 {
 			r.Error(wrongArity("config|rewrite"))
@@ -205,7 +209,7 @@ func cmdConfig(s *Server, c *Session, args [][]byte, r *Reply) {
 			r.Error(wrongArity("config|resetstat"))
 			return
 		}
-		s.resetStats()
+		s.resetStats(c)
 		r.OK()
 	case "help":
 		helpReply(r, "CONFIG",
@@ -224,7 +228,7 @@ func cmdConfig(s *Server, c *Session, args [][]byte, r *Reply) {
 }
 
 // configSet applies all pairs or none, as Redis does.
-func configSet(s *Server, args [][]byte, r *Reply) {
+func configSet(s *Server, c *Session, args [][]byte, r *Reply) {
 	if len(args) < 4 {
 		r.Error(wrongArity("config|set"))
 		return
@@ -252,6 +256,10 @@ func configSet(s *Server, args [][]byte, r *Reply) {
 		}
 		sets = append(sets, st)
 	}
+	// The keyspace lock before cfgMu, the order EXEC takes them in (a
+	// queued CONFIG runs with the keyspace locked): maxmemory needs it.
+	unlock := s.lockDB(c)
+	defer unlock()
 	s.cfgMu.Lock()
 	defer s.cfgMu.Unlock()
 	old := make([]string, len(sets))
@@ -395,16 +403,67 @@ func sameSetting(name, a, b string) bool {
 
 // resetStats is CONFIG RESETSTAT: the counters INFO stats, commandstats and
 // errorstats report start again from zero (the slow log stays).
-func (s *Server) resetStats() {
-	s.db.Lock()
+func (s *Server) resetStats(c *Session) {
+	unlock := s.lockDB(c) // held already inside EXEC
 	s.stats.reset()
-	s.db.Unlock()
+	s.db.ResetExpired()
+	unlock()
 	s.totalCmds.Store(0)
 	s.totalConns.Store(0)
 	s.rejectedConns.Store(0)
 	s.protoErrors.Store(0)
 	s.slowClients.Store(0)
-	s.db.Lock()
-	s.db.ResetExpired()
-	s.db.Unlock()
+	s.slowSubscribers.Store(0)
+}
+
+// outputLimits is client-output-buffer-limit in force, by class.
+func (s *Server) outputLimits() [3]outputLimit {
+	if l := s.set.outLimits.Load(); l != nil {
+		return *l
+	}
+	return defaultOutputLimits
+}
+
+// parseOutputLimits reads "class hard soft seconds ..." over base, as
+// Redis's client-output-buffer-limit (sizes may carry units; classes
+// normal, replica or slave, pubsub).
+func parseOutputLimits(v string, base [3]outputLimit) ([3]outputLimit, error) {
+	f := strings.Fields(v)
+	if len(f) == 0 || len(f)%4 != 0 {
+		return base, fmt.Errorf("wrong number of arguments in buffer limit configuration")
+	}
+	out := base
+	for i := 0; i < len(f); i += 4 {
+		class := -1
+		switch strings.ToLower(f[i]) {
+		case "normal":
+			class = classNormal
+		case "replica", "slave":
+			class = classReplica
+		case "pubsub":
+			class = classPubsub
+		default:
+			return base, fmt.Errorf("invalid client class specified in buffer limit configuration")
+		}
+		hard, err1 := confval.ParseSize(f[i+1])
+		soft, err2 := confval.ParseSize(f[i+2])
+		secs, err3 := strconv.ParseInt(f[i+3], 10, 64)
+		if err1 != nil || err2 != nil || err3 != nil || secs < 0 || hard > 1<<62 || soft > 1<<62 || secs > 1<<31 {
+			return base, fmt.Errorf("error in hard, soft or soft_seconds setting in buffer limit configuration")
+		}
+		out[class] = outputLimit{hard: int64(hard), soft: int64(soft), softFor: time.Duration(secs) * time.Second}
+	}
+	return out, nil
+}
+
+// formatOutputLimits is CONFIG GET's form: bytes and seconds, every class.
+func formatOutputLimits(l [3]outputLimit) string {
+	var b strings.Builder
+	for i, o := range l {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s %d %d %d", outputClassNames[i], o.hard, o.soft, int64(o.softFor/time.Second))
+	}
+	return b.String()
 }

@@ -118,7 +118,7 @@ func init() {
 		"list-compress-depth", "set-max-intset-entries", "set-max-listpack-entries", "set-max-listpack-value",
 		"zset-max-listpack-entries", "zset-max-listpack-value", "zset-max-ziplist-entries", "zset-max-ziplist-value",
 		"hll-sparse-max-bytes", "stream-node-max-bytes", "stream-node-max-entries")
-	ignore("replies are bounded by client-write-timeout", "client-output-buffer-limit", "maxmemory-clients")
+	ignore("replies are bounded by client-write-timeout", "maxmemory-clients")
 	ignore("the server's timers have fixed rates", "hz", "dynamic-hz")
 	ignore("filters are never evicted (noeviction)", "maxmemory-samples", "maxmemory-eviction-tenacity", "lfu-log-factor", "lfu-decay-time")
 	ignore("no Lua scripts, modules or functions", "lua-time-limit", "busy-reply-threshold", "loadmodule", "enable-module-command",
@@ -172,6 +172,15 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 			return fmt.Errorf("include takes one file")
 		}
 		return r.file(args[0], depth+1)
+	}
+	if name == "client-output-buffer-limit" {
+		// Several lines add up, one class each (as in redis.conf).
+		v := strings.TrimSpace(cfg.ClientOutputBufferLimit + " " + strings.Join(args, " "))
+		if _, err := parseOutputLimits(v, defaultOutputLimits); err != nil {
+			return fmt.Errorf("client-output-buffer-limit: %v", err)
+		}
+		cfg.ClientOutputBufferLimit = v
+		return nil
 	}
 	if why, ok := ignoredDirectives[name]; ok {
 		r.ignored[name] = why
