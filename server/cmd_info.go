@@ -125,16 +125,16 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 	})
 	section("Persistence", s.persistenceInfo)
 	section("Stats", func() []string {
-		return append(s.replStatsLines(),
-			"total_connections_received:"+itoa(s.totalConns.Load()),
-			"total_commands_processed:"+itoa(s.totalCmds.Load()),
-			"rejected_connections:"+itoa(s.rejectedConns.Load()),
-			"expired_keys:"+strconv.FormatUint(s.db.Expired(), 10),
+		return append([]string{
+			"total_connections_received:" + itoa(s.totalConns.Load()),
+			"total_commands_processed:" + itoa(s.totalCmds.Load()),
+			"rejected_connections:" + itoa(s.rejectedConns.Load()),
+			"expired_keys:" + strconv.FormatUint(s.db.Expired(), 10),
 			"evicted_keys:0",
-			"total_error_replies:"+itoa(s.stats.errorsTotal.Load()),
-			"total_protocol_errors:"+itoa(s.protoErrors.Load()),
-			"total_slow_client_disconnects:"+itoa(s.slowClients.Load()),
-		)
+			"total_error_replies:" + itoa(s.stats.errorsTotal.Load()),
+			"total_protocol_errors:" + itoa(s.protoErrors.Load()),
+			"total_slow_client_disconnects:" + itoa(s.slowClients.Load()),
+		}, s.replStatsLines()...)
 	})
 	section("Replication", s.replicationInfo)
 	section("CPU", cpuInfo)
