@@ -126,7 +126,7 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 	section("Persistence", s.persistenceInfo)
 	section("Stats", func() []string {
 		channels, patterns := s.pubsubCounts()
-		return []string{
+		return append([]string{
 			"total_connections_received:" + itoa(s.totalConns.Load()),
 			"total_commands_processed:" + itoa(s.totalCmds.Load()),
 			"rejected_connections:" + itoa(s.rejectedConns.Load()),
@@ -139,9 +139,9 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 			"pubsub_channels:" + strconv.Itoa(channels),
 			"pubsub_patterns:" + strconv.Itoa(patterns),
 			"pubsubshard_channels:0",
-		}
+		}, s.replStatsLines()...)
 	})
-	section("Replication", func() []string { return []string{"role:master", "connected_slaves:0"} })
+	section("Replication", s.replicationInfo)
 	section("CPU", cpuInfo)
 	section("Modules", func() []string { return nil })
 	section("Commandstats", s.stats.commandLines)
