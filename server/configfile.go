@@ -97,7 +97,7 @@ func init() {
 	ignore("snapshots are always checksummed and uncompressed", "rdbcompression", "rdbchecksum", "rdb-del-sync-files", "sanitize-dump-payload")
 	ignore("bloomkit names its own files in dir", "dbfilename", "appendfilename", "appenddirname")
 	ignore("snapshots are written when the log grows (auto-aof-rewrite-min-size) and at shutdown", "save", "auto-aof-rewrite-percentage")
-	ignore("no replication", "replicaof", "slaveof", "masterauth", "masteruser", "replica-serve-stale-data", "replica-read-only",
+	ignore("no replication", "masterauth", "masteruser", "replica-serve-stale-data", "replica-read-only",
 		"repl-diskless-sync", "repl-diskless-sync-delay", "repl-diskless-sync-max-replicas", "repl-diskless-load",
 		"repl-disable-tcp-nodelay", "replica-priority", "repl-backlog-size", "repl-backlog-ttl", "repl-ping-replica-period",
 		"repl-timeout", "min-replicas-to-write", "min-replicas-max-lag", "replica-announce-ip", "replica-announce-port",
@@ -173,7 +173,17 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 		}
 		return r.file(args[0], depth+1)
 	}
-	if name == "client-output-buffer-limit" {
+	if name == "replicaof" || name == "slaveof" {
+		if len(args) != 2 {
+			return fmt.Errorf("%s: want host and port", name)
+		}
+		if _, _, err := parseReplicaOf(args[0] + " " + args[1]); err != nil {
+			return fmt.Errorf("%s: %v", name, err)
+		}
+		r.cfg.ReplicaOf = args[0] + " " + args[1]
+		return nil
+	}
+		if name == "client-output-buffer-limit" {
 		// Several lines add up, one class each (as in redis.conf).
 		v := strings.TrimSpace(cfg.ClientOutputBufferLimit + " " + strings.Join(args, " "))
 		if _, err := parseOutputLimits(v, defaultOutputLimits); err != nil {
