@@ -183,7 +183,7 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 		r.cfg.ReplicaOf = args[0] + " " + args[1]
 		return nil
 	}
-		if name == "client-output-buffer-limit" {
+	if name == "client-output-buffer-limit" {
 		// Several lines add up, one class each (as in redis.conf).
 		v := strings.TrimSpace(cfg.ClientOutputBufferLimit + " " + strings.Join(args, " "))
 		if _, err := parseOutputLimits(v, defaultOutputLimits); err != nil {

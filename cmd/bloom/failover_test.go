@@ -79,13 +79,14 @@ func bloomTarget() failoverTarget {
 			for _, it := range items {
 				args = append(args, it)
 			}
-			v, err := c.Do(ctx, args...).Int64Slice()
+			v, err := c.Do(ctx, args...).Slice()
 			if err != nil {
 				return nil, err
 			}
 			out := make([]bool, len(v))
 			for i, x := range v {
-				out[i] = x == 1
+				// RESP3 booleans, or RESP2's 0 and 1.
+				out[i] = x == true || x == int64(1)
 			}
 			return out, nil
 		},
@@ -256,7 +257,7 @@ func startFailoverGroup(t *testing.T, tg failoverTarget) *failoverGroup {
 		if i == 0 {
 			of = ""
 		}
-		conf := filepath.Join(dir, "server.conf")
+		conf := filepath.Join(filepath.Dir(dir), fmt.Sprintf("node%d.conf", i))
 		if err := os.WriteFile(conf, []byte(tg.conf(p, dir, of)), 0o644); err != nil {
 			t.Fatal(err)
 		}
