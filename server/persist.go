@@ -141,7 +141,7 @@ func (s *Server) replayCommand(c *Session, args [][]byte, r *Reply) error {
 	}
 	r.Reset(false)
 	s.db.Lock()
-	c.skipLog, c.logArgs = false, nil
+	c.skipLog, c.logArgs, c.logBefore = false, nil, nil
 	cmd.fn(s, c, args, r)
 	s.db.Unlock()
 	if r.w.Failed() {
@@ -165,6 +165,21 @@ func (s *Server) logCommand(c *Session, args [][]byte) {
 		return
 	}
 	s.aof.Append(func(b []byte) []byte { return aof.EncodeRecord(b, args) })
+}
+
+// logCommands appends writes that one command made as one record, so
+// that a crash replays all or none of them (db.mu held).
+func (s *Server) logCommands(c *Session, cmds ...[][]byte) {
+	if s.aof == nil || s.db.Loading() || s.cfg.NoAppendLog {
+		return
+	}
+	if s.txn != nil {
+		for _, args := range cmds {
+			s.logCommand(c, args)
+		}
+		return
+	}
+	s.aof.Append(func(b []byte) []byte { return aof.EncodeTransaction(b, cmds) })
 }
 
 // rewrite moves to a new generation: a snapshot of the keyspace as it is
