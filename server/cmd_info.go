@@ -125,7 +125,7 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 	})
 	section("Persistence", s.persistenceInfo)
 	section("Stats", func() []string {
-		return []string{
+		return append([]string{
 			"total_connections_received:" + itoa(s.totalConns.Load()),
 			"total_commands_processed:" + itoa(s.totalCmds.Load()),
 			"rejected_connections:" + itoa(s.rejectedConns.Load()),
@@ -134,9 +134,9 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 			"total_error_replies:" + itoa(s.stats.errorsTotal.Load()),
 			"total_protocol_errors:" + itoa(s.protoErrors.Load()),
 			"total_slow_client_disconnects:" + itoa(s.slowClients.Load()),
-		}
+		}, s.replStatsLines()...)
 	})
-	section("Replication", func() []string { return []string{"role:master", "connected_slaves:0"} })
+	section("Replication", s.replicationInfo)
 	section("CPU", cpuInfo)
 	section("Modules", func() []string { return nil })
 	section("Commandstats", s.stats.commandLines)

@@ -116,6 +116,14 @@ func init() {
 		{name: "slowlog", arity: -2, flags: []string{"admin", "random", "loading", "stale"}, unlocked: true, fn: cmdSlowlog},
 		{name: "info", arity: -1, flags: []string{"loading", "stale"}, fn: cmdInfo},
 		{name: "dbsize", arity: 1, flags: []string{"readonly", "fast"}, fn: cmdDBSize},
+		// Replication (replication.go, repl_master.go).
+		{name: "replicaof", arity: 3, flags: []string{"admin", "noscript", "stale", "no_async_loading"}, unlocked: true, fn: cmdReplicaOf},
+		{name: "slaveof", arity: 3, flags: []string{"admin", "noscript", "stale", "no_async_loading"}, unlocked: true, fn: cmdReplicaOf},
+		{name: "role", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"}, unlocked: true, fn: cmdRole},
+		{name: "wait", arity: 3, flags: []string{"noscript"}, unlocked: true, fn: cmdWait},
+		{name: "replconf", arity: -1, flags: []string{"admin", "noscript", "loading", "stale", "allow_busy"}, unlocked: true, fn: cmdReplConf},
+		{name: "sync", arity: 1, flags: []string{"admin", "noscript", "no_async_loading", "no_multi"}, unlocked: true, noMulti: true, fn: cmdSync},
+		{name: "psync", arity: -3, flags: []string{"admin", "noscript", "no_async_loading", "no_multi"}, unlocked: true, noMulti: true, fn: cmdSync},
 	}
 	commandTable = make(map[string]*command, len(list))
 	for i, c := range list {

@@ -184,8 +184,22 @@ func (s *Server) serveConn(nc net.Conn) {
 		s.Do(c, args, &c.reply)
 		c.batched++
 		if c.wait != nil {
-			<-c.wait // a BF.MERGE finishing in the background
+			<-c.wait // a BF.MERGE finishing in the background, or WAIT
 			c.wait = nil
+			if c.deferred != nil {
+				c.reply.w.Raw(c.deferred)
+				c.deferred = nil
+			}
+		}
+		if c.handoff != nil {
+			// SYNC or PSYNC: the replies before it go out, then the
+			// connection serves a replica until it is gone.
+			if !s.flush(c) {
+				return
+			}
+			nc.SetDeadline(time.Time{})
+			s.serveReplica(c, nc, append([]byte(nil), p.Unread()...))
+			return
 		}
 		if c.authed != wasAuthed {
 			p.SetLimits(s.readLimits(c))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -405,6 +406,10 @@ func (l *eventLoop) runRequests(c *loopConn) {
 			c.rd.SetLimits(s.readLimits(sess))
 		}
 		l.markDirty(c)
+		if sess.handoff != nil {
+			l.handOff(c)
+			return
+		}
 		if sess.wait != nil {
 			l.hold(c)
 			return
@@ -441,6 +446,13 @@ func (l *eventLoop) release(c *loopConn) {
 		return
 	}
 	c.sess.wait = nil
+	if d := c.sess.deferred; d != nil {
+		// WAIT's answer, known now: its place is after the replies
+		// already held (nothing after it ran).
+		c.sess.reply.w.Raw(d)
+		c.sess.deferred = nil
+		c.sess.batched++
+	}
 	ev := uint32(unix.EPOLLIN)
 	if c.watchOut {
 		ev = unix.EPOLLOUT
@@ -589,4 +601,69 @@ func (l *eventLoop) shutdown() {
 	l.closeFD(l.epfd, "epoll")
 	l.closeFD(l.wake[0], "wake-up pipe")
 	l.closeFD(l.wake[1], "wake-up pipe")
+}
+
+// handOff gives a client that sent SYNC or PSYNC to a goroutine that
+// serves it as a replica (serveReplica): the loop stops watching it, its
+// pending replies are written first, and its socket becomes a blocking
+// net.Conn.
+func (l *eventLoop) handOff(c *loopConn) {
+	s := l.s
+	sess := c.sess
+	delete(l.conns, c.fd)
+	if err := l.ctl(l.epfd, unix.EPOLL_CTL_DEL, c.fd, nil); err != nil {
+		s.log.Warn("event loop: epoll_ctl DEL of a replica failed", "addr", sess.Addr, "err", err)
+	}
+	var out []byte
+	if sess.batched > 0 {
+		if err := s.endBatch(sess); err != nil {
+			sess.reply.w.Replace(appendInDoubt(sess.reply.w.Pending()[:c.checked], sess.batched, err))
+		}
+		sess.batched = 0
+	}
+	out = append(out, sess.reply.w.Pending()[c.wpos:]...)
+	sess.reply.w.Drain()
+	rest := append([]byte(nil), c.rd.Unread()...)
+	fail := func(err error) {
+		s.log.Warn("event loop: cannot hand a replica's connection over; disconnecting it", "addr", sess.Addr, "err", err)
+		l.closeFD(c.fd, "client")
+		s.endSession(sess)
+	}
+	if err := unix.SetNonblock(c.fd, false); err != nil {
+		fail(err)
+		return
+	}
+	f := os.NewFile(uintptr(c.fd), "replica")
+	nc, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		s.endSession(sess)
+		s.log.Warn("event loop: cannot hand a replica's connection over; disconnecting it", "addr", sess.Addr, "err", err)
+		return
+	}
+	s.lifeMu.Lock()
+	if s.closed.Load() {
+		s.lifeMu.Unlock()
+		nc.Close()
+		s.endSession(sess)
+		return
+	}
+	s.connWG.Add(1)
+	s.lifeMu.Unlock()
+	sess.hmu.Lock()
+	sess.kill = nil // CLIENT KILL and shutdown close the connection now
+	sess.hmu.Unlock()
+	sess.setConn(nc)
+	go func() {
+		defer s.connWG.Done()
+		defer s.endSession(sess)
+		defer nc.Close()
+		if len(out) > 0 {
+			nc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+			if _, err := nc.Write(out); err != nil {
+				return
+			}
+		}
+		s.serveReplica(sess, nc, rest)
+	}()
 }

@@ -51,6 +51,7 @@ import (
 	"github.com/bloomkit/bloomkit/internal/confval"
 	"github.com/bloomkit/bloomkit/internal/memlimit"
 	"github.com/bloomkit/bloomkit/server/internal/aof"
+	"github.com/bloomkit/bloomkit/server/internal/backlog"
 	"github.com/bloomkit/bloomkit/server/internal/keyspace"
 )
 
@@ -164,6 +165,38 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
+
+	// ReplicaOf is "host port": the server starts as that master's
+	// replica (Redis's replicaof directive and --replicaof).
+	ReplicaOf string
+	// MasterAuth and MasterUser authenticate this replica to its master.
+	MasterAuth, MasterUser string
+	// ReplicaReadOnly ("yes", the default, or "no") refuses clients'
+	// writes on a replica with READONLY.
+	ReplicaReadOnly string
+	// ReplicaServeStaleData ("yes", the default, or "no"): with no, a
+	// replica whose link is down answers MASTERDOWN.
+	ReplicaServeStaleData string
+	// ReplBacklogSize is the replication backlog (default 1 MiB).
+	ReplBacklogSize int64
+	// MinReplicasToWrite and MinReplicasMaxLag (seconds, default 10):
+	// writes are refused with NOREPLICAS unless that many replicas
+	// acknowledged within the lag (0: no check).
+	MinReplicasToWrite int
+	MinReplicasMaxLag  *int
+	// ReplicaPriority is reported to Sentinel (default 100; 0: never promoted).
+	ReplicaPriority *int
+	// ReplicaAnnounced ("yes", the default, or "no"), ReplicaAnnounceIP
+	// and ReplicaAnnouncePort: what this replica tells its master and
+	// Sentinel about itself.
+	ReplicaAnnounced    string
+	ReplicaAnnounceIP   string
+	ReplicaAnnouncePort int
+	// ReplTimeout is repl-timeout (default 60 s).
+	ReplTimeout time.Duration
+	// replicaOutLimit replaces client-output-buffer-limit replica
+	// (default 256 MiB hard, 64 MiB for 60 s soft).
+	replicaOutLimit *backlog.Limits
 
 	// dataDir replaces the data directory (fault-injection tests).
 	dataDir aof.Dir
@@ -293,6 +326,20 @@ type Session struct {
 	// their replies (wait, closed when it is done) instead of the lock.
 	canWait bool
 	wait    <-chan struct{}
+	// deferred is a reply computed while the connection held its
+	// replies (wait): WAIT's answer, appended when wait is closed.
+	deferred []byte
+
+	// Replication: a replica's handshake (REPLCONF), the SYNC or PSYNC
+	// that hands the connection over (handoff), the stream offset after
+	// this client's last write (WAIT), and whether this is the session
+	// applying a master's stream.
+	replPort   int
+	replIP     string
+	rdbOnly    bool
+	handoff    *replHandoff
+	woff       int64
+	fromMaster bool
 }
 
 // Server is a bloomkit server. Its methods are safe for concurrent use.
@@ -330,6 +377,8 @@ type Server struct {
 	// txn collects the writes of the MULTI/EXEC block being executed, to
 	// be logged as one record (db.mu held).
 	txn [][][]byte
+	// repl is replication: roles, the stream and its backlog, replicas.
+	repl replState
 
 	started       time.Time
 	nextID        atomic.Int64
@@ -407,6 +456,8 @@ func New(cfg Config) (*Server, error) {
 		shutdownReq: make(chan struct{}),
 	}
 	s.set.init(&cfg, filter)
+	s.initReplication(&cfg)
+	s.db.OnExpire = func(key string) { s.logCommand(nil, [][]byte{[]byte("DEL"), []byte(key)}) }
 	s.slowlog.maxLen = int(s.set.slowMaxLen.Load())
 	s.configFile = cfg.ConfigFile
 	s.runID = newRunID()
@@ -563,6 +614,7 @@ func (s *Server) Serve() error {
 		s.log.Warn("event loops unavailable; serving each client with a goroutine", "err", err)
 	}
 	s.lifeMu.Unlock()
+	s.startReplication()
 	errs := make(chan error, len(s.extraLns))
 	for _, l := range s.extraLns {
 		go func() { errs <- s.acceptLoop(l) }()
@@ -627,6 +679,7 @@ func (s *Server) closeListeners() {
 	for _, c := range s.sessionList() {
 		c.disconnect()
 	}
+	s.stopReplication()
 	for _, l := range s.loops {
 		l.stop()
 	}
@@ -849,6 +902,16 @@ func (s *Server) do(c *Session, args [][]byte, r *Reply) {
 		s.reject(cmd, start, r)
 		return
 	}
+	if !cmd.txnControl && !c.fromMaster {
+		if msg := s.replicaRefuses(c, cmd); msg != "" {
+			if c.multi != nil {
+				c.multiErr = true
+			}
+			r.Error(msg)
+			s.reject(cmd, start, r)
+			return
+		}
+	}
 	if c.multi != nil && !cmd.txnControl {
 		if cmd.noMulti {
 			c.multiErr = true
@@ -949,29 +1012,12 @@ func monoTime(ns int64) time.Time { return monoBase.Add(time.Duration(ns)) }
 // of the keys a write names for a running snapshot, and logs a write that
 // succeeded. The connection's replies then wait for everything it saw.
 func (s *Server) run(c *Session, cmd *command, args [][]byte, r *Reply) {
-	if s.db.Merging() {
-		// A merge in the background took effect when it was logged:
-		// whoever names its keys sees it done (internal/keyspace/merge.go).
-		forKeys(cmd, args, s.db.FinishMergesNamed)
-	}
-	if cmd.write && s.db.Recounting() {
-		forKeys(cmd, args, s.db.Touch)
-	}
-	if cmd.write && s.db.Snapshotting() {
-		forKeys(cmd, args, func(k []byte) {
-			if e := s.db.Lookup(string(k)); e != nil {
-				s.db.Preserve(e)
-			}
-		})
-	}
+	s.beforeWrite(cmd, args)
 	c.skipLog, c.logArgs, c.logBefore = false, nil, nil
 	cmd.fn(s, c, args, r)
-	if s.aof == nil {
-		return
-	}
-	logged := false
+	var la [][]byte
 	if cmd.write && !r.w.Failed() && !c.skipLog {
-		la := args
+		la = args
 		if c.logArgs != nil {
 			la = c.logArgs
 		}
@@ -980,6 +1026,13 @@ func (s *Server) run(c *Session, cmd *command, args [][]byte, r *Reply) {
 		} else {
 			s.logCommand(c, la)
 		}
+		c.woff = s.repl.offset()
+	}
+	if s.aof == nil {
+		return
+	}
+	logged := false
+	if la != nil {
 		c.pendingWrite, logged = true, true
 		if s.txn == nil && s.aof.Failed() {
 			// Appended after the log failed: in doubt, and its reply
@@ -995,6 +1048,27 @@ func (s *Server) run(c *Session, cmd *command, args [][]byte, r *Reply) {
 		// became visible): do not reveal a write that may not survive.
 		r.Reset(c.resp3)
 		r.Error("IOERR the append-only log failed; the state of this key is in doubt until a snapshot succeeds")
+	}
+}
+
+// beforeWrite readies the keys a command names (db.mu held): background
+// merges of them finish, a memory recount and a running snapshot see
+// them before they change.
+func (s *Server) beforeWrite(cmd *command, args [][]byte) {
+	if s.db.Merging() {
+		// A merge in the background took effect when it was logged:
+		// whoever names its keys sees it done (internal/keyspace/merge.go).
+		forKeys(cmd, args, s.db.FinishMergesNamed)
+	}
+	if cmd.write && s.db.Recounting() {
+		forKeys(cmd, args, s.db.Touch)
+	}
+	if cmd.write && s.db.Snapshotting() {
+		forKeys(cmd, args, func(k []byte) {
+			if e := s.db.Lookup(string(k)); e != nil {
+				s.db.Preserve(e)
+			}
+		})
 	}
 }
 
@@ -1041,11 +1115,15 @@ func (s *Server) exec(c *Session, r *Reply) {
 		s.db.Now = clock
 		if len(s.txn) > 0 {
 			cmds := s.txn
-			s.aof.Append(func(b []byte) []byte { return aof.EncodeTransaction(b, cmds) })
-			c.pendingWrite = true
-			if s.aof.Failed() {
-				s.doubt.add(aof.EncodeTransaction(nil, cmds))
+			if s.aof != nil && !s.cfg.NoAppendLog {
+				s.aof.Append(func(b []byte) []byte { return aof.EncodeTransaction(b, cmds) })
+				c.pendingWrite = true
+				if s.aof.Failed() {
+					s.doubt.add(aof.EncodeTransaction(nil, cmds))
+				}
 			}
+			s.feed(cmds, true)
+			c.woff = s.repl.offset()
 		}
 		s.txn = nil
 		if s.aof != nil {

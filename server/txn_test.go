@@ -87,6 +87,15 @@ var multiCases = map[string][][]string{
 	"slowlog": {{"SLOWLOG", "GET"}, {"SLOWLOG", "LEN"}, {"SLOWLOG", "RESET"}, {"SLOWLOG", "HELP"}},
 	"info":    {{"INFO"}, {"INFO", "all"}},
 	"dbsize":  {{"DBSIZE"}},
+	// Redis Sentinel sends REPLICAOF/SLAVEOF inside MULTI with CONFIG
+	// REWRITE and CLIENT KILL: they must queue.
+	"replicaof": {{"REPLICAOF", "NO", "ONE"}},
+	"slaveof":   {{"SLAVEOF", "NO", "ONE"}},
+	"role":      {{"ROLE"}},
+	"wait":      {{"WAIT", "0", "0"}},
+	"replconf":  {{"REPLCONF", "listening-port", "1"}},
+	"sync":      {{"SYNC"}},
+	"psync":     {{"PSYNC", "?", "-1"}},
 }
 
 // TestEveryCommandInMulti queues every command of the table (each
