@@ -196,4 +196,11 @@ var commandDocs = map[string]cmdDoc{
 	"config":       {group: "server", since: "2.0.0", summary: "A container for server configuration commands", complexity: "Depends on subcommand."},
 	"slowlog":      {group: "server", since: "2.2.12", summary: "A container for slow log commands", complexity: "Depends on subcommand."},
 	"info":         {group: "server", since: "1.0.0", summary: "Returns information and statistics about the server", complexity: "O(1)", categories: "dangerous"},
+	"replicaof":    {group: "server", since: "5.0.0", summary: "Makes the server a replica of another server, or promotes it to master", complexity: "O(1)"},
+	"slaveof":      {group: "server", since: "1.0.0", summary: "Makes the server a replica of another server, or promotes it to master (an old name of REPLICAOF)", complexity: "O(1)"},
+	"role":         {group: "server", since: "2.8.12", summary: "Returns the replication role", complexity: "O(1)", categories: "admin dangerous"},
+	"wait":         {group: "generic", since: "3.0.0", summary: "Blocks until the writes this connection sent are acknowledged by a number of replicas, or a timeout", complexity: "O(1)", categories: "connection"},
+	"replconf":     {group: "server", since: "3.0.0", summary: "An internal command for configuring the replication stream", complexity: "O(1)"},
+	"sync":         {group: "server", since: "1.0.0", summary: "An internal command used in replication: a full synchronisation", complexity: "O(N) where N is the size of the snapshot"},
+	"psync":        {group: "server", since: "2.8.0", summary: "An internal command used in replication: a partial resynchronisation, or a full one", complexity: "O(N) where N is the size of the snapshot or of the backlog sent"},
 }
