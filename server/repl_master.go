@@ -415,6 +415,15 @@ func (s *Server) syncFile() (*os.File, error) {
 // repl-ping-replica-period keeps an idle link's replica from timing out.
 func (s *Server) stream(rp *replica, rd *backlog.Reader) {
 	defer rd.Close()
+	go func() {
+		// Dropped for its output limit while a write to it blocks: the
+		// connection is closed, which ends the write.
+		select {
+		case <-rd.Dropped():
+			rp.close()
+		case <-rp.done:
+		}
+	}()
 	buf := make([]byte, 256<<10)
 	ping := time.NewTicker(time.Duration(s.repl.pingPeriod.Load()) * time.Second)
 	defer ping.Stop()
