@@ -40,13 +40,12 @@ type masterLink struct {
 	host, port string
 	stopc      chan struct{}
 	once       sync.Once
-	mu         sync.Mutex // conn, err, cachedID, cachedOff
+	mu         sync.Mutex // conn, err, cachedID
 	conn       net.Conn
 	err        string
-	// cachedID and cachedOff are the history this server holds (the
-	// replication ID and offset its PSYNC continues from; "" for none).
-	cachedID  string
-	cachedOff int64
+	// cachedID is set once this server holds a history its PSYNC can
+	// continue (a full sync's, or its own as a master; "" for none).
+	cachedID string
 
 	state     atomic.Int32
 	lastIO    atomic.Int64 // unix seconds
@@ -358,7 +357,7 @@ func (s *Server) continueFrom(l *masterLink, f []string) error {
 		rp.close()
 	}
 	l.mu.Lock()
-	l.cachedID, l.cachedOff = rs.replid, rs.offset()
+	l.cachedID = rs.replid
 	l.mu.Unlock()
 	return nil
 }
@@ -483,7 +482,7 @@ func (s *Server) swapIn(l *masterLink, fresh *keyspace.DB, replid string, moff i
 		rp.close()
 	}
 	l.mu.Lock()
-	l.cachedID, l.cachedOff = replid, moff
+	l.cachedID = replid
 	l.mu.Unlock()
 	return nil
 }
