@@ -46,6 +46,7 @@ var settingList = []setting{
 			return errConfigValue(err.Error())
 		}
 		s.set.outLimits.Store(&l)
+		s.setReplicaOutLimit(l)
 		return nil
 	}},
 	{name: "databases", get: func(s *Server) string { return "1" }},

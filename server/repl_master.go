@@ -42,6 +42,7 @@ const (
 
 // replica is one connected replica (or redis-cli --rdb / --replica).
 type replica struct {
+	// ackOff is the offset the replica acknowledged (-1: none yet).
 	s       *Server
 	nc      net.Conn
 	ip      string
@@ -53,6 +54,9 @@ type replica struct {
 	done    chan struct{}
 	id      int64
 }
+
+// acked is ackOff as INFO and ROLE show it (0 before the first ACK).
+func (rp *replica) acked() int64 { return max(rp.ackOff.Load(), 0) }
 
 func (rp *replica) stateName() string {
 	switch rp.state.Load() {
@@ -225,6 +229,9 @@ func (s *Server) serveReplica(c *Session, nc net.Conn, rest []byte) {
 	}
 	s.repl.syncFull.Add(1)
 	rp.state.Store(stateWaitBgsave)
+	// Nothing acknowledged until it has loaded the snapshot and says so
+	// (WAIT must not count it for the writes in that snapshot before).
+	rp.ackOff.Store(-1)
 	rp.ackTime.Store(time.Now().Unix())
 	if !s.addReplica(rp) {
 		return
@@ -416,6 +423,15 @@ func (s *Server) syncFile() (*os.File, error) {
 // repl-ping-replica-period keeps an idle link's replica from timing out.
 func (s *Server) stream(rp *replica, rd *backlog.Reader) {
 	defer rd.Close()
+	go func() {
+		// Dropped for its output limit while a write to it blocks: the
+		// connection is closed, which ends the write.
+		select {
+		case <-rd.Dropped():
+			rp.close()
+		case <-rp.done:
+		}
+	}()
 	buf := make([]byte, 256<<10)
 	ping := time.NewTicker(time.Duration(s.repl.pingPeriod.Load()) * time.Second)
 	defer ping.Stop()

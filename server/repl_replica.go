@@ -40,13 +40,12 @@ type masterLink struct {
 	host, port string
 	stopc      chan struct{}
 	once       sync.Once
-	mu         sync.Mutex // conn, err, cachedID, cachedOff
+	mu         sync.Mutex // conn, err, cachedID
 	conn       net.Conn
 	err        string
-	// cachedID and cachedOff are the history this server holds (the
-	// replication ID and offset its PSYNC continues from; "" for none).
-	cachedID  string
-	cachedOff int64
+	// cachedID is set once this server holds a history its PSYNC can
+	// continue (a full sync's, or its own as a master; "" for none).
+	cachedID string
 
 	state     atomic.Int32
 	lastIO    atomic.Int64 // unix seconds
@@ -271,9 +270,19 @@ func (s *Server) syncWith(l *masterLink) error {
 	if strings.Contains(line, "replica of itself") {
 		return errors.New("REPLICAOF points at this server itself")
 	}
+	// The history this server holds: its replication ID and offset,
+	// once it has one (a full sync, or this server's own as a master).
 	l.mu.Lock()
-	id, off := l.cachedID, l.cachedOff
+	id := l.cachedID
 	l.mu.Unlock()
+	var off int64
+	if id != "" {
+		s.db.Lock()
+		s.repl.mu.Lock()
+		id, off = s.repl.replid, s.repl.offset()
+		s.repl.mu.Unlock()
+		s.db.Unlock()
+	}
 	psync := []string{"PSYNC", "?", "-1"}
 	if id != "" {
 		psync = []string{"PSYNC", id, strconv.FormatInt(off+1, 10)}
@@ -348,7 +357,7 @@ func (s *Server) continueFrom(l *masterLink, f []string) error {
 		rp.close()
 	}
 	l.mu.Lock()
-	l.cachedID, l.cachedOff = rs.replid, rs.offset()
+	l.cachedID = rs.replid
 	l.mu.Unlock()
 	return nil
 }
@@ -380,6 +389,9 @@ func (s *Server) loadFullSync(l *masterLink, br *bufio.Reader, replid string, mo
 	if head, err := br.Peek(5); err == nil && string(head) == "REDIS" {
 		return errors.New("the master sent a Redis RDB file: it is a Redis server, not bloom serve; only bloom serve can be bloom serve's master (the payload is bloomkit's snapshot format)")
 	}
+	if head, err := br.Peek(8); err != nil || string(head) != "BKSNAP02" {
+		return fmt.Errorf("the sync payload is not a bloomkit snapshot (it starts %q)", head)
+	}
 	s.log.Info("MASTER <-> REPLICA sync: receiving the snapshot", "bytes", size, "master_replid", replid, "offset", moff)
 	l.syncing.Store(true)
 	l.syncTotal.Store(size)
@@ -390,6 +402,9 @@ func (s *Server) loadFullSync(l *masterLink, br *bufio.Reader, replid string, mo
 	fresh := keyspace.New(0, s.cfg.Now)
 	if s.aof == nil {
 		if _, _, err := fresh.ReadSnapshot(&payloadFile{src, size}, "(sync payload from the master)"); err != nil {
+			if got := l.syncRead.Load(); got < size {
+				return fmt.Errorf("full sync: sync payload truncated (%d of %d bytes): %w", got, size, err)
+			}
 			return fmt.Errorf("full sync: %w", err)
 		}
 		fresh.PrepareFor(s.db)
@@ -467,7 +482,7 @@ func (s *Server) swapIn(l *masterLink, fresh *keyspace.DB, replid string, moff i
 		rp.close()
 	}
 	l.mu.Lock()
-	l.cachedID, l.cachedOff = replid, moff
+	l.cachedID = replid
 	l.mu.Unlock()
 	return nil
 }

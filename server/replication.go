@@ -41,6 +41,9 @@ type replState struct {
 	second   int64 // second_repl_offset: offsets up to it are valid under replid2 (-1: none)
 	replicas map[*replica]struct{}
 	link     *masterLink // non-nil: this server is a replica of link's master
+	// following mirrors link for the per-command check (replicaRefuses)
+	// without taking mu.
+	following atomic.Pointer[masterLink]
 	// backlog is the stream's history (nil until a replica connects or
 	// this server becomes one); it is set with the keyspace lock held.
 	backlog atomic.Pointer[backlog.Buffer]
@@ -80,9 +83,6 @@ const (
 	defaultPingPeriod   = 10
 	defaultMinLag       = 10
 	defaultPriority     = 100
-	replicaOutHard      = 256 << 20
-	replicaOutSoft      = 64 << 20
-	replicaOutSoftFor   = 60 * time.Second
 	replidLen           = 40
 	errReadOnly         = "READONLY You can't write against a read only replica."
 	errMasterDown       = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
@@ -124,11 +124,17 @@ func (s *Server) initReplication(cfg *Config) {
 		r.timeout.Store(int64(cfg.ReplTimeout / time.Second))
 	}
 	r.pingPeriod.Store(defaultPingPeriod)
-	lim := backlog.Limits{Hard: replicaOutHard, Soft: replicaOutSoft, SoftFor: replicaOutSoftFor}
+	s.setReplicaOutLimit(s.outputLimits())
 	if cfg.replicaOutLimit != nil {
-		lim = *cfg.replicaOutLimit
+		r.outLimit.Store(cfg.replicaOutLimit)
 	}
-	r.outLimit.Store(&lim)
+}
+
+// setReplicaOutLimit takes the replica class of client-output-buffer-limit
+// (Redis's default 256mb 64mb 60) as the limit of replicas' output.
+func (s *Server) setReplicaOutLimit(l [3]outputLimit) {
+	o := l[classReplica]
+	s.repl.outLimit.Store(&backlog.Limits{Hard: o.hard, Soft: o.soft, SoftFor: o.softFor})
 }
 
 // startReplication starts following the master of --replicaof, if any
@@ -225,11 +231,7 @@ func (s *Server) feed(cmds [][][]byte, txn bool) {
 }
 
 // isReplica reports whether this server follows a master.
-func (s *Server) isReplica() bool {
-	s.repl.mu.Lock()
-	defer s.repl.mu.Unlock()
-	return s.repl.link != nil
-}
+func (s *Server) isReplica() bool { return s.repl.following.Load() != nil }
 
 // replicaRefuses is the error a replica gives a command before it runs,
 // or "": writes on a read-only replica, and everything not marked stale
@@ -239,9 +241,7 @@ func (s *Server) replicaRefuses(c *Session, cmd *command) string {
 		return ""
 	}
 	r := &s.repl
-	r.mu.Lock()
-	link := r.link
-	r.mu.Unlock()
+	link := r.following.Load()
 	if link == nil {
 		if cmd.write && r.minReplicas.Load() > 0 && s.goodReplicas() < int(r.minReplicas.Load()) {
 			return errNoReplicas
@@ -331,14 +331,15 @@ func (s *Server) becomeReplica(host, port string) {
 	if old != nil {
 		// Keep what the old link knew: a partial resync with the new
 		// master is tried from there.
-		link.cachedID, link.cachedOff = old.cachedID, old.cachedOff
+		link.cachedID = old.cachedID
 	} else {
 		// A master turning replica continues its own history (Redis's
 		// "cached master using myself"): the new master, if promoted from
 		// one of its replicas, knows it as replid2.
-		link.cachedID, link.cachedOff = r.replid, r.offset()
+		link.cachedID = r.replid
 	}
 	r.link = link
+	r.following.Store(link)
 	reps := r.detachReplicas()
 	r.mu.Unlock()
 	s.db.SetFollowing(true)
@@ -364,6 +365,7 @@ func (s *Server) becomeMaster() {
 	r.mu.Lock()
 	old := r.link
 	r.link = nil
+	r.following.Store(nil)
 	r.replid2 = r.replid
 	r.second = r.offset() + 1
 	r.replid = newRunID()
@@ -417,7 +419,7 @@ func cmdRole(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Array(3)
 		r.BulkString(rp.ip)
 		r.BulkString(strconv.Itoa(rp.port))
-		r.BulkString(strconv.FormatInt(rp.ackOff.Load(), 10))
+		r.BulkString(strconv.FormatInt(rp.acked(), 10))
 	}
 }
 
@@ -470,7 +472,7 @@ func (s *Server) replicationInfo() []string {
 	now := time.Now().Unix()
 	for i, rp := range reps {
 		lines = append(lines, fmt.Sprintf("slave%d:ip=%s,port=%d,state=%s,offset=%d,lag=%d",
-			i, rp.ip, rp.port, rp.stateName(), rp.ackOff.Load(), now-rp.ackTime.Load()))
+			i, rp.ip, rp.port, rp.stateName(), rp.acked(), now-rp.ackTime.Load()))
 	}
 	lines = append(lines,
 		"master_failover_state:no-failover",

@@ -178,8 +178,8 @@ func TestReplicationIdenticalAfterRandomWrites(t *testing.T) {
 	waitSynced(t, mc, rc)
 	rng := rand.New(rand.NewSource(1))
 	n := 400
-	if testing.Short() {
-		n = 150
+	if longForm() {
+		n = 20000
 	}
 	for i := 0; i < n; i++ {
 		k := "k" + strconv.Itoa(rng.Intn(8))

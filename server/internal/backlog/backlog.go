@@ -170,7 +170,8 @@ type Reader struct {
 	pos       int64
 	lim       Limits
 	ready     chan struct{}
-	err       error // set when dropped (b.mu)
+	gone      chan struct{} // closed when dropped
+	err       error         // set when dropped (b.mu)
 	softSince time.Time
 }
 
@@ -182,13 +183,14 @@ func (b *Buffer) NewReader(pos int64, lim Limits) (*Reader, bool) {
 	if pos < b.base || pos > b.end {
 		return nil, false
 	}
-	r := &Reader{b: b, pos: pos, lim: lim, ready: make(chan struct{}, 1)}
+	r := &Reader{b: b, pos: pos, lim: lim, ready: make(chan struct{}, 1), gone: make(chan struct{})}
 	b.readers[r] = struct{}{}
 	return r, true
 }
 
 func (r *Reader) drop(err error) {
 	r.err = err
+	close(r.gone)
 	delete(r.b.readers, r)
 	select {
 	case r.ready <- struct{}{}:
@@ -241,6 +243,10 @@ func (r *Reader) Read(p []byte) (int, error) {
 	}
 	return n, nil
 }
+
+// Dropped is closed when the reader is dropped (too slow, Reset, Close):
+// a writer blocked on a replica that does not read can give up at once.
+func (r *Reader) Dropped() <-chan struct{} { return r.gone }
 
 // Ready is signalled when bytes were appended after the last Read or the
 // reader was dropped.
