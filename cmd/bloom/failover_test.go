@@ -39,6 +39,9 @@ import (
 // and how to write, check and compare its data.
 type failoverTarget struct {
 	name string
+	// password, when set, is every instance's requirepass and masterauth,
+	// and the sentinels' auth-pass.
+	password string
 	// conf is the config file of an instance on port with data in dir,
 	// a replica of master unless master is "".
 	conf func(port int, dir, master string) string
@@ -159,6 +162,7 @@ func toAny(s []string) []any {
 // directory and config file (which CONFIG REWRITE may have changed).
 type instance struct {
 	addr, dir, conf string
+	password        string
 	argv            []string
 	cmd             *exec.Cmd
 	done            chan struct{}
@@ -194,7 +198,7 @@ func (in *instance) start() error {
 	go func() { in.cmd.Wait(); close(done) }()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		c := redis.NewClient(&redis.Options{Addr: in.addr, MaxRetries: -1, DialTimeout: time.Second})
+		c := in.client()
 		err := c.Ping(context.Background()).Err()
 		c.Close()
 		if err == nil {
@@ -224,7 +228,7 @@ func (in *instance) kill() {
 }
 
 func (in *instance) client() *redis.Client {
-	return redis.NewClient(&redis.Options{Addr: in.addr, MaxRetries: -1, DialTimeout: time.Second})
+	return redis.NewClient(&redis.Options{Addr: in.addr, Password: in.password, MaxRetries: -1, DialTimeout: time.Second})
 }
 
 // failoverGroup is a master, its replicas and the sentinels watching them.
@@ -258,10 +262,14 @@ func startFailoverGroup(t *testing.T, tg failoverTarget) *failoverGroup {
 			of = ""
 		}
 		conf := filepath.Join(filepath.Dir(dir), fmt.Sprintf("node%d.conf", i))
-		if err := os.WriteFile(conf, []byte(tg.conf(p, dir, of)), 0o644); err != nil {
+		text := tg.conf(p, dir, of)
+		if tg.password != "" {
+			text += "requirepass " + tg.password + "\nmasterauth " + tg.password + "\n"
+		}
+		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		in := &instance{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(p)), dir: dir, conf: conf, argv: tg.argv(conf), log: &lockedBuffer{}}
+		in := &instance{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(p)), dir: dir, conf: conf, argv: tg.argv(conf), log: &lockedBuffer{}, password: tg.password}
 		if err := in.start(); err != nil {
 			t.Fatalf("%s node %d: %v\n%s", tg.name, i, err, in.log)
 		}
@@ -280,7 +288,7 @@ func startFailoverGroup(t *testing.T, tg failoverTarget) *failoverGroup {
 	if err := tg.prepare(ctx, c); err != nil {
 		t.Fatalf("preparing the master: %v", err)
 	}
-	g.sentinels = redistest.StartSentinels(t, 3, redistest.SentinelConfig{Master: master})
+	g.sentinels = redistest.StartSentinels(t, 3, redistest.SentinelConfig{Master: master, AuthPass: tg.password})
 	if err := g.waitReady(60 * time.Second); err != nil {
 		t.Fatalf("sentinels not ready: %v", err)
 	}
@@ -330,6 +338,7 @@ func (g *failoverGroup) failoverClient() *redis.Client {
 	}
 	return redis.NewFailoverClient(&redis.FailoverOptions{
 		MasterName:    "mymaster",
+		Password:      g.tg.password,
 		SentinelAddrs: addrs,
 		MaxRetries:    -1, // the writer retries with its next item
 		DialTimeout:   500 * time.Millisecond,
@@ -561,6 +570,20 @@ func TestSentinelFailover(t *testing.T) {
 		t.Skip("six processes and Sentinel's timers: run without the race detector (make test runs cmd/bloom both ways)")
 	}
 	runFailover(t, bloomTarget(), failoverKills(t))
+}
+
+// TestSentinelFailoverAuth: the same with a password on every instance
+// (requirepass and masterauth; the sentinels' auth-pass), in the long run.
+func TestSentinelFailoverAuth(t *testing.T) {
+	if raceEnabled {
+		t.Skip("without the race detector only")
+	}
+	if os.Getenv("BLOOMKIT_LONG") != "1" && os.Getenv("BLOOMKIT_FAILOVER_AUTH") != "1" {
+		t.Skip("with passwords: BLOOMKIT_LONG=1 or BLOOMKIT_FAILOVER_AUTH=1")
+	}
+	tg := bloomTarget()
+	tg.password = "s3cret"
+	runFailover(t, tg, 1)
 }
 
 // TestSentinelFailoverRedis runs the same scenario on redis-server: the
