@@ -407,4 +407,5 @@ func (s *Server) resetStats() {
 	s.db.Lock()
 	s.db.ResetExpired()
 	s.db.Unlock()
+	s.resetInfoExtra()
 }

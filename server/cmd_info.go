@@ -53,6 +53,7 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 				want[d] = true
 			}
 			want["commandstats"] = true
+			want["latencystats"] = true
 		default:
 			want[n] = true
 		}
@@ -111,7 +112,7 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 	section("Memory", func() []string {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
-		return []string{
+		return append([]string{
 			"used_memory:" + strconv.FormatUint(s.db.Used(), 10),
 			"used_memory_human:" + human(s.db.Used()),
 			"used_memory_rss:" + strconv.FormatUint(processRSS(ms.Sys), 10),
@@ -121,11 +122,11 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 			"maxmemory_human:" + human(s.db.Limit()),
 			"maxmemory_configured:" + strconv.FormatUint(s.set.maxMemory.Load(), 10),
 			"maxmemory_policy:noeviction",
-		}
+		}, s.memoryInfoExtra(processRSS(ms.Sys))...)
 	})
 	section("Persistence", s.persistenceInfo)
 	section("Stats", func() []string {
-		return []string{
+		return append([]string{
 			"total_connections_received:" + itoa(s.totalConns.Load()),
 			"total_commands_processed:" + itoa(s.totalCmds.Load()),
 			"rejected_connections:" + itoa(s.rejectedConns.Load()),
@@ -134,13 +135,14 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 			"total_error_replies:" + itoa(s.stats.errorsTotal.Load()),
 			"total_protocol_errors:" + itoa(s.protoErrors.Load()),
 			"total_slow_client_disconnects:" + itoa(s.slowClients.Load()),
-		}
+		}, s.statsInfoExtra()...)
 	})
 	section("Replication", func() []string { return []string{"role:master", "connected_slaves:0"} })
 	section("CPU", cpuInfo)
 	section("Modules", func() []string { return nil })
 	section("Commandstats", s.stats.commandLines)
 	section("Errorstats", s.stats.errorLines)
+	section("Latencystats", s.latencyLines)
 	section("Cluster", func() []string { return []string{"cluster_enabled:0"} })
 	section("Keyspace", func() []string {
 		if s.db.Len() == 0 {

@@ -193,6 +193,14 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 			r.hosts = append(r.hosts, h)
 		}
 		return nil
+	case "latency-tracking-info-percentiles":
+		// Several values, as Redis writes them: 50 99 99.9 (or quoted).
+		ps, err := parsePercentiles(strings.Join(args, " "))
+		if err != nil {
+			return fmt.Errorf("%s: want numbers from 0 to 100, not %q", name, strings.Join(args, " "))
+		}
+		cfg.LatencyPercentiles = append([]float64{}, ps...)
+		return nil
 	}
 	if len(args) != 1 {
 		if name == "save" || name == "client-output-buffer-limit" || name == "oom-score-adj-values" {
@@ -326,6 +334,12 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 			return err
 		}
 		cfg.LatencyMonitorThreshold = &x
+	case "latency-tracking":
+		b, err := boolean()
+		if err != nil {
+			return err
+		}
+		cfg.LatencyTracking = confval.FormatBool(b)
 	case "proto-max-bulk-len", "client-query-buffer-limit":
 		m, err := size(1024, 1<<40)
 		if err != nil {
@@ -376,7 +390,7 @@ var directiveNames = map[string]struct{}{}
 func init() {
 	for _, n := range strings.Fields(`port tls-port tls-cert-file tls-key-file protected-mode dir appendonly appendfsync
 		requirepass maxmemory maxmemory-policy maxclients timeout tcp-keepalive auto-aof-rewrite-min-size
-		slowlog-log-slower-than slowlog-max-len latency-monitor-threshold proto-max-bulk-len client-query-buffer-limit
+		slowlog-log-slower-than slowlog-max-len latency-monitor-threshold latency-tracking latency-tracking-info-percentiles proto-max-bulk-len client-query-buffer-limit
 		loglevel logfile pidfile daemonize supervised bind include`) {
 		directiveNames[n] = struct{}{}
 	}

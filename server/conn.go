@@ -138,7 +138,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	defer nc.Close()
 	defer s.endSession(c)
 
-	p := resp.NewReader(nc, s.readLimits(c))
+	p := resp.NewReader(countingReader{nc, &s.net.in}, s.readLimits(c))
 	for {
 		args, err := p.Next()
 		if err != nil {
@@ -225,7 +225,8 @@ func (s *Server) flush(c *Session) bool {
 		return true
 	}
 	c.conn.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
-	_, err := c.conn.Write(c.reply.w.Pending())
+	n, err := c.conn.Write(c.reply.w.Pending())
+	s.net.out.Add(int64(n))
 	c.reply.w.Drain()
 	if err != nil {
 		var ne net.Error

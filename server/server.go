@@ -82,6 +82,12 @@ type Config struct {
 	// LatencyMonitorThreshold is LATENCY's threshold in milliseconds
 	// (nil or 0: the latency monitor is off).
 	LatencyMonitorThreshold *int64
+	// LatencyTracking is "yes" (the default, "") or "no": per-command
+	// latency histograms for INFO latencystats and LATENCY HISTOGRAM.
+	LatencyTracking string
+	// LatencyPercentiles are the percentiles INFO latencystats reports
+	// (nil: 50, 99 and 99.9; empty: none).
+	LatencyPercentiles []float64
 	// LogLevel, LogFile, PidFile and Supervised carry a config file's
 	// loglevel, logfile, pidfile and supervised directives to the program
 	// that builds the logger and runs the process (bloom serve); the
@@ -330,9 +336,22 @@ type Server struct {
 	rejectedConns atomic.Int64
 	protoErrors   atomic.Int64
 	slowClients   atomic.Int64
-	connWG        sync.WaitGroup
-	lifeMu        sync.Mutex // closed, and adding to connWG
-	loops         []*eventLoop
+	// net counts the bytes of clients served by a goroutine (TLS, and
+	// systems without the event loops); each loop counts its own.
+	net, netBase netCounters // netBase: the totals at CONFIG RESETSTAT
+	// rates samples what INFO's instantaneous_* fields average; peak
+	// is used_memory_peak; snapStall the last snapshot's start pause.
+	rates     rateMeter
+	peakMem   atomic.Uint64
+	snapStall snapStall
+	// latency is the latency monitor (LATENCY); track the percentiles
+	// INFO latencystats reports.
+	latency latencyMonitor
+	track   latencyTracking
+
+	connWG sync.WaitGroup
+	lifeMu sync.Mutex // closed, and adding to connWG
+	loops  []*eventLoop
 
 	smu      sync.Mutex
 	sessions map[int64]*Session
@@ -368,6 +387,9 @@ func New(cfg Config) (*Server, error) {
 	default:
 		return nil, fmt.Errorf("server: protected-mode must be yes or no, not %q", cfg.ProtectedMode)
 	}
+	if err := checkLatencyConfig(&cfg); err != nil {
+		return nil, err
+	}
 	if len(cfg.IgnoredDirectives) > 0 {
 		cfg.Logger.Warn("config file directives ignored: "+strings.Join(cfg.IgnoredDirectives, "; "), "file", cfg.ConfigFile)
 	}
@@ -394,6 +416,7 @@ func New(cfg Config) (*Server, error) {
 		shutdownReq: make(chan struct{}),
 	}
 	s.set.init(&cfg)
+	s.initLatency(&cfg)
 	s.slowlog.maxLen = int(s.set.slowMaxLen.Load())
 	s.configFile = cfg.ConfigFile
 	s.runID = newRunID()
@@ -658,6 +681,7 @@ func (s *Server) background() {
 			s.bgBeat.Store(monoNow())
 		}
 		ticks++
+		s.sampleRates()
 		s.expireCycle()
 		// Memory recount: a pass at most every 10 s, in steps of about
 		// a millisecond of lock per tick.
@@ -720,7 +744,9 @@ func (s *Server) savePointDue() bool {
 // expireCycle removes expired keys, sampling like Redis's active expiry,
 // for at most 1 ms with the keyspace locked at a time and 25 ms a cycle.
 func (s *Server) expireCycle() {
-	deadline := time.Now().Add(25 * time.Millisecond)
+	began := time.Now()
+	defer func() { s.latency.add("expire-cycle", time.Since(began)) }()
+	deadline := began.Add(25 * time.Millisecond)
 	for time.Now().Before(deadline) {
 		s.db.Lock()
 		stop := time.Now().Add(time.Millisecond)
@@ -890,6 +916,11 @@ func (s *Server) reject(cmd *command, start int64, r *Reply) {
 // executed adds a command that ran and took d to the slow log (INFO
 // commandstats and /metrics counted it already).
 func (s *Server) executed(c *Session, cmd *command, args [][]byte, start int64, d time.Duration, r *Reply) {
+	if cmd.fast {
+		s.latency.add("fast-command", d)
+	} else {
+		s.latency.add("command", d)
+	}
 	if t := s.set.slowerThan.Load(); t >= 0 && d.Microseconds() >= t && !cmd.noSlowlog {
 		s.slowlog.add(c, args, monoTime(start), d, int(s.set.slowMaxLen.Load()))
 	}
@@ -904,6 +935,7 @@ func (s *Server) executed(c *Session, cmd *command, args [][]byte, start int64, 
 func (s *Server) locked(c *Session, cmd *command, args [][]byte, r *Reply, start int64) (d time.Duration) {
 	defer func() {
 		if p := recover(); p != nil {
+			s.db.CountReads(false)
 			s.log.Error("panic in command", "cmd", cmd.name, "panic", p, "stack", string(debug.Stack()))
 			if cmd.write {
 				panic(fmt.Sprintf("bloomkit: panic in write command %s: %v", cmd.name, p))
@@ -952,7 +984,9 @@ func (s *Server) run(c *Session, cmd *command, args [][]byte, r *Reply) {
 		})
 	}
 	c.skipLog, c.logArgs = false, nil
+	s.db.CountReads(!cmd.write) // keyspace_hits/misses count the lookups of reads
 	cmd.fn(s, c, args, r)
+	s.db.CountReads(false)
 	if s.aof == nil {
 		return
 	}

@@ -19,6 +19,9 @@ type cmdStats struct {
 	calls, usec, failed    int64 // db.mu held
 	ucalls, uusec, ufailed atomic.Int64
 	rejected               atomic.Int64
+	// hist (db.mu) and uhist (tmu) are the latency histograms of INFO
+	// latencystats and LATENCY HISTOGRAM: nil until the command runs.
+	hist, uhist *latencyHist
 }
 
 // maxErrorCodes bounds the distinct error codes INFO errorstats tracks
@@ -41,6 +44,9 @@ type serverStats struct {
 	tally  []cmdTally
 	tmu    sync.Mutex
 	utally []cmdTally
+	// tracking is latency-tracking: the per-command latency histograms
+	// are kept while it is on (the default).
+	tracking atomic.Bool
 }
 
 // latencyBounds are the upper bounds of bloomkit_command_duration_seconds'
@@ -83,8 +89,10 @@ func (t *cmdTally) merge(o *cmdTally) {
 }
 
 func newServerStats() *serverStats {
-	return &serverStats{perCmd: make([]cmdStats, len(commandList)), errors: map[string]int64{},
+	st := &serverStats{perCmd: make([]cmdStats, len(commandList)), errors: map[string]int64{},
 		tally: make([]cmdTally, len(commandList)+1), utally: make([]cmdTally, len(commandList)+1)}
+	st.tracking.Store(true)
+	return st
 }
 
 // executedLocked counts one execution of cmd that took d and answered r
@@ -94,10 +102,16 @@ func (st *serverStats) executedLocked(cmd *command, d time.Duration, r *Reply) {
 	st.executedInTxn(cmd, d, r)
 }
 
-// executedInTxn counts a command EXEC ran, for INFO commandstats only (in
-// /metrics, EXEC counts as one command), db.mu held.
+// executedInTxn counts a command EXEC ran, for INFO commandstats and
+// latencystats only (in /metrics, EXEC counts as one command), db.mu held.
 func (st *serverStats) executedInTxn(cmd *command, d time.Duration, r *Reply) {
 	cs := &st.perCmd[cmd.idx]
+	if st.tracking.Load() {
+		if cs.hist == nil {
+			cs.hist = &latencyHist{}
+		}
+		cs.hist.record(d)
+	}
 	cs.calls++
 	cs.usec += d.Microseconds()
 	if r.w.Failed() {
@@ -108,10 +122,16 @@ func (st *serverStats) executedInTxn(cmd *command, d time.Duration, r *Reply) {
 
 // executed counts one execution of a command run without the lock.
 func (st *serverStats) executed(cmd *command, d time.Duration, r *Reply) {
+	cs := &st.perCmd[cmd.idx]
 	st.tmu.Lock()
 	st.utally[cmd.idx].add(d, r.w.Failed())
+	if st.tracking.Load() {
+		if cs.uhist == nil {
+			cs.uhist = &latencyHist{}
+		}
+		cs.uhist.record(d)
+	}
 	st.tmu.Unlock()
-	cs := &st.perCmd[cmd.idx]
 	cs.ucalls.Add(1)
 	cs.uusec.Add(d.Microseconds())
 	if r.w.Failed() {
@@ -176,11 +196,17 @@ func (st *serverStats) reset() {
 	for i := range st.perCmd {
 		cs := &st.perCmd[i]
 		cs.calls, cs.usec, cs.failed = 0, 0, 0
+		cs.hist = nil
 		cs.ucalls.Store(0)
 		cs.uusec.Store(0)
 		cs.ufailed.Store(0)
 		cs.rejected.Store(0)
 	}
+	st.tmu.Lock()
+	for i := range st.perCmd {
+		st.perCmd[i].uhist = nil
+	}
+	st.tmu.Unlock()
 	st.errorsTotal.Store(0)
 	st.emu.Lock()
 	st.errors = map[string]int64{}
