@@ -313,7 +313,7 @@ func cmdLatency(s *Server, c *Session, args [][]byte, r *Reply) {
 	case sub == "doctor" && len(args) == 2:
 		r.Verbatim(s.latencyDoctor())
 	case sub == "histogram":
-		s.latencyHistogram(args[2:], r)
+		s.latencyHistogram(c, args[2:], r)
 	case sub == "help" && len(args) == 2:
 		helpReply(r, "LATENCY",
 			"DOCTOR",
@@ -340,7 +340,7 @@ func cmdLatency(s *Server, c *Session, args [][]byte, r *Reply) {
 // command named (all that ran when none is), a map of its calls and a
 // cumulative histogram, in microseconds, at powers of two from 1024 ns;
 // only the points where the count grows are listed.
-func (s *Server) latencyHistogram(names [][]byte, r *Reply) {
+func (s *Server) latencyHistogram(c *Session, names [][]byte, r *Reply) {
 	var cmds []*command
 	if len(names) == 0 {
 		cmds = commandList
@@ -357,7 +357,7 @@ func (s *Server) latencyHistogram(names [][]byte, r *Reply) {
 	}
 	var rows []row
 	seen := map[*command]bool{}
-	s.db.Lock()
+	unlock := s.lockDB(c) // inside EXEC the lock is already held
 	for _, cmd := range cmds {
 		if seen[cmd] {
 			continue
@@ -367,7 +367,7 @@ func (s *Server) latencyHistogram(names [][]byte, r *Reply) {
 			rows = append(rows, row{cmd.name, h})
 		}
 	}
-	s.db.Unlock()
+	unlock()
 	r.Map(len(rows))
 	for _, rw := range rows {
 		r.BulkString(rw.name)
