@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -312,5 +314,73 @@ func TestLatencyHistogramBuckets(t *testing.T) {
 		if got < c.want || float64(got) > float64(c.want)*1.01 {
 			t.Errorf("p%v = %d ns, want %d within 1%%", c.p, got, c.want)
 		}
+	}
+}
+
+// TestMetricsBounded: an idle server exports no series for commands that
+// never ran, and no per-key series unless MetricsKeys asks, then for at
+// most that many keys, the same ones each time; writes refused are
+// counted by reason.
+func TestMetricsBounded(t *testing.T) {
+	scrape := func(s *Server) string {
+		t.Helper()
+		invalidateFilterStats(s)
+		resp, err := http.Get("http://" + s.MetricsAddr() + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	series := func(body, prefix string) []string {
+		var out []string
+		for _, l := range strings.Split(body, "\n") {
+			if strings.HasPrefix(l, prefix) {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	s := startServer(t, Config{NoPersistence: true, MetricsAddr: "127.0.0.1:0", MaxMemory: 2 << 20})
+	rc := dialRaw(t, s.Addr())
+	for i := 0; i < 5; i++ {
+		rc.do("BF.ADD", "k"+strconv.Itoa(i), "x")
+	}
+	body := scrape(s)
+	if got := series(body, "bloomkit_filter_"); len(got) != 0 {
+		t.Errorf("per-key series without MetricsKeys: %v", got)
+	}
+	if got := series(body, `bloomkit_command_duration_seconds_bucket{cmd="cf.add"`); len(got) != 0 {
+		t.Errorf("a histogram for cf.add, which never ran: %v", got)
+	}
+	if got := series(body, `bloomkit_command_duration_seconds_count{cmd="bf.add"}`); len(got) != 1 || !strings.HasSuffix(got[0], " 5") {
+		t.Errorf("bf.add's histogram: %v", got)
+	}
+	if n := len(series(body, "bloomkit_")) + len(series(body, "# ")); n > 200 {
+		t.Errorf("%d lines of bloomkit_ series on a server with 5 keys", n)
+	}
+	// Over maxmemory: refused, counted.
+	if got := rc.do("BF.RESERVE", "huge", "0.001", "100000000"); !strings.HasPrefix(got, "-ERR Insufficient memory") {
+		t.Fatalf("BF.RESERVE over maxmemory: %s", got)
+	}
+	if got := series(scrape(s), `bloomkit_writes_refused_total{reason="maxmemory"}`); len(got) != 1 || !strings.HasSuffix(got[0], " 1") {
+		t.Errorf("writes refused by maxmemory: %v", got)
+	}
+
+	s2 := startServer(t, Config{NoPersistence: true, MetricsAddr: "127.0.0.1:0", MetricsKeys: 3})
+	rc2 := dialRaw(t, s2.Addr())
+	for i := 0; i < 10; i++ {
+		rc2.do("BF.ADD", "k"+strconv.Itoa(i), "x")
+	}
+	first := series(scrape(s2), "bloomkit_filter_items")
+	if len(first) != 3 {
+		t.Fatalf("MetricsKeys 3: %d keys exported: %v", len(first), first)
+	}
+	if again := series(scrape(s2), "bloomkit_filter_items"); strings.Join(again, "\n") != strings.Join(first, "\n") {
+		t.Errorf("the keys exported changed between scrapes: %v then %v", first, again)
+	}
+	if _, err := New(Config{NoPersistence: true, MetricsKeys: MaxMetricsKeys + 1}); err == nil {
+		t.Errorf("MetricsKeys %d accepted", MaxMetricsKeys+1)
 	}
 }

@@ -120,6 +120,16 @@ type Config struct {
 	MaxMemory uint64
 	// MetricsAddr, when set, serves Prometheus /metrics and /healthz.
 	MetricsAddr string
+	// MetricsKeys is how many keys get per-filter series on /metrics
+	// (fill ratio, estimated false-positive rate, items, size, labelled
+	// by key name): at most MaxMetricsKeys, 0 (the default) none. The
+	// keys are the first in SCAN order (by a fixed hash of the name), so
+	// the same keys are chosen on every scrape and every start. It is
+	// bounded and off by default because every key is a set of series in
+	// every Prometheus server that scrapes (cardinality), a pass over the
+	// filter at each scrape, and a key name, which may hold personal data,
+	// copied into the monitoring system.
+	MetricsKeys int
 	// SlowlogLogSlowerThan is the slow log's threshold in microseconds
 	// (nil: 10000; negative: off; 0: every command); SlowlogMaxLen its
 	// length (nil: 128).
@@ -389,6 +399,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if err := checkLatencyConfig(&cfg); err != nil {
 		return nil, err
+	}
+	if cfg.MetricsKeys < 0 || cfg.MetricsKeys > MaxMetricsKeys {
+		return nil, fmt.Errorf("server: metrics-keys must be from 0 to %d, not %d", MaxMetricsKeys, cfg.MetricsKeys)
 	}
 	if len(cfg.IgnoredDirectives) > 0 {
 		cfg.Logger.Warn("config file directives ignored: "+strings.Join(cfg.IgnoredDirectives, "; "), "file", cfg.ConfigFile)

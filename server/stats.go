@@ -44,6 +44,9 @@ type serverStats struct {
 	tally  []cmdTally
 	tmu    sync.Mutex
 	utally []cmdTally
+	// refused counts the writes refused, by refusalReasons (never
+	// reset: a Prometheus counter).
+	refused [len(refusalReasons)]atomic.Int64
 	// tracking is latency-tracking: the per-command latency histograms
 	// are kept while it is on (the default).
 	tracking atomic.Bool
@@ -182,6 +185,7 @@ func (st *serverStats) countError(r *Reply) {
 	for end < len(b) && b[end] != ' ' && b[end] != '\r' {
 		end++
 	}
+	st.countRefusal(b)
 	st.emu.Lock()
 	if n, ok := st.errors[string(b[:end])]; ok {
 		st.errors[string(b[:end])] = n + 1
@@ -246,4 +250,43 @@ func (st *serverStats) errorLines() []string {
 	st.emu.Unlock()
 	sort.Strings(out)
 	return out
+}
+
+// refusalReasons label bloomkit_writes_refused_total: the error replies
+// that refuse a write for a reason an operator must fix, by their code.
+var refusalReasons = [...]struct{ reason, prefix string }{
+	{"misconf", "MISCONF "},                           // the log or a snapshot failed (disk full, I/O error)
+	{"maxmemory", "OOM "},                             // over maxmemory
+	{"maxmemory", "ERR Insufficient memory"},          // a filter that would pass maxmemory
+	{"readonly", "READONLY "},                         // a read-only replica
+	{"min-replicas", "NOREPLICAS "},                   // too few replicas (min-replicas-to-write)
+	{"misconf", "EXECABORT Transaction discarded because of: MISCONF"},
+	{"maxmemory", "EXECABORT Transaction discarded because of: OOM"},
+	{"readonly", "EXECABORT Transaction discarded because of: READONLY"},
+	{"min-replicas", "EXECABORT Transaction discarded because of: NOREPLICAS"},
+}
+
+// refusalLabels are the distinct reasons, in the order metrics list them.
+var refusalLabels = []string{"misconf", "maxmemory", "readonly", "min-replicas"}
+
+// countRefusal counts an error reply (b, without its '-') that refuses a
+// write.
+func (st *serverStats) countRefusal(b []byte) {
+	for i, rr := range refusalReasons {
+		if len(b) >= len(rr.prefix) && string(b[:len(rr.prefix)]) == rr.prefix {
+			st.refused[i].Add(1)
+			return
+		}
+	}
+}
+
+// refusedBy is the writes refused for reason.
+func (st *serverStats) refusedBy(reason string) int64 {
+	var n int64
+	for i, rr := range refusalReasons {
+		if rr.reason == reason {
+			n += st.refused[i].Load()
+		}
+	}
+	return n
 }
