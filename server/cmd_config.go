@@ -437,6 +437,10 @@ func (s *Server) resetStats(c *Session) {
 	s.protoErrors.Store(0)
 	s.slowClients.Store(0)
 	s.slowSubscribers.Store(0)
+	s.db.Lock()
+	s.db.ResetExpired()
+	s.db.Unlock()
+	s.resetInfoExtra()
 }
 
 // outputLimits is client-output-buffer-limit in force, by class.
