@@ -437,9 +437,6 @@ func (s *Server) resetStats(c *Session) {
 	s.protoErrors.Store(0)
 	s.slowClients.Store(0)
 	s.slowSubscribers.Store(0)
-	s.db.Lock()
-	s.db.ResetExpired()
-	s.db.Unlock()
 	s.resetInfoExtra()
 }
 
