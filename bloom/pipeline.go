@@ -54,6 +54,9 @@ func addMany[K batch.Key, L batchLayout](f L, keys []K) {
 		}
 		filterMany(f, keys, nil)
 	case *Blocked:
+		if f.blocks == 0 && len(keys) > 0 {
+			panicZero("Blocked")
+		}
 		blockedMany(f, keys, nil)
 	}
 }
