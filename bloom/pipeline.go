@@ -133,7 +133,9 @@ func blockedTestMany[K batch.Key](f *Blocked, keys []K, out []bool) {
 	var ring [blockedRing]blockedEntry
 	seed := f.params.Seed
 	out = out[:len(keys)]
-	for i := range keys {
+	// Unsigned ring indices: i%blockedRing is then one AND, and j needs
+	// no sign test.
+	for i := uint(0); i < uint(len(keys)); i++ {
 		var h xxh3.Uint128
 		if seed == 0 {
 			h = xxh3.HashString128(keyString(&keys[i]))
@@ -143,12 +145,13 @@ func blockedTestMany[K batch.Key](f *Blocked, keys []K, out []bool) {
 		blk := f.block(h.Hi)
 		batch.Prefetch(&blk[0])
 		ring[i%blockedRing] = blockedEntry{blk, h.Lo}
-		if j := i - blockedAhead; j >= 0 {
+		if i >= blockedAhead {
+			j := i - blockedAhead
 			e := &ring[j%blockedRing]
 			out[j] = f.testInUnrolled(e.blk, e.lo)
 		}
 	}
-	for j := max(len(keys)-blockedAhead, 0); j < len(keys); j++ {
+	for j := uint(max(len(keys)-blockedAhead, 0)); j < uint(len(keys)); j++ {
 		e := &ring[j%blockedRing]
 		out[j] = f.testInUnrolled(e.blk, e.lo)
 	}
