@@ -328,7 +328,9 @@ func (s *Server) becomeReplica(host, port string) {
 	if old != nil {
 		// Keep what the old link knew: a partial resync with the new
 		// master is tried from there.
+		old.mu.Lock()
 		link.cachedID = old.cachedID
+		old.mu.Unlock()
 	} else {
 		// A master turning replica continues its own history (Redis's
 		// "cached master using myself"): the new master, if promoted from
