@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -174,9 +175,27 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 		}
 		return r.file(args[0], depth+1)
 	}
+	if name == "loadmodule" && len(args) > 0 && isRedisBloomModule(args[0]) {
+		// RedisBloom's commands are built in; its arguments still count.
+		if cfg.FilterParams == nil {
+			cfg.FilterParams = map[string]string{}
+		}
+		return redisBloomModuleArgs(args[1:], cfg.FilterParams)
+	}
 	if why, ok := ignoredDirectives[name]; ok {
 		r.ignored[name] = why
 		return nil
+	}
+	if _, ok := lookupFilterParam(name); ok {
+		if len(args) != 1 {
+			return fmt.Errorf("%s takes one value", name)
+		}
+		if cfg.FilterParams == nil {
+			cfg.FilterParams = map[string]string{}
+		}
+		cfg.FilterParams[name] = args[0]
+		_, err := newFilterConfig(cfg.FilterParams)
+		return err
 	}
 	switch name {
 	case "bind":
@@ -456,6 +475,13 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 		return fmt.Errorf("unknown directive %q", name)
 	}
 	return nil
+}
+
+// isRedisBloomModule reports whether a loadmodule path names RedisBloom
+// (redisbloom.so, rebloom.so, as Redis's images and packages install it).
+func isRedisBloomModule(path string) bool {
+	base := strings.ToLower(filepath.Base(path))
+	return strings.Contains(base, "redisbloom") || strings.Contains(base, "rebloom")
 }
 
 // directiveNames are the directives the reader implements (for errors).

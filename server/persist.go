@@ -140,7 +140,7 @@ func (s *Server) replayCommand(c *Session, args [][]byte, r *Reply) error {
 	}
 	r.Reset(false)
 	s.db.Lock()
-	c.skipLog, c.logArgs = false, nil
+	c.skipLog, c.logArgs, c.logBefore = false, nil, nil
 	cmd.fn(s, c, args, r)
 	s.db.Unlock()
 	if r.w.Failed() {
@@ -167,6 +167,24 @@ func (s *Server) logCommand(c *Session, args [][]byte) {
 		s.aof.Append(func(b []byte) []byte { return aof.EncodeRecord(b, args) })
 	}
 	s.feed([][][]byte{args}, false)
+}
+
+// logCommands appends writes that one command made as one record, so
+// that a crash replays all or none of them (db.mu held).
+func (s *Server) logCommands(c *Session, cmds ...[][]byte) {
+	if s.db.Loading() {
+		return
+	}
+	if s.txn != nil {
+		for _, args := range cmds {
+			s.logCommand(c, args)
+		}
+		return
+	}
+	if s.aof != nil && !s.cfg.NoAppendLog {
+		s.aof.Append(func(b []byte) []byte { return aof.EncodeTransaction(b, cmds) })
+	}
+	s.feed(cmds, true)
 }
 
 // rewrite moves to a new generation: a snapshot of the keyspace as it is

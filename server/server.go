@@ -88,6 +88,13 @@ type Config struct {
 	// that builds the logger and runs the process (bloom serve); the
 	// Server itself does not read them.
 	LogLevel, LogFile, PidFile, Supervised string
+	// FilterParams sets RedisBloom 8's module configuration parameters by
+	// name (bf-error-rate, bf-initial-size, bf-expansion-factor,
+	// cf-bucket-size, cf-initial-size, cf-max-iterations,
+	// cf-expansion-factor, cf-max-expansions): the defaults of filters
+	// that BF.ADD and CF.ADD create. Unset ones have RedisBloom's defaults;
+	// a bad name or value makes New fail.
+	FilterParams map[string]string
 	// IgnoredDirectives lists the config file's directives that have no
 	// effect here, each with the reason; New logs them as one warning.
 	IgnoredDirectives []string
@@ -277,9 +284,11 @@ type Session struct {
 	replyOff    bool
 	skipReplies int
 
-	// set by handlers for the append-only log
-	skipLog bool
-	logArgs [][]byte
+	// set by handlers for the append-only log: skip it, log logArgs in
+	// place of the command, log logBefore ahead of it in the same record
+	skipLog   bool
+	logArgs   [][]byte
+	logBefore [][]byte
 	// pendingSync is the log position this connection's replies wait for:
 	// everything its commands could have observed. pendingWrite is set when
 	// they include a write of its own.
@@ -417,6 +426,10 @@ func New(cfg Config) (*Server, error) {
 	default:
 		return nil, fmt.Errorf("server: protected-mode must be yes or no, not %q", cfg.ProtectedMode)
 	}
+	filter, err := newFilterConfig(cfg.FilterParams)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	if len(cfg.IgnoredDirectives) > 0 {
 		cfg.Logger.Warn("config file directives ignored: "+strings.Join(cfg.IgnoredDirectives, "; "), "file", cfg.ConfigFile)
 	}
@@ -442,7 +455,7 @@ func New(cfg Config) (*Server, error) {
 
 		shutdownReq: make(chan struct{}),
 	}
-	s.set.init(&cfg)
+	s.set.init(&cfg, filter)
 	s.initReplication(&cfg)
 	s.db.OnExpire = func(key string) { s.logCommand(nil, [][]byte{[]byte("DEL"), []byte(key)}) }
 	s.slowlog.maxLen = int(s.set.slowMaxLen.Load())
@@ -1000,7 +1013,7 @@ func monoTime(ns int64) time.Time { return monoBase.Add(time.Duration(ns)) }
 // succeeded. The connection's replies then wait for everything it saw.
 func (s *Server) run(c *Session, cmd *command, args [][]byte, r *Reply) {
 	s.beforeWrite(cmd, args)
-	c.skipLog, c.logArgs = false, nil
+	c.skipLog, c.logArgs, c.logBefore = false, nil, nil
 	cmd.fn(s, c, args, r)
 	var la [][]byte
 	if cmd.write && !r.w.Failed() && !c.skipLog {
@@ -1008,7 +1021,11 @@ func (s *Server) run(c *Session, cmd *command, args [][]byte, r *Reply) {
 		if c.logArgs != nil {
 			la = c.logArgs
 		}
-		s.logCommand(c, la)
+		if c.logBefore != nil {
+			s.logCommands(c, c.logBefore, la)
+		} else {
+			s.logCommand(c, la)
+		}
 		c.woff = s.repl.offset()
 	}
 	if s.aof == nil {

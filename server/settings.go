@@ -22,9 +22,11 @@ type settings struct {
 	slowMaxLen  atomic.Int64
 	maxMemory   atomic.Uint64 // as configured (0: 90% of RAM); db.limit is in force
 	protected   atomic.Bool   // protected-mode yes
+	filter      atomic.Pointer[filterConfig]
 }
 
-func (st *settings) init(cfg *Config) {
+func (st *settings) init(cfg *Config, filter *filterConfig) {
+	st.filter.Store(filter)
 	policy, _ := aof.ParsePolicy(cfg.AppendFsync)
 	st.fsync.Store(int32(policy))
 	p := cfg.RequirePass
