@@ -182,6 +182,15 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 		}
 		return redisBloomModuleArgs(args[1:], cfg.FilterParams)
 	}
+	if name == "client-output-buffer-limit" {
+		// Several lines add up, one class each (as in redis.conf).
+		v := strings.TrimSpace(cfg.ClientOutputBufferLimit + " " + strings.Join(args, " "))
+		if _, err := parseOutputLimits(v, defaultOutputLimits); err != nil {
+			return fmt.Errorf("client-output-buffer-limit: %v", err)
+		}
+		cfg.ClientOutputBufferLimit = v
+		return nil
+	}
 	if why, ok := ignoredDirectives[name]; ok {
 		r.ignored[name] = why
 		return nil
@@ -225,16 +234,6 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 		return nil
 	}
 	if len(args) != 1 {
-		if name == "client-output-buffer-limit" {
-			lim, ok, err := parseReplicaOutputLimit(args)
-			if err != nil {
-				return fmt.Errorf("%s: %v", name, err)
-			}
-			if ok {
-				r.cfg.replicaOutLimit = &lim
-			}
-			return nil
-		}
 		if name == "save" || name == "oom-score-adj-values" {
 			return nil
 		}

@@ -44,6 +44,7 @@ type eventLoop struct {
 	mu     sync.Mutex
 	newc   []*loopConn // handed over by the acceptor
 	resume []*loopConn // clients whose held replies may go now (mu)
+	pushed []*loopConn // clients PUBLISH queued messages for (mu)
 	conns  map[int]*loopConn
 	dirty  []*loopConn // clients with replies to send this round
 	rerun  []*loopConn // clients with requests left in their buffer
@@ -221,7 +222,15 @@ func (s *Server) adoptable(nc net.Conn, c *Session) *loopConn {
 	now := monoNow()
 	l := s.loops[int(c.ID)%len(s.loops)]
 	c.setKill(l.wakeUp)
-	return &loopConn{loop: l, fd: fd, sess: c, rd: resp.NewReader(fdReader{fd}, s.readLimits(c)), lastRead: now, lastWrite: now}
+	lc := &loopConn{loop: l, fd: fd, sess: c, rd: resp.NewReader(fdReader{fd}, s.readLimits(c)), lastRead: now, lastWrite: now}
+	notify := func() {
+		l.mu.Lock()
+		l.pushed = append(l.pushed, lc)
+		l.mu.Unlock()
+		l.wakeUp()
+	}
+	c.notify.Store(&notify)
+	return lc
 }
 
 // hand gives a prepared connection to its loop.
@@ -317,11 +326,14 @@ func (l *eventLoop) woken() {
 		}
 	}
 	l.mu.Lock()
-	newc, resume := l.newc, l.resume
-	l.newc, l.resume = nil, nil
+	newc, resume, pushed := l.newc, l.resume, l.pushed
+	l.newc, l.resume, l.pushed = nil, nil, nil
 	l.mu.Unlock()
 	for _, c := range resume {
 		l.release(c)
+	}
+	for _, c := range pushed {
+		l.sendPushes(c)
 	}
 	for _, c := range newc {
 		if err := l.ctl(l.epfd, unix.EPOLL_CTL_ADD, c.fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(c.fd)}); err != nil {
@@ -337,6 +349,23 @@ func (l *eventLoop) woken() {
 			l.close(c)
 		}
 	}
+}
+
+// sendPushes moves the messages PUBLISH queued for c to its output, to
+// be written at the end of this round.
+func (l *eventLoop) sendPushes(c *loopConn) {
+	if l.conns[c.fd] != c || c.closeAfter {
+		return
+	}
+	c.sess.reply.w.Next()
+	if !c.sess.takePushes() {
+		return
+	}
+	if c.sess.batched == 0 {
+		// Nothing waits for the log: the messages may go at once.
+		c.checked = len(c.sess.reply.w.Pending())
+	}
+	l.markDirty(c)
 }
 
 // read reads what the client sent and runs its complete requests.
@@ -399,6 +428,11 @@ func (l *eventLoop) runRequests(c *loopConn) {
 		}
 		sess := c.sess
 		wasAuthed := sess.authed
+		if sess.sub != nil {
+			// Messages published before this command go out before its reply.
+			sess.reply.w.Next()
+			sess.takePushes()
+		}
 		sess.reply.w.Next()
 		s.Do(sess, args, &sess.reply)
 		sess.batched++
@@ -516,6 +550,9 @@ func (l *eventLoop) write(c *loopConn) {
 			continue
 		}
 		if err == unix.EAGAIN {
+			if c.sess.sub != nil {
+				c.sess.setUnsent(len(c.sess.reply.w.Pending()) - c.wpos)
+			}
 			if !c.watchOut {
 				// Unwatched for writability, the client would never get
 				// the rest of its replies: it is disconnected instead.
@@ -537,6 +574,9 @@ func (l *eventLoop) write(c *loopConn) {
 	// normally) for the next round.
 	c.sess.reply.w.Consume(c.checked)
 	c.wpos, c.checked = 0, 0
+	if c.sess.sub != nil {
+		c.sess.setUnsent(len(c.sess.reply.w.Pending()))
+	}
 	if c.closeAfter {
 		l.close(c)
 		return

@@ -1,11 +1,7 @@
 package server
 
 import (
-	"strconv"
-	"time"
-
 	"github.com/bloomkit/bloomkit/internal/confval"
-	"github.com/bloomkit/bloomkit/server/internal/backlog"
 )
 
 // Replication's CONFIG parameters, with the old names redis.conf and
@@ -83,66 +79,6 @@ func init() {
 		}
 		return nil
 	}, "repl-backlog-size")
-	add(func(s *Server) string {
-		l := s.repl.outLimit.Load()
-		return "normal 0 0 0 replica " + strconv.FormatInt(l.Hard, 10) + " " + strconv.FormatInt(l.Soft, 10) + " " +
-			strconv.FormatInt(int64(l.SoftFor/time.Second), 10) + " pubsub 33554432 8388608 60"
-	}, func(s *Server, v string) error {
-		lim, ok, err := parseReplicaOutputLimit(splitFields(v))
-		if err != nil {
-			return errConfigValue(err.Error())
-		}
-		if ok {
-			s.repl.outLimit.Store(&lim)
-		}
-		return nil
-	}, "client-output-buffer-limit")
-}
-
-func splitFields(v string) []string {
-	var out []string
-	f := []byte{}
-	for i := 0; i <= len(v); i++ {
-		if i == len(v) || v[i] == ' ' || v[i] == '\t' {
-			if len(f) > 0 {
-				out = append(out, string(f))
-				f = f[:0]
-			}
-			continue
-		}
-		f = append(f, v[i])
-	}
-	return out
-}
-
-// parseReplicaOutputLimit reads client-output-buffer-limit's "class hard
-// soft seconds" groups; ok tells whether one was for replicas (the only
-// class with a limit of its own here: other clients' replies are bounded
-// by client-write-timeout).
-func parseReplicaOutputLimit(f []string) (backlog.Limits, bool, error) {
-	var lim backlog.Limits
-	ok := false
-	if len(f) == 0 || len(f)%4 != 0 {
-		return lim, false, errConfigValue("Wrong number of arguments in buffer limit configuration.")
-	}
-	for i := 0; i < len(f); i += 4 {
-		switch f[i] {
-		case "normal", "pubsub", "replica", "slave":
-		default:
-			return lim, false, errConfigValue("Invalid client class specified in buffer limit configuration.")
-		}
-		hard, err1 := confval.ParseSize(f[i+1])
-		soft, err2 := confval.ParseSize(f[i+2])
-		secs, err3 := strconv.ParseInt(f[i+3], 10, 64)
-		if err1 != nil || err2 != nil || err3 != nil || secs < 0 {
-			return lim, false, errConfigValue("Error in hard, soft or soft_seconds setting in buffer limit configuration.")
-		}
-		if f[i] == "replica" || f[i] == "slave" {
-			lim = backlog.Limits{Hard: int64(hard), Soft: int64(soft), SoftFor: time.Duration(secs) * time.Second}
-			ok = true
-		}
-	}
-	return lim, ok, nil
 }
 
 // CopyReplicationSettings copies a config file's replication settings

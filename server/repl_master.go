@@ -187,6 +187,7 @@ func (s *Server) currentLink() *masterLink {
 func (s *Server) serveReplica(c *Session, nc net.Conn, rest []byte) {
 	h := c.handoff
 	c.handoff = nil
+	c.replRole.Store(roleReplica) // CLIENT LIST flag S, type replica
 	rp := &replica{s: s, nc: nc, port: c.replPort, done: make(chan struct{}), id: c.ID}
 	rp.ip = c.replIP
 	if rp.ip == "" {

@@ -83,9 +83,6 @@ const (
 	defaultPingPeriod   = 10
 	defaultMinLag       = 10
 	defaultPriority     = 100
-	replicaOutHard      = 256 << 20
-	replicaOutSoft      = 64 << 20
-	replicaOutSoftFor   = 60 * time.Second
 	replidLen           = 40
 	errReadOnly         = "READONLY You can't write against a read only replica."
 	errMasterDown       = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
@@ -127,11 +124,17 @@ func (s *Server) initReplication(cfg *Config) {
 		r.timeout.Store(int64(cfg.ReplTimeout / time.Second))
 	}
 	r.pingPeriod.Store(defaultPingPeriod)
-	lim := backlog.Limits{Hard: replicaOutHard, Soft: replicaOutSoft, SoftFor: replicaOutSoftFor}
+	s.setReplicaOutLimit(s.outputLimits())
 	if cfg.replicaOutLimit != nil {
-		lim = *cfg.replicaOutLimit
+		r.outLimit.Store(cfg.replicaOutLimit)
 	}
-	r.outLimit.Store(&lim)
+}
+
+// setReplicaOutLimit takes the replica class of client-output-buffer-limit
+// (Redis's default 256mb 64mb 60) as the limit of replicas' output.
+func (s *Server) setReplicaOutLimit(l [3]outputLimit) {
+	o := l[classReplica]
+	s.repl.outLimit.Store(&backlog.Limits{Hard: o.hard, Soft: o.soft, SoftFor: o.softFor})
 }
 
 // startReplication starts following the master of --replicaof, if any

@@ -126,6 +126,12 @@ type Config struct {
 	// (nil: 10000; negative: off; 0: every command); SlowlogMaxLen its
 	// length (nil: 128).
 	SlowlogLogSlowerThan, SlowlogMaxLen *int64
+	// ClientOutputBufferLimit is Redis's client-output-buffer-limit:
+	// "class hard soft seconds" groups (classes normal, replica or slave,
+	// pubsub; sizes with units). Classes not named keep Redis's defaults:
+	// none for normal clients, "pubsub 32mb 8mb 60" (a subscriber whose
+	// unsent messages pass 32 MiB, or 8 MiB for 60 s, is disconnected).
+	ClientOutputBufferLimit string
 	// ConfigFile is the file the settings were read from, if any: CONFIG
 	// REWRITE writes the settings changed by CONFIG SET back to it.
 	ConfigFile string
@@ -326,6 +332,19 @@ type Session struct {
 	// their replies (wait, closed when it is done) instead of the lock.
 	canWait bool
 	wait    <-chan struct{}
+
+	// sub is the pub/sub state (nil until the first subscription; see
+	// pubsub.go); notify wakes the connection's owner to send what
+	// PUBLISH queued for it (nil: no network connection).
+	sub    *subscriber
+	notify atomic.Pointer[func()]
+	// nsub and npsub count its channels and patterns for other sessions
+	// (CLIENT LIST sub= and psub=, CLIENT KILL TYPE pubsub).
+	nsub, npsub atomic.Int64
+	// replRole is what the connection is to replication: a replica's
+	// link on its master (roleReplica: CLIENT LIST flag S, type replica)
+	// or the master's link on a replica (roleMaster: flag M, type master).
+	replRole atomic.Int32
 	// deferred is a reply computed while the connection held its
 	// replies (wait): WAIT's answer, appended when wait is closed.
 	deferred []byte
@@ -340,6 +359,29 @@ type Session struct {
 	handoff    *replHandoff
 	woff       int64
 	fromMaster bool
+}
+
+// Replication roles of a connection (Session.replRole).
+const (
+	roleNone int32 = iota
+	roleReplica
+	roleMaster
+)
+
+// clientType is the connection's class for CLIENT KILL TYPE and CLIENT
+// LIST TYPE, as Redis classifies it: master, slave (a replica), pubsub
+// (subscribed to something), or normal.
+func (c *Session) clientType() string {
+	switch c.replRole.Load() {
+	case roleMaster:
+		return "master"
+	case roleReplica:
+		return "slave"
+	}
+	if c.nsub.Load()+c.npsub.Load() > 0 {
+		return "pubsub"
+	}
+	return "normal"
 }
 
 // Server is a bloomkit server. Its methods are safe for concurrent use.
@@ -374,6 +416,11 @@ type Server struct {
 	// against maxmemory when more is queued, as Redis counts client
 	// buffers in used_memory.
 	queuedBytes atomic.Int64
+	// pubsub holds the channel and pattern subscriptions.
+	pubsub pubsubHub
+	// slowSubscribers counts subscribers disconnected past their output
+	// limit (INFO client_output_buffer_limit_disconnections).
+	slowSubscribers atomic.Int64
 	// txn collects the writes of the MULTI/EXEC block being executed, to
 	// be logged as one record (db.mu held).
 	txn [][][]byte
@@ -455,7 +502,13 @@ func New(cfg Config) (*Server, error) {
 
 		shutdownReq: make(chan struct{}),
 	}
+	if cfg.ClientOutputBufferLimit != "" {
+		if _, err := parseOutputLimits(cfg.ClientOutputBufferLimit, defaultOutputLimits); err != nil {
+			return nil, fmt.Errorf("server: client-output-buffer-limit: %w", err)
+		}
+	}
 	s.set.init(&cfg, filter)
+	s.set.limit.Store(limit)
 	s.initReplication(&cfg)
 	s.db.OnExpire = func(key string) { s.logCommand(nil, [][]byte{[]byte("DEL"), []byte(key)}) }
 	s.slowlog.maxLen = int(s.set.slowMaxLen.Load())
@@ -911,6 +964,11 @@ func (s *Server) do(c *Session, args [][]byte, r *Reply) {
 			s.reject(cmd, start, r)
 			return
 		}
+	}
+	if msg := subscribedRefusal(c, cmd, args); msg != "" {
+		r.Error(msg)
+		s.reject(cmd, start, r)
+		return
 	}
 	if c.multi != nil && !cmd.txnControl {
 		if cmd.noMulti {
