@@ -377,17 +377,26 @@ func measureLag(ctx context.Context, cfg config, sv server, dir string) (lagResu
 	mc, rc := client(mp), client(rp)
 	defer mc.Close()
 	defer rc.Close()
-	if err := mc.Do(ctx, "BF.RESERVE", "load", "0.01", 100000000).Err(); err != nil {
+	if err := mc.Do(ctx, "BF.RESERVE", "load", "0.01", 10000000).Err(); err != nil {
 		return r, err
 	}
 	if err := rc.Do(ctx, "REPLICAOF", "127.0.0.1", mp).Err(); err != nil {
 		return r, err
 	}
-	for {
-		n, err := mc.Do(ctx, "WAIT", 1, 1000).Int()
-		if err == nil && n == 1 {
+	// Synced: the link is up, the snapshot loaded, and a write made
+	// after it has arrived (WAIT alone may count a replica still loading).
+	if err := mc.Set(ctx, "synced", "1", 0).Err(); err != nil {
+		return r, err
+	}
+	for deadline := time.Now().Add(5 * time.Minute); ; {
+		info, _ := rc.Info(ctx, "replication").Result()
+		if n, _ := rc.Exists(ctx, "synced").Result(); n == 1 && strings.Contains(info, "master_link_status:up") {
 			break
 		}
+		if time.Now().After(deadline) {
+			return r, fmt.Errorf("the replica did not sync")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	bctx, cancel := context.WithTimeout(ctx, time.Duration(cfg.lagSecs+1)*time.Second)
 	defer cancel()
