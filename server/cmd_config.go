@@ -437,6 +437,7 @@ func (s *Server) resetStats(c *Session) {
 	s.protoErrors.Store(0)
 	s.slowClients.Store(0)
 	s.slowSubscribers.Store(0)
+	s.resetInfoExtra()
 }
 
 // outputLimits is client-output-buffer-limit in force, by class.

@@ -121,6 +121,7 @@ func (s *Server) load() error {
 	if s.aof, err = chain.OpenLog(policy, s.doubt.add); err != nil {
 		return err
 	}
+	s.aof.SetLatencyHook(s.latency.add)
 	s.persist.nextGen = chain.Next()
 	s.persist.gen.Store(chain.Snapshot)
 	s.db.Loaded()
@@ -230,12 +231,14 @@ func (s *Server) rewrite0(gen uint64) error {
 	// finish any started since with the lock held.
 	s.db.WaitMerges()
 	s.db.Lock()
+	stallStart := time.Now()
 	s.db.FinishMerges(nil)
 	failedBefore := s.aof.Failure() != nil
 	snap := s.db.BeginSnapshot(gen)
 	s.aof.Rotate(lf)
 	dirty := s.db.Dirty()
 	s.db.Unlock()
+	s.noteSnapshotStart(time.Since(stallStart))
 	p.current.Store(snap)
 	err = s.inBackgroundThread(func() error { return s.writeSnapshotFile(snap) })
 	s.db.Lock()
