@@ -353,7 +353,8 @@ func (s *Server) fullSync(rp *replica, psync, rdbOnly bool) (*backlog.Reader, er
 		// thread: the writer holds the keyspace lock while it copies a
 		// stage, and on a loaded machine a low-priority thread
 		// descheduled there holds every client up until the kernel runs
-		// it again (seconds, measured with the machine's load at 30).
+		// it again (a 1.6 s stall measured at a load average of 35;
+		// bench/REPLICATION.md).
 		bw := bufio.NewWriterSize(f, 1<<20)
 		if err = s.db.WriteSnapshot(bw, snap); err == nil {
 			err = bw.Flush()

@@ -255,11 +255,11 @@ func (st *serverStats) errorLines() []string {
 // refusalReasons label bloomkit_writes_refused_total: the error replies
 // that refuse a write for a reason an operator must fix, by their code.
 var refusalReasons = [...]struct{ reason, prefix string }{
-	{"misconf", "MISCONF "},                           // the log or a snapshot failed (disk full, I/O error)
-	{"maxmemory", "OOM "},                             // over maxmemory
-	{"maxmemory", "ERR Insufficient memory"},          // a filter that would pass maxmemory
-	{"readonly", "READONLY "},                         // a read-only replica
-	{"min-replicas", "NOREPLICAS "},                   // too few replicas (min-replicas-to-write)
+	{"misconf", "MISCONF "},                  // the log or a snapshot failed (disk full, I/O error)
+	{"maxmemory", "OOM "},                    // over maxmemory
+	{"maxmemory", "ERR Insufficient memory"}, // a filter that would pass maxmemory
+	{"readonly", "READONLY "},                // a read-only replica
+	{"min-replicas", "NOREPLICAS "},          // too few replicas (min-replicas-to-write)
 	{"misconf", "EXECABORT Transaction discarded because of: MISCONF"},
 	{"maxmemory", "EXECABORT Transaction discarded because of: OOM"},
 	{"readonly", "EXECABORT Transaction discarded because of: READONLY"},
