@@ -78,17 +78,16 @@ type replState struct {
 
 // Replication defaults, Redis's.
 const (
-	defaultBacklogSize  = 1 << 20
-	defaultReplTimeout  = 60
-	defaultPingPeriod   = 10
-	defaultMinLag       = 10
-	defaultPriority     = 100
-	replidLen           = 40
-	errReadOnly         = "READONLY You can't write against a read only replica."
-	errMasterDown       = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
-	errNoReplicas       = "NOREPLICAS Not enough good replicas to write."
-	errWaitOnReplica    = "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated."
-	errReplicaOfCluster = "ERR REPLICAOF not allowed in cluster mode."
+	defaultBacklogSize = 1 << 20
+	defaultReplTimeout = 60
+	defaultPingPeriod  = 10
+	defaultMinLag      = 10
+	defaultPriority    = 100
+	replidLen          = 40
+	errReadOnly        = "READONLY You can't write against a read only replica."
+	errMasterDown      = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
+	errNoReplicas      = "NOREPLICAS Not enough good replicas to write."
+	errWaitOnReplica   = "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated."
 )
 
 func (s *Server) initReplication(cfg *Config) {
