@@ -42,13 +42,11 @@ const (
 
 // replica is one connected replica (or redis-cli --rdb / --replica).
 type replica struct {
-	// ackOff is the offset the replica acknowledged (-1: none yet).
-	s       *Server
 	nc      net.Conn
 	ip      string
 	port    int
 	state   atomic.Int32
-	ackOff  atomic.Int64
+	ackOff  atomic.Int64 // the offset the replica acknowledged (-1: none yet)
 	ackTime atomic.Int64 // unix seconds of the last ACK
 	once    sync.Once
 	done    chan struct{}
@@ -188,7 +186,7 @@ func (s *Server) serveReplica(c *Session, nc net.Conn, rest []byte) {
 	h := c.handoff
 	c.handoff = nil
 	c.replRole.Store(roleReplica) // CLIENT LIST flag S, type replica
-	rp := &replica{s: s, nc: nc, port: c.replPort, done: make(chan struct{}), id: c.ID}
+	rp := &replica{nc: nc, port: c.replPort, done: make(chan struct{}), id: c.ID}
 	rp.ip = c.replIP
 	if rp.ip == "" {
 		if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
@@ -349,13 +347,16 @@ func (s *Server) fullSync(rp *replica, psync, rdbOnly bool) (*backlog.Reader, er
 		f, err = s.syncFile()
 	}
 	if err == nil {
-		err = s.inBackgroundThread(func() error {
-			bw := bufio.NewWriterSize(f, 1<<20)
-			if err := s.db.WriteSnapshot(bw, snap); err != nil {
-				return err
-			}
-			return bw.Flush()
-		})
+		// At the server's own priority, not on BGSAVE's low-priority
+		// thread: the writer holds the keyspace lock while it copies a
+		// stage, and on a loaded machine a low-priority thread
+		// descheduled there holds every client up until the kernel runs
+		// it again (a 1.6 s stall measured at a load average of 35;
+		// bench/REPLICATION.md).
+		bw := bufio.NewWriterSize(f, 1<<20)
+		if err = s.db.WriteSnapshot(bw, snap); err == nil {
+			err = bw.Flush()
+		}
 	}
 	s.db.Lock()
 	s.db.EndSnapshot(snap)

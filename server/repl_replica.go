@@ -255,7 +255,7 @@ func (s *Server) syncWith(l *masterLink) error {
 		return fmt.Errorf("master requires authentication (masterauth): %s", line)
 	}
 	if ip := *s.repl.announceIP.Load(); ip != "" {
-		if line, err = send("REPLCONF", "ip-address", ip); err != nil {
+		if _, err = send("REPLCONF", "ip-address", ip); err != nil {
 			return err
 		}
 	}
@@ -556,16 +556,6 @@ func copyPayload(w io.Writer, r io.Reader, size int64, gen uint64) error {
 	}
 	_, err := w.Write(binary.LittleEndian.AppendUint32(nil, ours.Sum32()))
 	return err
-}
-
-// respSize is the size of a command in canonical RESP (how a bloomkit
-// master encodes the stream, appendRESP).
-func respSize(args [][]byte) int64 {
-	n := 1 + len(strconv.Itoa(len(args))) + 2
-	for _, a := range args {
-		n += 1 + len(strconv.Itoa(len(a))) + 2 + len(a) + 2
-	}
-	return int64(n)
 }
 
 // applyStream applies the master's stream until the link fails or stops.

@@ -78,17 +78,16 @@ type replState struct {
 
 // Replication defaults, Redis's.
 const (
-	defaultBacklogSize  = 1 << 20
-	defaultReplTimeout  = 60
-	defaultPingPeriod   = 10
-	defaultMinLag       = 10
-	defaultPriority     = 100
-	replidLen           = 40
-	errReadOnly         = "READONLY You can't write against a read only replica."
-	errMasterDown       = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
-	errNoReplicas       = "NOREPLICAS Not enough good replicas to write."
-	errWaitOnReplica    = "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated."
-	errReplicaOfCluster = "ERR REPLICAOF not allowed in cluster mode."
+	defaultBacklogSize = 1 << 20
+	defaultReplTimeout = 60
+	defaultPingPeriod  = 10
+	defaultMinLag      = 10
+	defaultPriority    = 100
+	replidLen          = 40
+	errReadOnly        = "READONLY You can't write against a read only replica."
+	errMasterDown      = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
+	errNoReplicas      = "NOREPLICAS Not enough good replicas to write."
+	errWaitOnReplica   = "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated."
 )
 
 func (s *Server) initReplication(cfg *Config) {
@@ -331,7 +330,9 @@ func (s *Server) becomeReplica(host, port string) {
 	if old != nil {
 		// Keep what the old link knew: a partial resync with the new
 		// master is tried from there.
+		old.mu.Lock()
 		link.cachedID = old.cachedID
+		old.mu.Unlock()
 	} else {
 		// A master turning replica continues its own history (Redis's
 		// "cached master using myself"): the new master, if promoted from

@@ -452,3 +452,18 @@ func (l *cliOutput) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// A transaction queued on a master that became a replica meanwhile is
+// refused whole at EXEC (its writes would make the replica differ).
+func TestExecAfterBecomingReplica(t *testing.T) {
+	m := startServer(t, Config{})
+	r := startServer(t, Config{})
+	rc, other := dialRaw(t, r.Addr()), dialRaw(t, r.Addr())
+	rc.do("MULTI")
+	rc.do("SET", "x", "1")
+	h, p := hostPort(t, m)
+	other.do("REPLICAOF", h, p)
+	if got := rc.do("EXEC"); got != "-EXECABORT Transaction discarded because of: "+errReadOnly {
+		t.Fatalf("EXEC on a replica: %s", got)
+	}
+}

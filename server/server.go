@@ -1201,7 +1201,12 @@ func (s *Server) exec(c *Session, r *Reply) {
 	}
 	for _, e := range q[1:] {
 		if e.cmd.write {
-			if msg := s.misconf(); msg != "" {
+			msg := s.misconf()
+			if msg == "" {
+				// Became a replica, or lost its replicas, since it was queued.
+				msg = s.replicaRefuses(c, e.cmd)
+			}
+			if msg != "" {
 				r.Error("EXECABORT Transaction discarded because of: " + msg)
 				return
 			}

@@ -223,7 +223,6 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		cfg.NoPersistence = fc.NoPersistence
 		cfg.TCPKeepAlive, cfg.AutoSaveLogBytes = fc.TCPKeepAlive, fc.AutoSaveLogBytes
 		cfg.IgnoredDirectives = fc.IgnoredDirectives
-		cfg.ReplicaOf = fc.ReplicaOf
 		cfg.ClientOutputBufferLimit = fc.ClientOutputBufferLimit
 		if !given["appendonly"] {
 			cfg.NoAppendLog = fc.NoAppendLog

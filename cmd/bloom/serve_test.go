@@ -30,7 +30,7 @@ func TestServeConfigFile(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "bloomkit.conf")
 	conf := "# test\nbind 127.0.0.1\nport " + strconv.Itoa(port) + "\ndir " + filepath.Join(dir, "data") +
-		"\nmaxclients 33\ntimeout 40\nslowlog-max-len 5\n"
+		"\nmaxclients 33\ntimeout 40\nslowlog-max-len 5\nreplica-priority 7\n"
 	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestServeConfigFile(t *testing.T) {
 	var stderr bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- runServe([]string{"--config", file, "--timeout", "50s", "--pprof-addr", pprofAddr}, nil, &bytes.Buffer{}, &stderr)
+		done <- runServe([]string{"--config", file, "--timeout", "50s", "--pprof-addr", pprofAddr, "--replicaof", "127.0.0.1 1"}, nil, &bytes.Buffer{}, &stderr)
 	}()
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port), Protocol: 2})
 	defer c.Close()
@@ -59,7 +59,12 @@ func TestServeConfigFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, want := range map[string]string{"maxclients": "33", "timeout": "50", "slowlog-max-len": "5"} {
+	// --replicaof with --config: the flag, and the file's replication
+	// settings, reach the server.
+	if role, err := c.Do(ctx, "ROLE").Slice(); err != nil || len(role) < 3 || role[0] != "slave" || role[2] != int64(1) {
+		t.Errorf("ROLE = %v %v, want a replica of port 1 (--replicaof)", role, err)
+	}
+	for k, want := range map[string]string{"maxclients": "33", "timeout": "50", "slowlog-max-len": "5", "replica-priority": "7"} {
 		if got[k] != want {
 			t.Errorf("CONFIG GET %s = %q, want %q", k, got[k], want)
 		}
