@@ -41,6 +41,12 @@ type eventLoop struct {
 	s      *Server
 	epfd   int
 	wake   [2]int // a pipe: writing to wake[1] interrupts epoll_wait
+	// wakeMu orders wake-ups against the pipe's closing: once the loop
+	// has shut down, the descriptor numbers may belong to another file
+	// or socket, which a late wake-up (CLIENT KILL, PUBLISH, a handed
+	// connection) must not write a byte into.
+	wakeMu     sync.RWMutex
+	wakeClosed bool
 	mu     sync.Mutex
 	newc   []*loopConn // handed over by the acceptor
 	resume []*loopConn // clients whose held replies may go now (mu)
@@ -255,6 +261,11 @@ func (c *loopConn) hand() {
 }
 
 func (l *eventLoop) wakeUp() {
+	l.wakeMu.RLock()
+	defer l.wakeMu.RUnlock()
+	if l.wakeClosed {
+		return // nobody is waiting, and the descriptor is not ours
+	}
 	// EAGAIN: the pipe is full, so a wake-up is already pending.
 	if _, err := unix.Write(l.wake[1], []byte{1}); err != nil && err != unix.EAGAIN {
 		l.s.log.Warn("event loop: cannot write to the wake-up pipe", "err", err)
@@ -652,8 +663,11 @@ func (l *eventLoop) shutdown() {
 	l.newc = nil
 	l.mu.Unlock()
 	l.closeFD(l.epfd, "epoll")
+	l.wakeMu.Lock()
+	l.wakeClosed = true
 	l.closeFD(l.wake[0], "wake-up pipe")
 	l.closeFD(l.wake[1], "wake-up pipe")
+	l.wakeMu.Unlock()
 }
 
 // handOff gives a client that sent SYNC or PSYNC to a goroutine that

@@ -77,3 +77,61 @@ func (b *lockedBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// A wake-up after the loop shut down (a late CLIENT KILL, PUBLISH or
+// handed connection) writes nothing: the wake-up pipe's descriptor
+// numbers are free again and may be another file's or client's, which
+// would get a stray byte (seen as "\x01" before a reply in parallel tests).
+func TestWakeUpAfterShutdownWritesNothing(t *testing.T) {
+	s := startServer(t, Config{NoPersistence: true})
+	var l *eventLoop
+	for deadline := time.Now().Add(5 * time.Second); l == nil && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		s.lifeMu.Lock() // Serve starts the loops under it
+		if len(s.loops) > 0 {
+			l = s.loops[0]
+		}
+		s.lifeMu.Unlock()
+	}
+	if l == nil {
+		t.Fatal("the server started no event loop")
+	}
+	s.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		l.wakeMu.RLock()
+		closed := l.wakeClosed
+		l.wakeMu.RUnlock()
+		if closed || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Take descriptors until the wake-up pipe's write end is ours (the
+	// lowest free numbers are handed out first).
+	var pipes [][2]int
+	defer func() {
+		for _, p := range pipes {
+			unix.Close(p[0])
+			unix.Close(p[1])
+		}
+	}()
+	reused := false
+	for i := 0; i < 256 && !reused; i++ {
+		var p [2]int
+		if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+			t.Fatal(err)
+		}
+		pipes = append(pipes, p)
+		reused = p[1] == l.wake[1]
+	}
+	if !reused {
+		t.Skipf("descriptor %d was not handed out again", l.wake[1])
+	}
+	l.wakeUp()
+	for _, p := range pipes {
+		var b [8]byte
+		if n, _ := unix.Read(p[0], b[:]); n > 0 {
+			t.Fatalf("a wake-up after shutdown wrote %q into another pipe on descriptor %d", b[:n], p[1])
+		}
+	}
+}
