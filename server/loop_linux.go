@@ -38,27 +38,27 @@ import (
 
 // eventLoop is one epoll instance and the clients it serves.
 type eventLoop struct {
-	s      *Server
-	epfd   int
-	wake   [2]int // a pipe: writing to wake[1] interrupts epoll_wait
+	s    *Server
+	epfd int
+	wake [2]int // a pipe: writing to wake[1] interrupts epoll_wait
 	// wakeMu orders wake-ups against the pipe's closing: once the loop
 	// has shut down, the descriptor numbers may belong to another file
 	// or socket, which a late wake-up (CLIENT KILL, PUBLISH, a handed
 	// connection) must not write a byte into.
 	wakeMu     sync.RWMutex
 	wakeClosed bool
-	mu     sync.Mutex
-	newc   []*loopConn // handed over by the acceptor
-	resume []*loopConn // clients whose held replies may go now (mu)
-	pushed []*loopConn // clients PUBLISH queued messages for (mu)
-	conns  map[int]*loopConn
-	dirty  []*loopConn // clients with replies to send this round
-	rerun  []*loopConn // clients with requests left in their buffer
-	events []unix.EpollEvent
-	ctl    func(epfd, op, fd int, ev *unix.EpollEvent) error // epoll_ctl(2)
-	now    int64                                             // monoNow at the end of the last round
-	pf     []prefetchItem
-	beat   atomic.Int64 // monoNow at the start of the last round (/livez)
+	mu         sync.Mutex
+	newc       []*loopConn // handed over by the acceptor
+	resume     []*loopConn // clients whose held replies may go now (mu)
+	pushed     []*loopConn // clients PUBLISH queued messages for (mu)
+	conns      map[int]*loopConn
+	dirty      []*loopConn // clients with replies to send this round
+	rerun      []*loopConn // clients with requests left in their buffer
+	events     []unix.EpollEvent
+	ctl        func(epfd, op, fd int, ev *unix.EpollEvent) error // epoll_ctl(2)
+	now        int64                                             // monoNow at the end of the last round
+	pf         []prefetchItem
+	beat       atomic.Int64 // monoNow at the start of the last round (/livez)
 	// net counts the bytes this loop read from and wrote to its clients
 	// (INFO total_net_input_bytes/total_net_output_bytes): one counter
 	// per loop, written by the loop alone, so no cache line is shared.
