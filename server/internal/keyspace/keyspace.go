@@ -8,7 +8,6 @@ import (
 
 	"github.com/bloomkit/bloomkit/bloom"
 	"github.com/bloomkit/bloomkit/redisbloom"
-	"github.com/google/btree"
 )
 
 // Kind is the type of a key's value.
@@ -43,9 +42,13 @@ func (k Kind) String() string {
 
 // Entry is one key's value. One is kept per key, so its size is paid once
 // per key (many small filters are a real workload): the fields are laid out
-// to fill 80 bytes, an allocation size class, with no padding (a test pins
-// it).
+// to fill 112 bytes, an allocation size class, with no padding (a test pins
+// it). It is also the key's slot in the keyspace's table (table.go): its
+// key, scan hash and the next entry of its bucket.
 type Entry struct {
+	key  string
+	hash uint64 // scanHash(key)
+	next *Entry // in the table's bucket, in scan order
 	Kind Kind
 	// countedIn is the number of the recount pass that counted the entry
 	// (see recountPass); counted is the size it counted.
@@ -93,13 +96,11 @@ var errOOM = errors.New("allocation exceeds maxmemory")
 // DB is the keys: key → filter, with expiry. All access goes through
 // the server's single mutex (mu), like Redis's single thread.
 type DB struct {
-	mu   sync.Mutex
-	keys map[string]*Entry
-	// order holds every key of keys sorted by (scanHash, key): SCAN resumes
-	// from a cursor in O(log N) and metrics pick keys without sorting.
-	// Kept in step with keys by link, remove and flush (reindex rebuilds
-	// it after a snapshot was loaded into keys directly).
-	order *btree.BTreeG[ScanKey]
+	mu sync.Mutex
+	// keys maps each key to its entry and holds them in scan order,
+	// sorted by (scanHash, key): SCAN resumes from a cursor in O(1) and
+	// metrics pick keys without sorting (table.go).
+	keys *table
 	// expires counts the keys with an expiry (INFO keyspace), kept by
 	// link, remove and setExpire.
 	expires int
@@ -125,6 +126,8 @@ type DB struct {
 	probe Probe
 	// merges are the BF.MERGEs still ORing in the background (merge.go).
 	merges []*MergeJob
+	// sampled is ExpireSome's scratch space.
+	sampled []*Entry
 	// allowFn is Allow as a func value, made once: every filter holds it
 	// (AllowAlloc), and a method value made per filter would cost each key
 	// an allocation.
@@ -135,25 +138,16 @@ func New(limit uint64, now func() time.Time) *DB {
 	if now == nil {
 		now = time.Now
 	}
-	db := &DB{keys: map[string]*Entry{}, order: newOrder(), limit: limit, Now: now}
+	db := &DB{keys: newTable(), limit: limit, Now: now}
 	db.allowFn = db.Allow
 	return db
 }
 
-func newOrder() *btree.BTreeG[ScanKey] {
-	return btree.NewG(32, func(a, b ScanKey) bool {
-		if a.h != b.h {
-			return a.h < b.h
-		}
-		return a.k < b.k
-	})
-}
-
-// link adds key → e to the map and the scan order (key not present).
+// link adds key → e to the keyspace (key not present).
 func (db *DB) Link(key string, e *Entry) {
-	db.keys[key] = e
 	h := scanHash(key)
-	db.order.ReplaceOrInsert(ScanKey{h, key})
+	e.key, e.hash = key, h
+	db.keys.insert(e)
 	if db.pass.active && h < db.pass.cursor {
 		db.pass.recheck[key] = struct{}{}
 	}
@@ -174,16 +168,14 @@ func (db *DB) SetExpire(e *Entry, at int64) {
 	e.ExpireAt = at
 }
 
-// reindex rebuilds the scan order and the expires count from the map.
+// Reindex recounts the keys with an expiry (after a snapshot was loaded).
 func (db *DB) Reindex() {
-	db.order = newOrder()
 	db.expires = 0
-	for k, e := range db.keys {
-		db.order.ReplaceOrInsert(ScanKey{scanHash(k), k})
+	db.keys.all(func(e *Entry) {
 		if e.ExpireAt != 0 {
 			db.expires++
 		}
-	}
+	})
 }
 
 func (db *DB) NowMs() int64 { return db.Now().UnixMilli() }
@@ -204,8 +196,8 @@ func (db *DB) AllowFn() func(uint64) error { return db.allowFn }
 
 // get returns the live entry for key, removing it first if expired.
 func (db *DB) Get(key string) *Entry {
-	e, ok := db.keys[key]
-	if !ok {
+	e := db.keys.find(key, scanHash(key))
+	if e == nil {
 		return nil
 	}
 	if e.ExpireAt != 0 && !db.loading && e.ExpireAt <= db.NowMs() {
@@ -225,8 +217,8 @@ func (db *DB) expire(key string, e *Entry) {
 
 // getb is get for a key given as bytes, without allocating.
 func (db *DB) GetBytes(key []byte) *Entry {
-	e, ok := db.keys[string(key)]
-	if !ok {
+	e := db.keys.findBytes(key, scanHashBytes(key))
+	if e == nil {
 		return nil
 	}
 	if e.ExpireAt != 0 {
@@ -284,8 +276,7 @@ func (e *Entry) Free() {
 func (db *DB) Remove(key string, e *Entry) {
 	db.FinishMerges(e) // a merge it is part of took effect already
 	db.leaving(key, e)
-	delete(db.keys, key)
-	db.order.Delete(ScanKey{scanHash(key), key})
+	db.keys.remove(e)
 	db.pass.uncount(e)
 	if e.ExpireAt != 0 {
 		db.expires--
@@ -300,7 +291,7 @@ func (db *DB) Remove(key string, e *Entry) {
 
 // put stores a new entry whose filter memory was already accounted by allow.
 func (db *DB) Put(key string, e *Entry) {
-	if old, ok := db.keys[key]; ok {
+	if old := db.keys.find(key, scanHash(key)); old != nil {
 		db.Drop(key, old)
 	}
 	if e.img == nil {
@@ -359,10 +350,11 @@ func (p *recountPass) uncount(e *Entry) {
 // behind it, the key is recounted at the end of the pass.
 func (db *DB) Touch(key []byte) {
 	p := &db.pass
-	if h := scanHash(string(key)); h >= p.cursor {
+	h := scanHashBytes(key)
+	if h >= p.cursor {
 		return
 	}
-	if e, ok := db.keys[string(key)]; ok {
+	if e := db.keys.findBytes(key, h); e != nil {
 		p.uncount(e)
 	}
 	p.recheck[string(key)] = struct{}{}
@@ -389,18 +381,17 @@ func (db *DB) RecountStep(budget time.Duration) bool {
 	done := true
 	var last uint64
 	started := false
-	db.order.AscendGreaterOrEqual(ScanKey{h: p.cursor}, func(sk ScanKey) bool {
-		if started && sk.h != last {
+	db.keys.ascend(p.cursor, "", func(e *Entry) bool {
+		if started && e.hash != last {
 			// A hash is finished: move the cursor past it, maybe stop.
-			p.cursor = sk.h
+			p.cursor = e.hash
 			if n&63 == 0 && time.Now().After(deadline) {
 				done = false
 				return false
 			}
 		}
-		started, last = true, sk.h
-		e := db.keys[sk.k]
-		e.counted, e.countedIn = entrySize(sk.k, e), p.id
+		started, last = true, e.hash
+		e.counted, e.countedIn = entrySize(e.key, e), p.id
 		p.sum += e.counted
 		n++
 		return true
@@ -409,7 +400,7 @@ func (db *DB) RecountStep(budget time.Duration) bool {
 		return false
 	}
 	for k := range p.recheck {
-		if e, ok := db.keys[k]; ok && e.countedIn != p.id {
+		if e := db.keys.find(k, scanHash(k)); e != nil && e.countedIn != p.id {
 			p.sum += entrySize(k, e)
 		}
 	}
@@ -424,9 +415,9 @@ func (db *DB) RecountStep(budget time.Duration) bool {
 func (db *DB) Recount() {
 	db.pass = recountPass{id: db.pass.id}
 	var n uint64
-	for k, e := range db.keys {
-		n += uint64(len(k)) + KeyOverhead + e.DataBytes()
-	}
+	db.keys.all(func(e *Entry) {
+		n += uint64(len(e.key)) + KeyOverhead + e.DataBytes()
+	})
 	db.used = n
 }
 
@@ -442,7 +433,7 @@ func (db *DB) attach(e *Entry) {
 
 func (db *DB) Flush() {
 	db.FinishMerges(nil)
-	if len(db.keys) > 0 {
+	if db.keys.len() > 0 {
 		db.dirty++
 	}
 	old := db.keys
@@ -452,7 +443,7 @@ func (db *DB) Flush() {
 		// need no freezing and no queueing; they are freed when the
 		// snapshot ends (endSnapshot). O(1) with the lock held, like
 		// the rest of FLUSHALL: 1M keys took 15 s one by one.
-		snap.keys, snap.order = old, db.order
+		snap.keys = old
 	} else if snap != nil {
 		// Flushed again while the same snapshot runs: every entry here
 		// is newer than its point in time (the first flush took all of
@@ -465,8 +456,7 @@ func (db *DB) Flush() {
 		// Redis's lazy free does, and FLUSHALL is O(1) with it held.
 		go freeAll(old)
 	}
-	db.keys = map[string]*Entry{}
-	db.order = newOrder()
+	db.keys = newTable()
 	db.expires = 0
 	db.used = 0
 	db.pass = recountPass{id: db.pass.id}
@@ -474,31 +464,33 @@ func (db *DB) Flush() {
 
 // freeAll frees the arrays of entries that left the keyspace together and
 // that nothing else reaches (run it off the lock).
-func freeAll(keys map[string]*Entry) {
-	for _, e := range keys {
+func freeAll(keys *table) {
+	keys.all(func(e *Entry) {
 		if e.DataBytes() >= LazyFreeBytes {
 			LazyFree(e)
 		} else {
 			e.Free()
 		}
-	}
+	})
 }
 
 // expireSome removes up to max expired keys, sampling like Redis's active
 // expiry; it reports how many were removed.
 func (db *DB) ExpireSome(max int) int {
 	now := db.NowMs()
-	n, seen := 0, 0
-	for k, e := range db.keys { // map order is random
-		if seen >= max*4 || n >= max {
+	n := 0
+	sample := db.keys.sample(db.sampled[:0], max*4)
+	for _, e := range sample {
+		if n >= max {
 			break
 		}
-		seen++
 		if e.ExpireAt != 0 && e.ExpireAt <= now {
-			db.expire(k, e)
+			db.expire(e.key, e)
 			n++
 		}
 	}
+	clear(sample)
+	db.sampled = sample[:0]
 	return n
 }
 
@@ -514,23 +506,24 @@ func (db *DB) Scan(cursor uint64, count int, fn func(k string, e *Entry)) uint64
 	next := uint64(0)
 	visited := 0
 	var last uint64
-	db.order.AscendGreaterOrEqual(ScanKey{h: cursor}, func(sk ScanKey) bool {
-		if visited > 0 && visited >= count && sk.h != last {
-			next = sk.h
+	db.keys.ascend(cursor, "", func(e *Entry) bool {
+		if visited > 0 && visited >= count && e.hash != last {
+			next = e.hash
 			return false
 		}
 		visited++
-		last = sk.h
-		e := db.keys[sk.k]
+		last = e.hash
 		if e.ExpireAt != 0 && e.ExpireAt <= now && !db.loading {
 			return true
 		}
-		fn(sk.k, e)
+		fn(e.key, e)
 		return true
 	})
 	return next
 }
 
+// ScanKey is a place in scan order: a scan hash and, among keys of that
+// hash, a key.
 type ScanKey struct {
 	h uint64
 	k string
@@ -542,6 +535,16 @@ func scanHash(k string) uint64 {
 	h := uint64(14695981039346656037)
 	for i := 0; i < len(k); i++ {
 		h ^= uint64(k[i])
+		h *= 1099511628211
+	}
+	return h >> 1
+}
+
+// scanHashBytes is scanHash of a key given as bytes.
+func scanHashBytes(k []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range k {
+		h ^= uint64(c)
 		h *= 1099511628211
 	}
 	return h >> 1
@@ -614,10 +617,10 @@ func (db *DB) ResetExpired() { db.expired = 0 }
 func (db *DB) Expires() int { return db.expires }
 
 // Len is the number of keys (expired ones not yet removed included).
-func (db *DB) Len() int { return len(db.keys) }
+func (db *DB) Len() int { return db.keys.len() }
 
 // Lookup returns the entry under key whether or not it has expired, or nil.
-func (db *DB) Lookup(key string) *Entry { return db.keys[key] }
+func (db *DB) Lookup(key string) *Entry { return db.keys.find(key, scanHash(key)) }
 
 // Loading reports whether the log is being replayed.
 func (db *DB) Loading() bool { return db.loading }
@@ -666,8 +669,11 @@ func (db *DB) Snapshotting() bool { return db.snap != nil }
 
 // FirstKeys appends up to n keys in scan order to dst.
 func (db *DB) FirstKeys(dst []string, n int) []string {
-	db.order.Ascend(func(sk ScanKey) bool {
-		dst = append(dst, sk.k)
+	if n <= 0 {
+		return dst
+	}
+	db.keys.ascend(0, "", func(e *Entry) bool {
+		dst = append(dst, e.key)
 		return len(dst) < n
 	})
 	return dst
