@@ -11,8 +11,8 @@ import (
 
 // The Entry is kept once per key: its size is paid by every key.
 func TestEntrySize(t *testing.T) {
-	if s := unsafe.Sizeof(Entry{}); s > 112 {
-		t.Errorf("Entry is %d bytes, want at most 112", s)
+	if s := unsafe.Sizeof(Entry{}); s > 80 {
+		t.Errorf("Entry is %d bytes, want at most 80", s)
 	}
 }
 

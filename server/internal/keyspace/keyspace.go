@@ -42,35 +42,41 @@ func (k Kind) String() string {
 
 // Entry is one key's value. One is kept per key, so its size is paid once
 // per key (many small filters are a real workload): the fields are laid out
-// to fill 112 bytes, an allocation size class, with no padding (a test pins
-// it). It is also the key's slot in the keyspace's table (table.go): its
-// key, scan hash and the next entry of its bucket.
+// to fit 80 bytes, an allocation size class (a test pins it). It is also
+// the key's slot in the keyspace's table (table.go): its key and the next
+// entry of its bucket.
 type Entry struct {
 	key  string
-	hash uint64 // scanHash(key)
 	next *Entry // in the table's bucket, in scan order
-	Kind Kind
-	// countedIn is the number of the recount pass that counted the entry
-	// (see recountPass); counted is the size it counted.
-	countedIn uint32
-	BF        *redisbloom.Bloom
-	CF        *redisbloom.Cuckoo
-	NF        *NativeFilter
-	// Str is a string's value. It is never changed in place (a write
+	BF   *redisbloom.Bloom
+	CF   *redisbloom.Cuckoo
+	NF   *NativeFilter
+	// str is a string's value (rare among filters: one pointer here, not
+	// a string's two words). It is never changed in place (a write
 	// replaces the entry), so a snapshot's image can share it.
-	Str      string
+	str      *string
 	ExpireAt int64 // unix milliseconds; 0 = no expiry
 	// img is the entry's point-in-time image while a snapshot still needs
 	// it; epoch is the newest snapshot that no longer needs the entry (it
 	// wrote it, or the entry did not exist at its point in time).
-	img     *image
-	epoch   uint64
-	counted uint64
+	img   *image
+	epoch uint32
+	Kind  Kind
 }
 
 // StrBytes is a string value as bytes, without a copy: the bytes must not
 // be changed (they are the string's).
-func (e *Entry) StrBytes() []byte { return unsafe.Slice(unsafe.StringData(e.Str), len(e.Str)) }
+func (e *Entry) StrBytes() []byte {
+	if e.str == nil {
+		return nil
+	}
+	return unsafe.Slice(unsafe.StringData(*e.str), len(*e.str))
+}
+
+// NewString is a string value's entry.
+func NewString(val string, expireAt int64) *Entry {
+	return &Entry{Kind: KindString, str: &val, ExpireAt: expireAt}
+}
 
 // KeyOverhead approximates the per-key bookkeeping cost counted against
 // --maxmemory besides the key bytes and the filter's arrays.
@@ -83,7 +89,7 @@ func (e *Entry) DataBytes() uint64 {
 	case KindCuckoo:
 		return e.CF.MemUsage()
 	case KindString:
-		return uint64(len(e.Str))
+		return uint64(len(e.StrBytes()))
 	case KindNative:
 		return e.NF.MemUsage()
 	}
@@ -121,7 +127,7 @@ type DB struct {
 	OnExpire func(key string)
 	// snap is the snapshot being written, if any; epoch numbers snapshots.
 	snap  *Snapshot
-	epoch uint64
+	epoch uint32
 	// probe is scratch space for native filters' lookups (Scratch).
 	probe Probe
 	// merges are the BF.MERGEs still ORing in the background (merge.go).
@@ -146,8 +152,8 @@ func New(limit uint64, now func() time.Time) *DB {
 // link adds key → e to the keyspace (key not present).
 func (db *DB) Link(key string, e *Entry) {
 	h := scanHash(key)
-	e.key, e.hash = key, h
-	db.keys.insert(e)
+	e.key = key
+	db.keys.insert(e, h)
 	if db.pass.active && h < db.pass.cursor {
 		db.pass.recheck[key] = struct{}{}
 	}
@@ -276,8 +282,9 @@ func (e *Entry) Free() {
 func (db *DB) Remove(key string, e *Entry) {
 	db.FinishMerges(e) // a merge it is part of took effect already
 	db.leaving(key, e)
-	db.keys.remove(e)
-	db.pass.uncount(e)
+	h := scanHash(key)
+	db.keys.remove(e, h)
+	db.pass.uncount(key, h, e)
 	if e.ExpireAt != 0 {
 		db.expires--
 	}
@@ -312,7 +319,7 @@ func dataArrays(e *Entry) uint64 {
 	case KindCuckoo:
 		return e.CF.DataBytes()
 	case KindString:
-		return uint64(len(e.Str)) // counted by the SET that stored it
+		return uint64(len(e.StrBytes())) // counted by the SET that stored it
 	case KindNative:
 		return e.NF.DataBytes()
 	}
@@ -322,28 +329,33 @@ func dataArrays(e *Entry) uint64 {
 // recountPass recomputes the memory accounting in steps of about a
 // millisecond of lock each (a full recount of 500k keys holds the lock for
 // ≈ 0.2 s). Keys are counted in scan order; cursor is the first hash not
-// yet counted. A key the pass already counted that changes meanwhile (a
-// write names it, it is removed, or it is created behind the cursor) is
-// taken out of the sum and recounted at the end, so the result is the
-// accounting at the moment the pass ends, whatever ran between steps.
+// yet counted: between steps the pass has counted exactly the keys whose
+// hash is below it, except those in recheck. A key the pass already
+// counted that changes meanwhile (a write names it, it is removed, or it is
+// created behind the cursor) is taken out of the sum, put in recheck and
+// recounted at the end, so the result is the accounting at the moment the
+// pass ends, whatever ran between steps. A key's size is what the pass
+// counted until a write changes it, and every write tells the pass first
+// (Touch), so the size to take out is the key's size when it is taken
+// out: entries need not remember what was counted.
 type recountPass struct {
-	active bool
-	// id numbers passes, for entry.countedIn; 0 is never a pass's (it
-	// marks an entry no running pass counted), so the numbering skips it
-	// when it wraps (every pass stamps every key, so no older stamp can
-	// be mistaken for the running pass's).
-	id      uint32
+	active  bool
 	cursor  uint64
 	sum     uint64
 	recheck map[string]struct{}
 }
 
-// uncount takes e out of the pass's sum if the pass counted it.
-func (p *recountPass) uncount(e *Entry) {
-	if p.active && e.countedIn == p.id {
-		p.sum -= e.counted
-		e.countedIn = 0
+// uncount takes key's entry e (h: its scan hash) out of the pass's sum if
+// the pass counted it, and marks the key for the recount at the end.
+func (p *recountPass) uncount(key string, h uint64, e *Entry) {
+	if !p.active || h >= p.cursor {
+		return
 	}
+	if _, done := p.recheck[key]; done {
+		return
+	}
+	p.sum -= min(entrySize(key, e), p.sum)
+	p.recheck[key] = struct{}{}
 }
 
 // touch is called (db.mu held) before a write to key: if the pass is
@@ -354,8 +366,11 @@ func (db *DB) Touch(key []byte) {
 	if h >= p.cursor {
 		return
 	}
+	if _, done := p.recheck[string(key)]; done {
+		return
+	}
 	if e := db.keys.findBytes(key, h); e != nil {
-		p.uncount(e)
+		p.sum -= min(entrySize(e.key, e), p.sum)
 	}
 	p.recheck[string(key)] = struct{}{}
 }
@@ -370,29 +385,24 @@ func entrySize(k string, e *Entry) uint64 {
 func (db *DB) RecountStep(budget time.Duration) bool {
 	p := &db.pass
 	if !p.active {
-		id := p.id + 1
-		if id == 0 {
-			id = 1
-		}
-		*p = recountPass{active: true, id: id, recheck: map[string]struct{}{}}
+		*p = recountPass{active: true, recheck: map[string]struct{}{}}
 	}
 	deadline := time.Now().Add(budget)
 	n := 0
 	done := true
 	var last uint64
 	started := false
-	db.keys.ascend(p.cursor, "", func(e *Entry) bool {
-		if started && e.hash != last {
+	db.keys.ascend(p.cursor, "", func(e *Entry, h uint64) bool {
+		if started && h != last {
 			// A hash is finished: move the cursor past it, maybe stop.
-			p.cursor = e.hash
+			p.cursor = h
 			if n&63 == 0 && time.Now().After(deadline) {
 				done = false
 				return false
 			}
 		}
-		started, last = true, e.hash
-		e.counted, e.countedIn = entrySize(e.key, e), p.id
-		p.sum += e.counted
+		started, last = true, h
+		p.sum += entrySize(e.key, e) // at or past the cursor: never in recheck
 		n++
 		return true
 	})
@@ -400,7 +410,7 @@ func (db *DB) RecountStep(budget time.Duration) bool {
 		return false
 	}
 	for k := range p.recheck {
-		if e := db.keys.find(k, scanHash(k)); e != nil && e.countedIn != p.id {
+		if e := db.keys.find(k, scanHash(k)); e != nil {
 			p.sum += entrySize(k, e)
 		}
 	}
@@ -413,7 +423,7 @@ func (db *DB) RecountStep(budget time.Duration) bool {
 // It is O(N) with the lock held: start-up only; the server recounts with
 // recountStep.
 func (db *DB) Recount() {
-	db.pass = recountPass{id: db.pass.id}
+	db.pass = recountPass{}
 	var n uint64
 	db.keys.all(func(e *Entry) {
 		n += uint64(len(e.key)) + KeyOverhead + e.DataBytes()
@@ -459,7 +469,7 @@ func (db *DB) Flush() {
 	db.keys = newTable()
 	db.expires = 0
 	db.used = 0
-	db.pass = recountPass{id: db.pass.id}
+	db.pass = recountPass{}
 }
 
 // freeAll frees the arrays of entries that left the keyspace together and
@@ -506,13 +516,13 @@ func (db *DB) Scan(cursor uint64, count int, fn func(k string, e *Entry)) uint64
 	next := uint64(0)
 	visited := 0
 	var last uint64
-	db.keys.ascend(cursor, "", func(e *Entry) bool {
-		if visited > 0 && visited >= count && e.hash != last {
-			next = e.hash
+	db.keys.ascend(cursor, "", func(e *Entry, h uint64) bool {
+		if visited > 0 && visited >= count && h != last {
+			next = h
 			return false
 		}
 		visited++
-		last = e.hash
+		last = h
 		if e.ExpireAt != 0 && e.ExpireAt <= now && !db.loading {
 			return true
 		}
@@ -570,7 +580,7 @@ func (db *DB) RoomFor(n uint64, replaced ...[]byte) bool {
 // putString stores a copy of val under key with the given expiry,
 // replacing a key of any kind (db.mu held; roomFor was checked).
 func (db *DB) PutString(key, val []byte, expireAt int64) {
-	e := &Entry{Kind: KindString, Str: string(val), ExpireAt: expireAt}
+	e := NewString(string(val), expireAt)
 	db.used += uint64(len(val))
 	db.Put(string(key), e)
 }
@@ -672,7 +682,7 @@ func (db *DB) FirstKeys(dst []string, n int) []string {
 	if n <= 0 {
 		return dst
 	}
-	db.keys.ascend(0, "", func(e *Entry) bool {
+	db.keys.ascend(0, "", func(e *Entry, _ uint64) bool {
 		dst = append(dst, e.key)
 		return len(dst) < n
 	})

@@ -60,7 +60,7 @@ const (
 // Snapshot is one snapshot being written.
 type Snapshot struct {
 	Gen   uint64
-	epoch uint64
+	epoch uint32
 	Count int // keys in the keyspace at the point in time
 	// cursor is where the writer's walk of the scan order goes on from;
 	// walked tells that it has passed the last key.
@@ -117,6 +117,12 @@ type image struct {
 // O(1): every key now in the keyspace is part of it (one whose expiry has
 // passed too; loading drops it).
 func (db *DB) BeginSnapshot(gen uint64) *Snapshot {
+	if db.epoch == math.MaxUint32 {
+		// Four billion snapshots later: start the numbering again, every
+		// entry marked as needed by no snapshot (none runs now).
+		db.keys.all(func(e *Entry) { e.epoch = 0 })
+		db.epoch = 0
+	}
 	db.epoch++
 	snap := &Snapshot{Gen: gen, epoch: db.epoch, Count: db.keys.len()}
 	db.snap = snap
@@ -151,8 +157,8 @@ func (snap *Snapshot) next(db *DB) (snapKey, bool) {
 	if snap.keys != nil {
 		keys = snap.keys
 	}
-	visit := func(e *Entry) bool {
-		sk := ScanKey{e.hash, e.key}
+	visit := func(e *Entry, h uint64) bool {
+		sk := ScanKey{h, e.key}
 		if snap.started && sk == snap.cursor {
 			return true // the key the walk stopped at last time
 		}
@@ -532,7 +538,8 @@ func (db *DB) ReadSnapshot(f aof.ReadFile, path string) (uint64, int, error) {
 				arrays = e.CF.Filters
 			}
 		case KindString:
-			e.Str = string(hdr)
+			v := string(hdr)
+			e.str = &v
 		case KindNative:
 			e.NF, err = loadSnapshotHeader(hdr, fits)
 			if err == nil {
@@ -561,11 +568,11 @@ func (db *DB) ReadSnapshot(f aof.ReadFile, path string) (uint64, int, error) {
 		k := string(kb)
 		h := scanHash(k)
 		if old := keys.find(k, h); old != nil {
-			keys.remove(old)
+			keys.remove(old, h)
 			old.Free()
 		}
-		e.key, e.hash = k, h
-		keys.insert(e)
+		e.key = k
+		keys.insert(e, h)
 	}
 	want := cr.h.Sum32()
 	var sum [4]byte
@@ -591,10 +598,11 @@ func (db *DB) ReadSnapshot(f aof.ReadFile, path string) (uint64, int, error) {
 	keys.all(func(e *Entry) { loaded = append(loaded, e) })
 	for _, e := range loaded {
 		e.next = nil
-		if old := db.keys.find(e.key, e.hash); old != nil {
-			db.keys.remove(old)
+		h := scanHash(e.key)
+		if old := db.keys.find(e.key, h); old != nil {
+			db.keys.remove(old, h)
 		}
-		db.keys.insert(e)
+		db.keys.insert(e, h)
 	}
 	return gen, n, nil
 }

@@ -5,8 +5,10 @@ import "math/rand/v2"
 // table is the keyspace's index: key → entry, and the scan order, in one
 // structure. A separate map and sorted index cost a key ≈ 40–50 bytes of
 // map slot and ≈ 35–40 of index item on top of its entry; here a key costs
-// the three words its entry holds (key, scan hash, chain link) and one
-// bucket pointer at a load between ½ and 1.
+// the three words its entry holds (key and chain link) and one bucket
+// pointer at a load between ½ and 1. The scan hash is not kept: it is
+// computed again where the order needs it (a 16-byte key hashes in a few
+// nanoseconds; 8 bytes a key cost more).
 //
 // The buckets are chained, and a key's bucket is the top bits of its scan
 // hash (a 63-bit number): bucket i holds exactly the hashes in
@@ -66,11 +68,8 @@ func (t *table) head(h uint64) **Entry {
 // find returns the entry of key (whose scan hash is h), or nil.
 func (t *table) find(key string, h uint64) *Entry {
 	for e := *t.head(h); e != nil; e = e.next {
-		if e.hash == h && e.key == key {
+		if e.key == key {
 			return e
-		}
-		if e.hash > h {
-			return nil
 		}
 	}
 	return nil
@@ -79,31 +78,29 @@ func (t *table) find(key string, h uint64) *Entry {
 // findBytes is find for a key given as bytes (no allocation).
 func (t *table) findBytes(key []byte, h uint64) *Entry {
 	for e := *t.head(h); e != nil; e = e.next {
-		if e.hash == h && e.key == string(key) {
+		if e.key == string(key) {
 			return e
-		}
-		if e.hash > h {
-			return nil
 		}
 	}
 	return nil
 }
 
-// before reports whether a comes before b in scan order.
-func before(a *Entry, h uint64, key string) bool {
-	return a.hash < h || (a.hash == h && a.key < key)
+// before reports whether (ah, akey) comes before (h, key) in scan order.
+func before(ah uint64, akey string, h uint64, key string) bool {
+	return ah < h || (ah == h && akey < key)
 }
 
-// insert adds e, whose key and hash are set and which is not in the table.
-func (t *table) insert(e *Entry) {
+// insert adds e, whose key is set and whose scan hash is h, and which is
+// not in the table.
+func (t *table) insert(e *Entry, h uint64) {
 	if t.old != nil {
 		t.move(movesPerInsert)
 	} else if t.n >= len(t.b) {
 		t.grow()
 		t.move(movesPerInsert)
 	}
-	p := t.head(e.hash)
-	for *p != nil && before(*p, e.hash, e.key) {
+	p := t.head(h)
+	for *p != nil && before(scanHash((*p).key), (*p).key, h, e.key) {
 		p = &(*p).next
 	}
 	e.next = *p
@@ -111,9 +108,9 @@ func (t *table) insert(e *Entry) {
 	t.n++
 }
 
-// remove takes e out of the table, if it is there.
-func (t *table) remove(e *Entry) {
-	for p := t.head(e.hash); *p != nil; p = &(*p).next {
+// remove takes e, whose scan hash is h, out of the table, if it is there.
+func (t *table) remove(e *Entry, h uint64) {
+	for p := t.head(h); *p != nil; p = &(*p).next {
 		if *p == e {
 			*p = e.next
 			e.next = nil
@@ -138,7 +135,7 @@ func (t *table) move(n int) {
 		for e := t.old[i]; e != nil; {
 			next := e.next
 			e.next = nil
-			if e.hash>>t.shift&1 == 0 {
+			if scanHash(e.key)>>t.shift&1 == 0 {
 				*lo, lo = e, &e.next
 			} else {
 				*hi, hi = e, &e.next
@@ -153,9 +150,9 @@ func (t *table) move(n int) {
 	}
 }
 
-// ascend calls fn for each entry at or after (h, key) in scan order until
-// fn returns false. fn must not add or remove keys.
-func (t *table) ascend(h uint64, key string, fn func(*Entry) bool) {
+// ascend calls fn for each entry at or after (h, key) in scan order, with
+// its scan hash, until fn returns false. fn must not add or remove keys.
+func (t *table) ascend(h uint64, key string, fn func(*Entry, uint64) bool) {
 	for pos := h; ; {
 		var e *Entry
 		var end uint64 // the first hash after this bucket
@@ -166,10 +163,11 @@ func (t *table) ascend(h uint64, key string, fn func(*Entry) bool) {
 			e, end = t.b[i], (i+1)<<t.shift
 		}
 		for ; e != nil; e = e.next {
-			if before(e, h, key) {
+			eh := scanHash(e.key)
+			if before(eh, e.key, h, key) {
 				continue
 			}
-			if !fn(e) {
+			if !fn(e, eh) {
 				return
 			}
 		}
@@ -183,7 +181,7 @@ func (t *table) ascend(h uint64, key string, fn func(*Entry) bool) {
 // all calls fn for every entry, in scan order. fn must not add or remove
 // keys.
 func (t *table) all(fn func(*Entry)) {
-	t.ascend(0, "", func(e *Entry) bool { fn(e); return true })
+	t.ascend(0, "", func(e *Entry, _ uint64) bool { fn(e); return true })
 }
 
 // sample appends to dst up to n entries from a random place in scan order
@@ -195,15 +193,15 @@ func (t *table) sample(dst []*Entry, n int) []*Entry {
 		return dst
 	}
 	start := rand.Uint64N(1 << hashBits)
-	take := func(e *Entry) bool {
+	take := func(e *Entry, _ uint64) bool {
 		dst = append(dst, e)
 		n--
 		return n > 0
 	}
 	t.ascend(start, "", take)
 	if n > 0 {
-		t.ascend(0, "", func(e *Entry) bool {
-			return e.hash < start && take(e)
+		t.ascend(0, "", func(e *Entry, h uint64) bool {
+			return h < start && take(e, h)
 		})
 	}
 	return dst
