@@ -575,8 +575,7 @@ func (s *Server) nativeMerge(c *Session, args [][]byte, dest *keyspace.Entry, sr
 	}
 	if dest == nil {
 		first := srcs[0].NF
-		n := &keyspace.NativeFilter{Typ: first.Typ, Params: first.Params, Period: first.Period, Gens: first.Gens,
-			GenLen: first.GenLen, Cur: first.Cur}
+		n := first.Shape()
 		if !s.placeNative(args[1], n, r) {
 			return
 		}

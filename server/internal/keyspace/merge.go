@@ -240,11 +240,13 @@ func NativeMergeJob(dest *Entry, srcs []*Entry) *MergeJob {
 	guard := func() redisbloom.Guard { return n.Guard }
 	for _, se := range srcs {
 		src := se.NF
-		for g := src.Cur - int64(src.Gens); g <= src.Cur; g++ {
-			if g < n.Cur-int64(n.Gens) || g > n.Cur {
+		scur, sgens := src.window()
+		ncur, ngens := n.window()
+		for g := scur - int64(sgens); g <= scur; g++ {
+			if g < ncur-int64(ngens) || g > ncur {
 				continue
 			}
-			if src.dirty != nil && !src.dirty[src.Slot(g)] {
+			if src.WindowState != nil && src.dirty != nil && !src.dirty[src.Slot(g)] {
 				continue // all zeros: nothing to OR
 			}
 			i, si := n.Slot(g), src.Slot(g)
