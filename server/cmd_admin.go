@@ -56,32 +56,26 @@ func cmdCommand(s *Server, c *Session, args [][]byte, r *Reply) {
 		}
 		r.Map(len(want))
 		for _, n := range want {
-			cmd := commandTable[n]
 			r.BulkString(n)
-			group := "generic"
-			switch {
-			case strings.HasPrefix(n, "bf."):
-				group = "bf"
-			case strings.HasPrefix(n, "cf."):
-				group = "cf"
-			}
-			r.Map(3)
-			r.BulkString("summary")
-			r.BulkString(strings.ToUpper(cmd.name) + " (bloomkit)")
-			r.BulkString("since")
-			r.BulkString("1.0.0")
-			r.BulkString("group")
-			r.BulkString(group)
+			commandDocsReply(commandTable[n], r)
 		}
 	default:
 		r.Error("ERR unknown subcommand '" + trimArg(args[1]) + "'. Try COMMAND HELP.")
 	}
 }
 
+// commandInfo is one command's COMMAND INFO entry, as Redis 7 gives it:
+// name, arity, flags, first key, last key, step, ACL categories, tips, key
+// specifications, subcommands.
 func commandInfo(c *command, r *Reply) {
+	d := commandDocs[c.name]
 	r.Array(10)
 	r.BulkString(c.name)
-	r.Int(int64(c.arity))
+	arity := c.arity
+	if d.arity != 0 {
+		arity = d.arity
+	}
+	r.Int(int64(arity))
 	r.Set(len(c.flags))
 	for _, f := range c.flags {
 		r.Simple(f)
@@ -89,10 +83,174 @@ func commandInfo(c *command, r *Reply) {
 	r.Int(int64(c.first))
 	r.Int(int64(c.last))
 	r.Int(int64(c.step))
-	r.Set(0)
-	r.Set(0)
+	cats := c.categories()
+	r.Set(len(cats))
+	for _, cat := range cats {
+		r.Simple("@" + cat)
+	}
+	r.Set(len(d.tips))
+	for _, t := range d.tips {
+		r.BulkString(t)
+	}
+	keySpecReply(c, d, r)
 	r.Array(0)
-	r.Array(0)
+}
+
+// keySpecReply writes the command's key specifications: one range from
+// its first key, with the access its documentation gives (else read-only
+// access for a read, update for a write; a module command registered
+// without one has Redis's full access).
+func keySpecReply(c *command, d cmdDoc, r *Reply) {
+	if c.first == 0 {
+		r.Set(0)
+		return
+	}
+	flags := []string{"RW", "update"}
+	switch {
+	case d.keyFlag != "":
+		flags = []string{d.keyFlag}
+	case isFilterCommand(c.name):
+		flags = []string{"RW", "access", "update", "insert", "delete"}
+	case !c.write:
+		flags = []string{"RO", "access"}
+	}
+	last := c.last
+	if last >= 0 {
+		last -= c.first
+	}
+	r.Set(1)
+	r.Map(3)
+	r.BulkString("flags")
+	r.Set(len(flags))
+	for _, f := range flags {
+		r.Simple(f)
+	}
+	r.BulkString("begin_search")
+	r.Map(2)
+	r.BulkString("type")
+	r.BulkString("index")
+	r.BulkString("spec")
+	r.Map(1)
+	r.BulkString("index")
+	r.Int(int64(c.first))
+	r.BulkString("find_keys")
+	r.Map(2)
+	r.BulkString("type")
+	r.BulkString("range")
+	r.BulkString("spec")
+	r.Map(3)
+	r.BulkString("lastkey")
+	r.Int(int64(last))
+	r.BulkString("keystep")
+	r.Int(int64(c.step))
+	r.BulkString("limit")
+	r.Int(0)
+}
+
+// commandDocsReply is one command's COMMAND DOCS map, with Redis's keys in
+// Redis's order: summary, since, group, complexity, module, arguments.
+func commandDocsReply(c *command, r *Reply) {
+	d := commandDocs[c.name]
+	group := d.group
+	if group == "" {
+		group = "generic"
+	}
+	n := 1
+	for _, v := range []string{d.summary, d.since, d.complexity} {
+		if v != "" {
+			n++
+		}
+	}
+	if group == "module" {
+		n++
+	}
+	if len(d.args) > 0 {
+		n++
+	}
+	r.Map(n)
+	if d.summary != "" {
+		r.BulkString("summary")
+		r.BulkString(d.summary)
+	}
+	if d.since != "" {
+		r.BulkString("since")
+		r.BulkString(d.since)
+	}
+	r.BulkString("group")
+	r.BulkString(group)
+	if d.complexity != "" {
+		r.BulkString("complexity")
+		r.BulkString(d.complexity)
+	}
+	if group == "module" {
+		r.BulkString("module")
+		r.BulkString("bf")
+	}
+	if len(d.args) > 0 {
+		r.BulkString("arguments")
+		argsReply(d.args, r)
+	}
+}
+
+// argsReply writes COMMAND DOCS' argument list: name, type, display_text
+// (not for a oneof or block), key_spec_index, token, flags, and the
+// sub-arguments of a oneof or block.
+func argsReply(args []cmdArg, r *Reply) {
+	r.Array(len(args))
+	for _, a := range args {
+		container := a.typ == "oneof" || a.typ == "block"
+		var flags []string
+		if a.optional {
+			flags = append(flags, "optional")
+		}
+		if a.multiple {
+			flags = append(flags, "multiple")
+		}
+		n := 2
+		if !container {
+			n++
+		}
+		if a.keySpec >= 0 {
+			n++
+		}
+		if a.token != "" {
+			n++
+		}
+		if len(flags) > 0 {
+			n++
+		}
+		if container {
+			n++
+		}
+		r.Map(n)
+		r.BulkString("name")
+		r.BulkString(a.name)
+		r.BulkString("type")
+		r.BulkString(a.typ)
+		if !container {
+			r.BulkString("display_text")
+			r.BulkString(a.name)
+		}
+		if a.keySpec >= 0 {
+			r.BulkString("key_spec_index")
+			r.Int(int64(a.keySpec))
+		}
+		if a.token != "" {
+			r.BulkString("token")
+			r.BulkString(a.token)
+		}
+		if len(flags) > 0 {
+			r.BulkString("flags")
+			r.Set(len(flags))
+			for _, f := range flags {
+				r.Simple(f)
+			}
+		}
+		if container {
+			r.BulkString("arguments")
+			argsReply(a.sub, r)
+		}
+	}
 }
 
 func cmdSave(s *Server, c *Session, args [][]byte, r *Reply) {

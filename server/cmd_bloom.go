@@ -9,21 +9,12 @@ import (
 	"github.com/bloomkit/bloomkit/server/internal/resp"
 )
 
-// RedisBloom 8.x defaults and limits.
+// RedisBloom 8.x limits; the defaults are parameters (filterconfig.go).
 const (
-	bfDefaultError     = 0.01
-	bfDefaultCapacity  = 100
-	bfDefaultExpansion = 2
-	bfErrorCap         = 0.25
-	bfMaxCapacity      = 1 << 30
-	bfMaxExpansion     = 32768
-
-	cfDefaultCapacity   = 1024
-	cfDefaultBucketSize = 2
-	cfDefaultMaxIter    = 20
-	cfDefaultExpansion  = 1
-	cfMaxExpansions     = 32
-	cfMaxCapacity       = 1 << 30
+	bfErrorCap     = 0.25
+	bfMaxCapacity  = 1 << 30
+	bfMaxExpansion = 32768
+	cfMaxCapacity  = 1 << 30
 )
 
 const (
@@ -131,8 +122,9 @@ func cmdBFReserve(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error("ERR capacity must be in the range [1, 1073741824]")
 		return
 	}
-	nonScaling := argIndex(args, "NONSCALING") != -1
-	expansion := int64(bfDefaultExpansion)
+	// As RedisBloom: bf-expansion-factor 0 makes filters non-scaling.
+	expansion := s.filterConfig().int(fpBFExpansion)
+	nonScaling := expansion == 0 || argIndex(args, "NONSCALING") != -1
 	if loc := argIndex(args, "EXPANSION"); loc != -1 {
 		if loc+1 == len(args) {
 			r.Error("ERR no expansion")
@@ -151,6 +143,11 @@ func cmdBFReserve(s *Server, c *Session, args [][]byte, r *Reply) {
 		if expansion < 0 || expansion > bfMaxExpansion {
 			r.Error("ERR expansion must be in the range [0, 32768]")
 			return
+		}
+	} else if !nonScaling || expansion == 0 {
+		if expansion != int64(filterParams[fpBFExpansion].def) {
+			// The expansion came from bf-expansion-factor: log it.
+			c.logArgs = append(append([][]byte(nil), args...), []byte("EXPANSION"), []byte(strconv.FormatInt(expansion, 10)))
 		}
 	}
 	if _, st := s.bloomEntry(args[1]); st != stEmpty {
@@ -171,10 +168,20 @@ type bfInsertOpts struct {
 	nonScaling bool
 	autocreate bool
 	multi      bool
+	// logCreate: a filter this command creates is logged with its
+	// options, which came from parameters other than RedisBloom's
+	// defaults (a replay or a replica may run with other ones).
+	logCreate bool
 }
 
-func defaultBFOpts() bfInsertOpts {
-	return bfInsertOpts{capacity: bfDefaultCapacity, errorRate: bfDefaultError, expansion: bfDefaultExpansion, autocreate: true}
+// defaultBFOpts are what BF.ADD and BF.MADD create a filter with, and
+// what BF.INSERT's options start from: the filter parameters in force.
+func (s *Server) defaultBFOpts() bfInsertOpts {
+	fc := s.filterConfig()
+	o := bfInsertOpts{capacity: fc.int(fpBFInitialSize), errorRate: fc.val[fpBFErrorRate], expansion: fc.int(fpBFExpansion), autocreate: true}
+	o.nonScaling = o.expansion == 0
+	o.logCreate = !fc.bloomDefaults()
+	return o
 }
 
 // bfInsertCommon adds items to key (BF.ADD, BF.MADD, BF.INSERT). args is
@@ -210,6 +217,9 @@ func (s *Server) bfInsertCommon(c *Session, args, items [][]byte, o bfInsertOpts
 			r.Error(bfAddErr(err))
 			return
 		}
+		if created && o.logCreate {
+			c.logArgs = bfInsertArgs(key, o, items)
+		}
 		r.Bool(added)
 		return
 	}
@@ -229,17 +239,20 @@ func (s *Server) bfInsertCommon(c *Session, args, items [][]byte, o bfInsertOpts
 		}
 	}
 	n := len(res)
+	applied := items[:len(res)]
+	switch {
+	case created && o.logCreate && len(applied) > 0:
+		c.logArgs = bfInsertArgs(key, o, applied)
+	case failure == nil:
+	case len(applied) > 0:
+		c.logArgs = args[: len(args)-len(items)+len(applied) : len(args)-len(items)+len(applied)]
+	case created:
+		c.logArgs = bfReserveArgs(key, o)
+	default:
+		c.skipLog = true // nothing changed
+	}
 	if failure != nil {
 		n++
-		applied := len(args) - len(items) + len(res)
-		switch {
-		case len(res) > 0:
-			c.logArgs = args[:applied:applied]
-		case created:
-			c.logArgs = bfReserveArgs(key, o)
-		default:
-			c.skipLog = true // nothing changed
-		}
 	}
 	r.Array(n)
 	for _, v := range res {
@@ -251,13 +264,30 @@ func (s *Server) bfInsertCommon(c *Session, args, items [][]byte, o bfInsertOpts
 }
 
 // bfReserveArgs is the BF.RESERVE that creates the filter BF.INSERT's
-// options (or BF.MADD's defaults) create.
+// options (or BF.MADD's defaults) create. A non-scaling filter keeps its
+// expansion only when that is 0 (EXPANSION 0 says both); otherwise the
+// expansion recorded in it, never used, is the replaying server's
+// bf-expansion-factor.
 func bfReserveArgs(key []byte, o bfInsertOpts) [][]byte {
 	la := [][]byte{[]byte("BF.RESERVE"), key, []byte(strconv.FormatFloat(o.errorRate, 'g', -1, 64)), []byte(strconv.FormatInt(o.capacity, 10))}
-	if o.nonScaling {
+	if o.nonScaling && o.expansion != 0 {
 		return append(la, []byte("NONSCALING"))
 	}
 	return append(la, []byte("EXPANSION"), []byte(strconv.FormatInt(o.expansion, 10)))
+}
+
+// bfInsertArgs is the BF.INSERT that creates the filter o describes, with
+// every option spelt out, and adds items to it.
+func bfInsertArgs(key []byte, o bfInsertOpts, items [][]byte) [][]byte {
+	la := [][]byte{[]byte("BF.INSERT"), key,
+		[]byte("CAPACITY"), []byte(strconv.FormatInt(o.capacity, 10)),
+		[]byte("ERROR"), []byte(strconv.FormatFloat(o.errorRate, 'g', -1, 64)),
+		[]byte("EXPANSION"), []byte(strconv.FormatInt(o.expansion, 10))}
+	if o.nonScaling {
+		la = append(la, []byte("NONSCALING"))
+	}
+	la = append(la, []byte("ITEMS"))
+	return append(la, items...)
 }
 
 func bfAddErr(err error) string {
@@ -269,7 +299,7 @@ func bfAddErr(err error) string {
 
 // BF.ADD key item / BF.MADD key item...
 func cmdBFAdd(s *Server, c *Session, args [][]byte, r *Reply) {
-	o := defaultBFOpts()
+	o := s.defaultBFOpts()
 	o.multi = len(args[0]) > 3 && (args[0][3] == 'm' || args[0][3] == 'M')
 	if (o.multi && len(args) < 3) || (!o.multi && len(args) != 3) {
 		r.Error(wrongArity(lowerName(args[0])))
@@ -280,7 +310,7 @@ func cmdBFAdd(s *Server, c *Session, args [][]byte, r *Reply) {
 
 // BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION x] [NOCREATE] [NONSCALING] ITEMS item...
 func cmdBFInsert(s *Server, c *Session, args [][]byte, r *Reply) {
-	o := defaultBFOpts()
+	o := s.defaultBFOpts()
 	o.multi = true
 	if len(args) < 4 {
 		r.Error(wrongArity("bf.insert"))

@@ -56,21 +56,26 @@ func cmdCFReserve(s *Server, c *Session, args [][]byte, r *Reply) {
 		}
 		return v, true
 	}
-	maxIter, ok := opt("MAXITERATIONS", cfDefaultMaxIter, 1, 65535)
+	fc := s.filterConfig()
+	maxIter, ok := opt("MAXITERATIONS", fc.int(fpCFMaxIterations), 1, 65535)
 	if !ok {
 		return
 	}
-	bucketSize, ok := opt("BUCKETSIZE", cfDefaultBucketSize, 1, 255)
+	bucketSize, ok := opt("BUCKETSIZE", fc.int(fpCFBucketSize), 1, fc.cfBucketMax)
 	if !ok {
 		return
 	}
-	expansion, ok := opt("EXPANSION", cfDefaultExpansion, 0, 32768)
+	expansion, ok := opt("EXPANSION", fc.int(fpCFExpansion), 0, 32768)
 	if !ok {
 		return
 	}
 	if bucketSize*2 > capacity || capacity > cfMaxCapacity {
 		r.Error("Capacity must be in the range [2 * BUCKETSIZE, 1073741824]")
 		return
+	}
+	if !fc.cuckooDefaults() {
+		// Some option came from the filter parameters: log them all.
+		c.logArgs = cfReserveArgs(args[1], capacity, bucketSize, maxIter, expansion)
 	}
 	if _, st := s.cuckooKey(args[1]); st != stEmpty {
 		r.Error(statusErr(st))
@@ -86,6 +91,28 @@ func cmdCFReserve(s *Server, c *Session, args [][]byte, r *Reply) {
 type cfInsertOpts struct {
 	nx, autocreate, multi bool
 	capacity              int64
+	// What a filter is created with: the parameters in force.
+	bucketSize, maxIter, expansion, maxExpansions int64
+	// logCreate: they are not RedisBloom's defaults, so a filter this
+	// command creates is logged with them.
+	logCreate bool
+}
+
+// defaultCFOpts are CF.ADD's and CF.INSERT's options before the
+// command's own.
+func (s *Server) defaultCFOpts(nx, multi bool) cfInsertOpts {
+	fc := s.filterConfig()
+	return cfInsertOpts{nx: nx, multi: multi, autocreate: true, capacity: fc.int(fpCFInitialSize),
+		bucketSize: fc.int(fpCFBucketSize), maxIter: fc.int(fpCFMaxIterations), expansion: fc.int(fpCFExpansion),
+		maxExpansions: fc.int(fpCFMaxExpansions), logCreate: !fc.cuckooDefaults()}
+}
+
+// cfReserveArgs is the CF.RESERVE that creates a filter with these options.
+func cfReserveArgs(key []byte, capacity, bucketSize, maxIter, expansion int64) [][]byte {
+	return [][]byte{[]byte("CF.RESERVE"), key, []byte(strconv.FormatInt(capacity, 10)),
+		[]byte("BUCKETSIZE"), []byte(strconv.FormatInt(bucketSize, 10)),
+		[]byte("MAXITERATIONS"), []byte(strconv.FormatInt(maxIter, 10)),
+		[]byte("EXPANSION"), []byte(strconv.FormatInt(expansion, 10))}
 }
 
 // cfInsertCommon adds items to key (CF.ADD, CF.ADDNX, CF.INSERT,
@@ -99,7 +126,7 @@ func (s *Server) cfInsertCommon(c *Session, args, items [][]byte, o cfInsertOpts
 	created := false
 	if st == stEmpty && o.autocreate {
 		var msg string
-		if cf, msg = s.createCuckoo(key, uint64(o.capacity), cfDefaultBucketSize, cfDefaultMaxIter, cfDefaultExpansion); msg != "" {
+		if cf, msg = s.createCuckoo(key, uint64(o.capacity), uint16(o.bucketSize), uint16(o.maxIter), uint16(o.expansion)); msg != "" {
 			r.Error(msg)
 			return
 		}
@@ -108,7 +135,7 @@ func (s *Server) cfInsertCommon(c *Session, args, items [][]byte, o cfInsertOpts
 		r.Error(statusErr(st))
 		return
 	}
-	if len(cf.Filters) >= cfMaxExpansions {
+	if int64(len(cf.Filters)) >= o.maxExpansions {
 		r.Error("Maximum expansions reached")
 		return
 	}
@@ -158,9 +185,18 @@ func (s *Server) cfInsertCommon(c *Session, args, items [][]byte, o cfInsertOpts
 	case len(logged) > len(args)-len(items):
 		c.logArgs = logged
 	case created:
-		c.logArgs = [][]byte{[]byte("CF.RESERVE"), key, []byte(strconv.FormatInt(o.capacity, 10))}
+		// The filter is all that this command made.
+		if o.logCreate {
+			c.logArgs = cfReserveArgs(key, o.capacity, o.bucketSize, o.maxIter, o.expansion)
+		} else {
+			c.logArgs = [][]byte{[]byte("CF.RESERVE"), key, []byte(strconv.FormatInt(o.capacity, 10))}
+		}
+		return
 	default:
 		c.skipLog = true // nothing changed
+	}
+	if created && o.logCreate {
+		c.logBefore = cfReserveArgs(key, o.capacity, o.bucketSize, o.maxIter, o.expansion)
 	}
 }
 
@@ -171,13 +207,13 @@ func cmdCFAdd(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error(wrongArity(lowerName(args[0])))
 		return
 	}
-	s.cfInsertCommon(c, args, args[2:], cfInsertOpts{nx: nx, autocreate: true, capacity: cfDefaultCapacity}, r)
+	s.cfInsertCommon(c, args, args[2:], s.defaultCFOpts(nx, false), r)
 }
 
 // CF.INSERT / CF.INSERTNX key [CAPACITY c] [NOCREATE] ITEMS item...
 func cmdCFInsert(s *Server, c *Session, args [][]byte, r *Reply) {
 	name := lowerName(args[0])
-	o := cfInsertOpts{nx: name[len(name)-1] == 'x', autocreate: true, multi: true, capacity: cfDefaultCapacity}
+	o := s.defaultCFOpts(name[len(name)-1] == 'x', true)
 	if len(args) < 4 {
 		r.Error(wrongArity(name))
 		return
@@ -200,7 +236,7 @@ func cmdCFInsert(s *Server, c *Session, args [][]byte, r *Reply) {
 				r.Error("Bad capacity")
 				return
 			}
-			if v < 2*cfDefaultBucketSize || v > cfMaxCapacity {
+			if v < s.filterConfig().cfInitialMin || v > cfMaxCapacity {
 				r.Error("Capacity must be in the range [cf-bucket-size * 2, 1073741824]")
 				return
 			}

@@ -103,7 +103,7 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 			"maxclients:" + itoa(s.maxClients()),
 			"blocked_clients:0",
 			"tracking_clients:0",
-			"pubsub_clients:0",
+			"pubsub_clients:" + itoa(s.pubsub.clients.Load()),
 			"clients_in_timeout_table:0",
 			"total_blocking_keys:0",
 		}
@@ -125,7 +125,8 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 	})
 	section("Persistence", s.persistenceInfo)
 	section("Stats", func() []string {
-		return []string{
+		channels, patterns := s.pubsubCounts()
+		return append([]string{
 			"total_connections_received:" + itoa(s.totalConns.Load()),
 			"total_commands_processed:" + itoa(s.totalCmds.Load()),
 			"rejected_connections:" + itoa(s.rejectedConns.Load()),
@@ -134,9 +135,13 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 			"total_error_replies:" + itoa(s.stats.errorsTotal.Load()),
 			"total_protocol_errors:" + itoa(s.protoErrors.Load()),
 			"total_slow_client_disconnects:" + itoa(s.slowClients.Load()),
-		}
+			"client_output_buffer_limit_disconnections:" + itoa(s.slowSubscribers.Load()),
+			"pubsub_channels:" + strconv.Itoa(channels),
+			"pubsub_patterns:" + strconv.Itoa(patterns),
+			"pubsubshard_channels:0",
+		}, s.replStatsLines()...)
 	})
-	section("Replication", func() []string { return []string{"role:master", "connected_slaves:0"} })
+	section("Replication", s.replicationInfo)
 	section("CPU", cpuInfo)
 	section("Modules", func() []string { return nil })
 	section("Commandstats", s.stats.commandLines)

@@ -292,10 +292,14 @@ func (s *Server) readyProblem() string {
 	return ""
 }
 
-// replicaLinkProblem is the hook for replication: a replica whose link to
-// its primary is down is not ready. There are no replicas yet, so it is
-// always "".
-func (s *Server) replicaLinkProblem() string { return "" }
+// replicaLinkProblem is why a replica is not ready: its link to its
+// master is down (it serves stale data, or refuses with MASTERDOWN).
+func (s *Server) replicaLinkProblem() string {
+	if l := s.currentLink(); l != nil && !l.up() {
+		return "replica: link with master " + l.host + ":" + l.port + " is down"
+	}
+	return ""
+}
 
 // Alive reports whether the server is alive as /livez does: nil while it
 // serves and its event loops and background work go round. A service

@@ -123,7 +123,6 @@ func (s *Server) load() error {
 	}
 	s.persist.nextGen = chain.Next()
 	s.persist.gen.Store(chain.Snapshot)
-	s.db.OnExpire = func(key string) { s.logCommand(nil, [][]byte{[]byte("DEL"), []byte(key)}) }
 	s.db.Loaded()
 	if s.cfg.dataDir == nil {
 		s.warnForeign(s.cfg.Dir, s.db.Len())
@@ -141,7 +140,7 @@ func (s *Server) replayCommand(c *Session, args [][]byte, r *Reply) error {
 	}
 	r.Reset(false)
 	s.db.Lock()
-	c.skipLog, c.logArgs = false, nil
+	c.skipLog, c.logArgs, c.logBefore = false, nil, nil
 	cmd.fn(s, c, args, r)
 	s.db.Unlock()
 	if r.w.Failed() {
@@ -150,10 +149,10 @@ func (s *Server) replayCommand(c *Session, args [][]byte, r *Reply) error {
 	return nil
 }
 
-// logCommand appends a write to the log, or to the transaction being
-// executed (db.mu held). It returns the log position the write is at.
+// logCommand appends a write to the log and to the replication stream,
+// or to the transaction being executed (db.mu held).
 func (s *Server) logCommand(c *Session, args [][]byte) {
-	if s.aof == nil || s.db.Loading() || s.cfg.NoAppendLog {
+	if s.db.Loading() {
 		return
 	}
 	if s.txn != nil {
@@ -164,7 +163,28 @@ func (s *Server) logCommand(c *Session, args [][]byte) {
 		s.txn = append(s.txn, cp)
 		return
 	}
-	s.aof.Append(func(b []byte) []byte { return aof.EncodeRecord(b, args) })
+	if s.aof != nil && !s.cfg.NoAppendLog {
+		s.aof.Append(func(b []byte) []byte { return aof.EncodeRecord(b, args) })
+	}
+	s.feed([][][]byte{args}, false)
+}
+
+// logCommands appends writes that one command made as one record, so
+// that a crash replays all or none of them (db.mu held).
+func (s *Server) logCommands(c *Session, cmds ...[][]byte) {
+	if s.db.Loading() {
+		return
+	}
+	if s.txn != nil {
+		for _, args := range cmds {
+			s.logCommand(c, args)
+		}
+		return
+	}
+	if s.aof != nil && !s.cfg.NoAppendLog {
+		s.aof.Append(func(b []byte) []byte { return aof.EncodeTransaction(b, cmds) })
+	}
+	s.feed(cmds, true)
 }
 
 // rewrite moves to a new generation: a snapshot of the keyspace as it is

@@ -51,6 +51,7 @@ import (
 	"github.com/bloomkit/bloomkit/internal/confval"
 	"github.com/bloomkit/bloomkit/internal/memlimit"
 	"github.com/bloomkit/bloomkit/server/internal/aof"
+	"github.com/bloomkit/bloomkit/server/internal/backlog"
 	"github.com/bloomkit/bloomkit/server/internal/keyspace"
 )
 
@@ -87,6 +88,13 @@ type Config struct {
 	// that builds the logger and runs the process (bloom serve); the
 	// Server itself does not read them.
 	LogLevel, LogFile, PidFile, Supervised string
+	// FilterParams sets RedisBloom 8's module configuration parameters by
+	// name (bf-error-rate, bf-initial-size, bf-expansion-factor,
+	// cf-bucket-size, cf-initial-size, cf-max-iterations,
+	// cf-expansion-factor, cf-max-expansions): the defaults of filters
+	// that BF.ADD and CF.ADD create. Unset ones have RedisBloom's defaults;
+	// a bad name or value makes New fail.
+	FilterParams map[string]string
 	// IgnoredDirectives lists the config file's directives that have no
 	// effect here, each with the reason; New logs them as one warning.
 	IgnoredDirectives []string
@@ -118,6 +126,12 @@ type Config struct {
 	// (nil: 10000; negative: off; 0: every command); SlowlogMaxLen its
 	// length (nil: 128).
 	SlowlogLogSlowerThan, SlowlogMaxLen *int64
+	// ClientOutputBufferLimit is Redis's client-output-buffer-limit:
+	// "class hard soft seconds" groups (classes normal, replica or slave,
+	// pubsub; sizes with units). Classes not named keep Redis's defaults:
+	// none for normal clients, "pubsub 32mb 8mb 60" (a subscriber whose
+	// unsent messages pass 32 MiB, or 8 MiB for 60 s, is disconnected).
+	ClientOutputBufferLimit string
 	// ConfigFile is the file the settings were read from, if any: CONFIG
 	// REWRITE writes the settings changed by CONFIG SET back to it.
 	ConfigFile string
@@ -157,6 +171,38 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
+
+	// ReplicaOf is "host port": the server starts as that master's
+	// replica (Redis's replicaof directive and --replicaof).
+	ReplicaOf string
+	// MasterAuth and MasterUser authenticate this replica to its master.
+	MasterAuth, MasterUser string
+	// ReplicaReadOnly ("yes", the default, or "no") refuses clients'
+	// writes on a replica with READONLY.
+	ReplicaReadOnly string
+	// ReplicaServeStaleData ("yes", the default, or "no"): with no, a
+	// replica whose link is down answers MASTERDOWN.
+	ReplicaServeStaleData string
+	// ReplBacklogSize is the replication backlog (default 1 MiB).
+	ReplBacklogSize int64
+	// MinReplicasToWrite and MinReplicasMaxLag (seconds, default 10):
+	// writes are refused with NOREPLICAS unless that many replicas
+	// acknowledged within the lag (0: no check).
+	MinReplicasToWrite int
+	MinReplicasMaxLag  *int
+	// ReplicaPriority is reported to Sentinel (default 100; 0: never promoted).
+	ReplicaPriority *int
+	// ReplicaAnnounced ("yes", the default, or "no"), ReplicaAnnounceIP
+	// and ReplicaAnnouncePort: what this replica tells its master and
+	// Sentinel about itself.
+	ReplicaAnnounced    string
+	ReplicaAnnounceIP   string
+	ReplicaAnnouncePort int
+	// ReplTimeout is repl-timeout (default 60 s).
+	ReplTimeout time.Duration
+	// replicaOutLimit replaces client-output-buffer-limit replica
+	// (default 256 MiB hard, 64 MiB for 60 s soft).
+	replicaOutLimit *backlog.Limits
 
 	// dataDir replaces the data directory (fault-injection tests).
 	dataDir aof.Dir
@@ -244,9 +290,11 @@ type Session struct {
 	replyOff    bool
 	skipReplies int
 
-	// set by handlers for the append-only log
-	skipLog bool
-	logArgs [][]byte
+	// set by handlers for the append-only log: skip it, log logArgs in
+	// place of the command, log logBefore ahead of it in the same record
+	skipLog   bool
+	logArgs   [][]byte
+	logBefore [][]byte
 	// pendingSync is the log position this connection's replies wait for:
 	// everything its commands could have observed. pendingWrite is set when
 	// they include a write of its own.
@@ -284,6 +332,56 @@ type Session struct {
 	// their replies (wait, closed when it is done) instead of the lock.
 	canWait bool
 	wait    <-chan struct{}
+
+	// sub is the pub/sub state (nil until the first subscription; see
+	// pubsub.go); notify wakes the connection's owner to send what
+	// PUBLISH queued for it (nil: no network connection).
+	sub    *subscriber
+	notify atomic.Pointer[func()]
+	// nsub and npsub count its channels and patterns for other sessions
+	// (CLIENT LIST sub= and psub=, CLIENT KILL TYPE pubsub).
+	nsub, npsub atomic.Int64
+	// replRole is what the connection is to replication: a replica's
+	// link on its master (roleReplica: CLIENT LIST flag S, type replica)
+	// or the master's link on a replica (roleMaster: flag M, type master).
+	replRole atomic.Int32
+	// deferred is a reply computed while the connection held its
+	// replies (wait): WAIT's answer, appended when wait is closed.
+	deferred []byte
+
+	// Replication: a replica's handshake (REPLCONF), the SYNC or PSYNC
+	// that hands the connection over (handoff), the stream offset after
+	// this client's last write (WAIT), and whether this is the session
+	// applying a master's stream.
+	replPort   int
+	replIP     string
+	rdbOnly    bool
+	handoff    *replHandoff
+	woff       int64
+	fromMaster bool
+}
+
+// Replication roles of a connection (Session.replRole).
+const (
+	roleNone int32 = iota
+	roleReplica
+	roleMaster
+)
+
+// clientType is the connection's class for CLIENT KILL TYPE and CLIENT
+// LIST TYPE, as Redis classifies it: master, slave (a replica), pubsub
+// (subscribed to something), or normal.
+func (c *Session) clientType() string {
+	switch c.replRole.Load() {
+	case roleMaster:
+		return "master"
+	case roleReplica:
+		return "slave"
+	}
+	if c.nsub.Load()+c.npsub.Load() > 0 {
+		return "pubsub"
+	}
+	return "normal"
 }
 
 // Server is a bloomkit server. Its methods are safe for concurrent use.
@@ -318,9 +416,16 @@ type Server struct {
 	// against maxmemory when more is queued, as Redis counts client
 	// buffers in used_memory.
 	queuedBytes atomic.Int64
+	// pubsub holds the channel and pattern subscriptions.
+	pubsub pubsubHub
+	// slowSubscribers counts subscribers disconnected past their output
+	// limit (INFO client_output_buffer_limit_disconnections).
+	slowSubscribers atomic.Int64
 	// txn collects the writes of the MULTI/EXEC block being executed, to
 	// be logged as one record (db.mu held).
 	txn [][][]byte
+	// repl is replication: roles, the stream and its backlog, replicas.
+	repl replState
 
 	started       time.Time
 	nextID        atomic.Int64
@@ -368,6 +473,10 @@ func New(cfg Config) (*Server, error) {
 	default:
 		return nil, fmt.Errorf("server: protected-mode must be yes or no, not %q", cfg.ProtectedMode)
 	}
+	filter, err := newFilterConfig(cfg.FilterParams)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	if len(cfg.IgnoredDirectives) > 0 {
 		cfg.Logger.Warn("config file directives ignored: "+strings.Join(cfg.IgnoredDirectives, "; "), "file", cfg.ConfigFile)
 	}
@@ -393,7 +502,15 @@ func New(cfg Config) (*Server, error) {
 
 		shutdownReq: make(chan struct{}),
 	}
-	s.set.init(&cfg)
+	if cfg.ClientOutputBufferLimit != "" {
+		if _, err := parseOutputLimits(cfg.ClientOutputBufferLimit, defaultOutputLimits); err != nil {
+			return nil, fmt.Errorf("server: client-output-buffer-limit: %w", err)
+		}
+	}
+	s.set.init(&cfg, filter)
+	s.set.limit.Store(limit)
+	s.initReplication(&cfg)
+	s.db.OnExpire = func(key string) { s.logCommand(nil, [][]byte{[]byte("DEL"), []byte(key)}) }
 	s.slowlog.maxLen = int(s.set.slowMaxLen.Load())
 	s.configFile = cfg.ConfigFile
 	s.runID = newRunID()
@@ -550,6 +667,7 @@ func (s *Server) Serve() error {
 		s.log.Warn("event loops unavailable; serving each client with a goroutine", "err", err)
 	}
 	s.lifeMu.Unlock()
+	s.startReplication()
 	errs := make(chan error, len(s.extraLns))
 	for _, l := range s.extraLns {
 		go func() { errs <- s.acceptLoop(l) }()
@@ -614,6 +732,7 @@ func (s *Server) closeListeners() {
 	for _, c := range s.sessionList() {
 		c.disconnect()
 	}
+	s.stopReplication()
 	for _, l := range s.loops {
 		l.stop()
 	}
@@ -836,6 +955,21 @@ func (s *Server) do(c *Session, args [][]byte, r *Reply) {
 		s.reject(cmd, start, r)
 		return
 	}
+	if !cmd.txnControl && !c.fromMaster {
+		if msg := s.replicaRefuses(c, cmd); msg != "" {
+			if c.multi != nil {
+				c.multiErr = true
+			}
+			r.Error(msg)
+			s.reject(cmd, start, r)
+			return
+		}
+	}
+	if msg := subscribedRefusal(c, cmd, args); msg != "" {
+		r.Error(msg)
+		s.reject(cmd, start, r)
+		return
+	}
 	if c.multi != nil && !cmd.txnControl {
 		if cmd.noMulti {
 			c.multiErr = true
@@ -936,33 +1070,27 @@ func monoTime(ns int64) time.Time { return monoBase.Add(time.Duration(ns)) }
 // of the keys a write names for a running snapshot, and logs a write that
 // succeeded. The connection's replies then wait for everything it saw.
 func (s *Server) run(c *Session, cmd *command, args [][]byte, r *Reply) {
-	if s.db.Merging() {
-		// A merge in the background took effect when it was logged:
-		// whoever names its keys sees it done (internal/keyspace/merge.go).
-		forKeys(cmd, args, s.db.FinishMergesNamed)
-	}
-	if cmd.write && s.db.Recounting() {
-		forKeys(cmd, args, s.db.Touch)
-	}
-	if cmd.write && s.db.Snapshotting() {
-		forKeys(cmd, args, func(k []byte) {
-			if e := s.db.Lookup(string(k)); e != nil {
-				s.db.Preserve(e)
-			}
-		})
-	}
-	c.skipLog, c.logArgs = false, nil
+	s.beforeWrite(cmd, args)
+	c.skipLog, c.logArgs, c.logBefore = false, nil, nil
 	cmd.fn(s, c, args, r)
+	var la [][]byte
+	if cmd.write && !r.w.Failed() && !c.skipLog {
+		la = args
+		if c.logArgs != nil {
+			la = c.logArgs
+		}
+		if c.logBefore != nil {
+			s.logCommands(c, c.logBefore, la)
+		} else {
+			s.logCommand(c, la)
+		}
+		c.woff = s.repl.offset()
+	}
 	if s.aof == nil {
 		return
 	}
 	logged := false
-	if cmd.write && !r.w.Failed() && !c.skipLog {
-		la := args
-		if c.logArgs != nil {
-			la = c.logArgs
-		}
-		s.logCommand(c, la)
+	if la != nil {
 		c.pendingWrite, logged = true, true
 		if s.txn == nil && s.aof.Failed() {
 			// Appended after the log failed: in doubt, and its reply
@@ -978,6 +1106,27 @@ func (s *Server) run(c *Session, cmd *command, args [][]byte, r *Reply) {
 		// became visible): do not reveal a write that may not survive.
 		r.Reset(c.resp3)
 		r.Error("IOERR the append-only log failed; the state of this key is in doubt until a snapshot succeeds")
+	}
+}
+
+// beforeWrite readies the keys a command names (db.mu held): background
+// merges of them finish, a memory recount and a running snapshot see
+// them before they change.
+func (s *Server) beforeWrite(cmd *command, args [][]byte) {
+	if s.db.Merging() {
+		// A merge in the background took effect when it was logged:
+		// whoever names its keys sees it done (internal/keyspace/merge.go).
+		forKeys(cmd, args, s.db.FinishMergesNamed)
+	}
+	if cmd.write && s.db.Recounting() {
+		forKeys(cmd, args, s.db.Touch)
+	}
+	if cmd.write && s.db.Snapshotting() {
+		forKeys(cmd, args, func(k []byte) {
+			if e := s.db.Lookup(string(k)); e != nil {
+				s.db.Preserve(e)
+			}
+		})
 	}
 }
 
@@ -1024,11 +1173,15 @@ func (s *Server) exec(c *Session, r *Reply) {
 		s.db.Now = clock
 		if len(s.txn) > 0 {
 			cmds := s.txn
-			s.aof.Append(func(b []byte) []byte { return aof.EncodeTransaction(b, cmds) })
-			c.pendingWrite = true
-			if s.aof.Failed() {
-				s.doubt.add(aof.EncodeTransaction(nil, cmds))
+			if s.aof != nil && !s.cfg.NoAppendLog {
+				s.aof.Append(func(b []byte) []byte { return aof.EncodeTransaction(b, cmds) })
+				c.pendingWrite = true
+				if s.aof.Failed() {
+					s.doubt.add(aof.EncodeTransaction(nil, cmds))
+				}
 			}
+			s.feed(cmds, true)
+			c.woff = s.repl.offset()
 		}
 		s.txn = nil
 		if s.aof != nil {

@@ -22,9 +22,17 @@ type settings struct {
 	slowMaxLen  atomic.Int64
 	maxMemory   atomic.Uint64 // as configured (0: 90% of RAM); db.limit is in force
 	protected   atomic.Bool   // protected-mode yes
+	filter      atomic.Pointer[filterConfig]
+	// limit mirrors the memory limit in force (db.Limit) for CONFIG GET,
+	// which may run inside EXEC, where the keyspace lock is held.
+	limit atomic.Uint64
+	// outLimits is client-output-buffer-limit, by class (nil: Redis's
+	// defaults).
+	outLimits atomic.Pointer[[3]outputLimit]
 }
 
-func (st *settings) init(cfg *Config) {
+func (st *settings) init(cfg *Config, filter *filterConfig) {
+	st.filter.Store(filter)
 	policy, _ := aof.ParsePolicy(cfg.AppendFsync)
 	st.fsync.Store(int32(policy))
 	p := cfg.RequirePass
@@ -41,6 +49,11 @@ func (st *settings) init(cfg *Config) {
 	}
 	st.maxMemory.Store(cfg.MaxMemory)
 	st.protected.Store(!strings.EqualFold(cfg.ProtectedMode, "no"))
+	if cfg.ClientOutputBufferLimit != "" {
+		if l, err := parseOutputLimits(cfg.ClientOutputBufferLimit, defaultOutputLimits); err == nil {
+			st.outLimits.Store(&l)
+		}
+	}
 }
 
 // appendFsync is the appendfsync policy in force.

@@ -71,6 +71,8 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	appendonly := fs.String("appendonly", env("BLOOMKIT_APPENDONLY", "yes"), "yes: log every write (durable as --appendfsync says); no: snapshots only (SAVE, BGSAVE, save points, shutdown), as Redis's appendonly no")
 	fsync := fs.String("appendfsync", env("BLOOMKIT_APPENDFSYNC", "everysec"), "fsync the log: always, everysec or no")
 	pass := fs.String("requirepass", env("BLOOMKIT_REQUIREPASS", ""), "password clients must AUTH with")
+	replicaOf := fs.String("replicaof", env("BLOOMKIT_REPLICAOF", ""), `start as the replica of this master, "host port" (as Redis's --replicaof)`)
+	masterAuth := fs.String("masterauth", env("BLOOMKIT_MASTERAUTH", ""), "password this replica gives its master")
 	cert := fs.String("tls-cert", env("BLOOMKIT_TLS_CERT", ""), "TLS certificate (PEM); with --tls-key enables TLS")
 	key := fs.String("tls-key", env("BLOOMKIT_TLS_KEY", ""), "TLS private key (PEM)")
 	maxmem := fs.String("maxmemory", env("BLOOMKIT_MAXMEMORY", "0"), "memory limit for filters, e.g. 4GiB, 512mb (0: 90% of RAM)")
@@ -122,7 +124,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		"proto-max-bulk-len": "BLOOMKIT_PROTO_MAX_BULK_LEN", "client-query-buffer-limit": "BLOOMKIT_CLIENT_QUERY_BUFFER_LIMIT",
 		"log-level": "BLOOMKIT_LOG_LEVEL", "logfile": "BLOOMKIT_LOGFILE", "pidfile": "BLOOMKIT_PIDFILE",
 		"protected-mode": "BLOOMKIT_PROTECTED_MODE", "supervised": "BLOOMKIT_SUPERVISED", "tls-cert": "BLOOMKIT_TLS_CERT", "tls-key": "BLOOMKIT_TLS_KEY",
-		"appendonly": "BLOOMKIT_APPENDONLY"} {
+		"appendonly": "BLOOMKIT_APPENDONLY", "replicaof": "BLOOMKIT_REPLICAOF", "masterauth": "BLOOMKIT_MASTERAUTH"} {
 		if _, ok := os.LookupEnv(envName); ok {
 			given[name] = true
 		}
@@ -204,7 +206,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		TLSCert: *cert, TLSKey: *key, MaxMemory: limit, MetricsAddr: *metrics, Logger: logger,
 		MetricsPassword: *metricsPass, MaxClients: *maxclients, Timeout: *timeout,
 		WriteTimeout: *writeTimeout, MaxBulk: int(bulk), MaxQuery: int(query), EventLoops: *loops,
-		NoAppendLog: noAppendLog,
+		NoAppendLog: noAppendLog, ReplicaOf: *replicaOf, MasterAuth: *masterAuth,
 	}
 	if *config != "" {
 		// The file's settings, unless a flag or environment variable says
@@ -215,6 +217,8 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		cfg.NoPersistence = fc.NoPersistence
 		cfg.TCPKeepAlive, cfg.AutoSaveLogBytes = fc.TCPKeepAlive, fc.AutoSaveLogBytes
 		cfg.IgnoredDirectives = fc.IgnoredDirectives
+		cfg.ReplicaOf = fc.ReplicaOf
+		cfg.ClientOutputBufferLimit = fc.ClientOutputBufferLimit
 		if !given["appendonly"] {
 			cfg.NoAppendLog = fc.NoAppendLog
 		}
@@ -242,6 +246,13 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if !given["maxclients"] && fc.MaxClients != 0 {
 			cfg.MaxClients = fc.MaxClients
 		}
+		if !given["replicaof"] && fc.ReplicaOf != "" {
+			cfg.ReplicaOf = fc.ReplicaOf
+		}
+		if !given["masterauth"] && fc.MasterAuth != "" {
+			cfg.MasterAuth = fc.MasterAuth
+		}
+		server.CopyReplicationSettings(&cfg, &fc)
 		if !given["timeout"] && fc.Timeout != 0 {
 			cfg.Timeout = fc.Timeout
 		}

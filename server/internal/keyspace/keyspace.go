@@ -122,6 +122,10 @@ type DB struct {
 	// loading is set while the log is replayed: keys do not expire then
 	// (as in Redis), so replay reproduces the original history.
 	loading bool
+	// following is set on a replica: its master's DELs remove expired
+	// keys, so reads treat them as absent without removing them (as a
+	// Redis replica does), and the active expiry does nothing.
+	following bool
 	// onExpire is told about each key removed by expiry (the server logs
 	// a DEL so that a later replay does not depend on the clock).
 	OnExpire func(key string)
@@ -207,7 +211,9 @@ func (db *DB) Get(key string) *Entry {
 		return nil
 	}
 	if e.ExpireAt != 0 && !db.loading && e.ExpireAt <= db.NowMs() {
-		db.expire(key, e)
+		if !db.following {
+			db.expire(key, e)
+		}
 		return nil
 	}
 	return e
@@ -487,6 +493,9 @@ func freeAll(keys *table) {
 // expireSome removes up to max expired keys, sampling like Redis's active
 // expiry; it reports how many were removed.
 func (db *DB) ExpireSome(max int) int {
+	if db.following {
+		return 0
+	}
 	now := db.NowMs()
 	n := 0
 	sample := db.keys.sample(db.sampled[:0], max*4)
@@ -631,6 +640,37 @@ func (db *DB) Len() int { return db.keys.len() }
 
 // Lookup returns the entry under key whether or not it has expired, or nil.
 func (db *DB) Lookup(key string) *Entry { return db.keys.find(key, scanHash(key)) }
+
+// SetFollowing makes the keyspace a replica's (true) or a master's: a
+// replica removes no expired key by its own clock (its master's DEL does),
+// while reads still treat such keys as absent.
+func (db *DB) SetFollowing(on bool) { db.following = on }
+
+// Following reports what SetFollowing set.
+func (db *DB) Following() bool { return db.following }
+
+// PrepareFor readies src, a keyspace a snapshot was read into, to become
+// db's contents (TakeOver): its scan order, memory count and allocation
+// checks (db's). It does not touch db, so db need not be locked.
+func (src *DB) PrepareFor(db *DB) {
+	src.Reindex()
+	src.Recount()
+	for _, e := range src.keys {
+		db.attach(e) // reads only db.allowFn, made once by New
+	}
+}
+
+// TakeOver replaces the keyspace's contents with src's, prepared by
+// PrepareFor (a replica's full resync, loaded into a fresh keyspace and
+// swapped in when complete), in O(1): the old entries are released as
+// FLUSHALL releases them. src must not be used afterwards.
+func (db *DB) TakeOver(src *DB) {
+	db.Flush()
+	db.keys, db.order, db.expires = src.keys, src.order, src.expires
+	db.used = src.used
+	db.dirty++
+	db.pass = recountPass{id: db.pass.id}
+}
 
 // Loading reports whether the log is being replayed.
 func (db *DB) Loading() bool { return db.loading }
