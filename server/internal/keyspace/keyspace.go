@@ -655,9 +655,9 @@ func (db *DB) Following() bool { return db.following }
 func (src *DB) PrepareFor(db *DB) {
 	src.Reindex()
 	src.Recount()
-	for _, e := range src.keys {
+	src.keys.all(func(e *Entry) {
 		db.attach(e) // reads only db.allowFn, made once by New
-	}
+	})
 }
 
 // TakeOver replaces the keyspace's contents with src's, prepared by
@@ -666,10 +666,10 @@ func (src *DB) PrepareFor(db *DB) {
 // FLUSHALL releases them. src must not be used afterwards.
 func (db *DB) TakeOver(src *DB) {
 	db.Flush()
-	db.keys, db.order, db.expires = src.keys, src.order, src.expires
+	db.keys, db.expires = src.keys, src.expires
 	db.used = src.used
 	db.dirty++
-	db.pass = recountPass{id: db.pass.id}
+	db.pass = recountPass{}
 }
 
 // Loading reports whether the log is being replayed.
