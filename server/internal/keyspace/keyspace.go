@@ -2,6 +2,7 @@ package keyspace
 
 import (
 	"errors"
+	"hash/maphash"
 	"sync"
 	"time"
 	"unsafe"
@@ -548,26 +549,21 @@ type ScanKey struct {
 	k string
 }
 
-// scanHash is FNV-1a with the top bit cleared, so cursors stay positive and
-// next-cursor values (h+1) never wrap to 0.
-func scanHash(k string) uint64 {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(k); i++ {
-		h ^= uint64(k[i])
-		h *= 1099511628211
-	}
-	return h >> 1
-}
+// scanSeed keys the scan hash for this process, as Go's maps and Redis's
+// dictionaries key theirs: keys crafted to share buckets would otherwise
+// make chains as long as the keys sent (an unkeyed hash is easy to
+// collide in its top bits), every lookup among them linear. SCAN cursors,
+// like Redis's, mean nothing to another process.
+var scanSeed = maphash.MakeSeed()
+
+// scanHash is the key's place in the table and in scan order: the
+// runtime's hash (AES-based where the CPU has it), keyed by scanSeed, with
+// the top bit cleared, so cursors stay positive and next-cursor values
+// (h+1) never wrap to 0.
+func scanHash(k string) uint64 { return maphash.String(scanSeed, k) >> 1 }
 
 // scanHashBytes is scanHash of a key given as bytes.
-func scanHashBytes(k []byte) uint64 {
-	h := uint64(14695981039346656037)
-	for _, c := range k {
-		h ^= uint64(c)
-		h *= 1099511628211
-	}
-	return h >> 1
-}
+func scanHashBytes(k []byte) uint64 { return maphash.Bytes(scanSeed, k) >> 1 }
 
 // roomFor reports whether storing values of n bytes in place of the live
 // keys named would stay within --maxmemory (db.mu held). Like Redis, a

@@ -126,3 +126,36 @@ func TestTableSample(t *testing.T) {
 		t.Fatalf("20 samples started at only %d places", len(firsts))
 	}
 }
+
+// Keys crafted to share the top bits of an unkeyed hash (here FNV-1a,
+// which the scan order once used) do not share a chain: the scan hash is
+// keyed per process, so no client can make lookups linear.
+func TestTableCraftedKeys(t *testing.T) {
+	fnv := func(k string) uint64 {
+		h := uint64(14695981039346656037)
+		for i := 0; i < len(k); i++ {
+			h ^= uint64(k[i])
+			h *= 1099511628211
+		}
+		return h >> 1
+	}
+	const n = 1000
+	tab := newTable()
+	for i := 0; tab.len() < n; i++ {
+		k := "k" + strconv.Itoa(i)
+		if fnv(k)>>(hashBits-10) == 0 { // the same top 10 bits
+			tab.insert(&Entry{key: k}, scanHash(k))
+		}
+	}
+	longest := 0
+	for _, head := range tab.b {
+		l := 0
+		for e := head; e != nil; e = e.next {
+			l++
+		}
+		longest = max(longest, l)
+	}
+	if longest > 16 {
+		t.Errorf("%d keys crafted to collide: a chain of %d", n, longest)
+	}
+}
