@@ -430,6 +430,7 @@ func (s *Server) resetStats(c *Session) {
 	unlock := s.lockDB(c) // held already inside EXEC
 	s.stats.reset()
 	s.db.ResetExpired()
+	s.peakMem.Store(s.db.Used()) // used_memory_peak starts again from now
 	unlock()
 	s.totalCmds.Store(0)
 	s.totalConns.Store(0)
@@ -437,6 +438,7 @@ func (s *Server) resetStats(c *Session) {
 	s.protoErrors.Store(0)
 	s.slowClients.Store(0)
 	s.slowSubscribers.Store(0)
+	s.resetInfoExtra()
 }
 
 // outputLimits is client-output-buffer-limit in force, by class.

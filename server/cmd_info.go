@@ -53,6 +53,7 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 				want[d] = true
 			}
 			want["commandstats"] = true
+			want["latencystats"] = true
 		default:
 			want[n] = true
 		}
@@ -111,7 +112,7 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 	section("Memory", func() []string {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
-		return []string{
+		return append([]string{
 			"used_memory:" + strconv.FormatUint(s.db.Used(), 10),
 			"used_memory_human:" + human(s.db.Used()),
 			"used_memory_rss:" + strconv.FormatUint(processRSS(ms.Sys), 10),
@@ -121,7 +122,7 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 			"maxmemory_human:" + human(s.db.Limit()),
 			"maxmemory_configured:" + strconv.FormatUint(s.set.maxMemory.Load(), 10),
 			"maxmemory_policy:noeviction",
-		}
+		}, s.memoryInfoExtra(processRSS(ms.Sys))...)
 	})
 	section("Persistence", s.persistenceInfo)
 	section("Stats", func() []string {
@@ -139,13 +140,14 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 			"pubsub_channels:" + strconv.Itoa(channels),
 			"pubsub_patterns:" + strconv.Itoa(patterns),
 			"pubsubshard_channels:0",
-		}, s.replStatsLines()...)
+		}, append(s.replStatsLines(), s.statsInfoExtra()...)...)
 	})
 	section("Replication", s.replicationInfo)
 	section("CPU", cpuInfo)
 	section("Modules", func() []string { return nil })
 	section("Commandstats", s.stats.commandLines)
 	section("Errorstats", s.stats.errorLines)
+	section("Latencystats", s.latencyLines)
 	section("Cluster", func() []string { return []string{"cluster_enabled:0"} })
 	section("Keyspace", func() []string {
 		if s.db.Len() == 0 {

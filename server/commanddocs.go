@@ -203,4 +203,12 @@ var commandDocs = map[string]cmdDoc{
 	"replconf":     {group: "server", since: "3.0.0", summary: "An internal command for configuring the replication stream", complexity: "O(1)"},
 	"sync":         {group: "server", since: "1.0.0", summary: "An internal command used in replication: a full synchronisation", complexity: "O(N) where N is the size of the snapshot"},
 	"psync":        {group: "server", since: "2.8.0", summary: "An internal command used in replication: a partial resynchronisation, or a full one", complexity: "O(N) where N is the size of the snapshot or of the backlog sent"},
+	"latency":      {group: "server", since: "2.8.13", summary: "A container for latency diagnostics commands", complexity: "Depends on subcommand."},
+	"subscribe":    {group: "pubsub", since: "2.0.0", summary: "Listens for messages published to channels", complexity: "O(N) where N is the number of channels to subscribe to"},
+	"unsubscribe":  {group: "pubsub", since: "2.0.0", summary: "Stops listening to messages posted to channels", complexity: "O(N) where N is the number of channels to unsubscribe"},
+	"psubscribe":   {group: "pubsub", since: "2.0.0", summary: "Listens for messages published to channels that match one or more patterns", complexity: "O(N) where N is the number of patterns to subscribe to"},
+	"punsubscribe": {group: "pubsub", since: "2.0.0", summary: "Stops listening to messages published to channels that match one or more patterns", complexity: "O(N) where N is the number of patterns to unsubscribe"},
+	"publish":      {group: "pubsub", since: "2.0.0", summary: "Posts a message to a channel", complexity: "O(N+M) where N is the number of clients subscribed to the channel and M the number of subscribed patterns"},
+	"pubsub":       {group: "pubsub", since: "2.8.0", summary: "A container for pub/sub introspection commands", complexity: "Depends on subcommand."},
+	"script":       {group: "scripting", since: "2.6.0", summary: "A container for Lua scripts management commands (there are no scripts: SCRIPT KILL answers NOTBUSY)", complexity: "Depends on subcommand.", categories: "scripting"},
 }

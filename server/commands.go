@@ -29,6 +29,7 @@ type command struct {
 	inSubscribed bool
 	// hasSubcommands: errors name it as "name|subcommand".
 	hasSubcommands bool
+	fast           bool // flag "fast": LATENCY records it as a fast-command
 	fn             handlerFunc
 	idx            int // position in commandList (per-server metric children)
 }
@@ -118,6 +119,7 @@ func init() {
 		{name: "client", arity: -2, flags: []string{"noscript", "loading", "stale"}, hasSubcommands: true, fn: cmdClient},
 		{name: "reset", arity: 1, flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "allow_busy"}, noauth: true, txnControl: true, unlocked: true, inSubscribed: true, fn: cmdReset},
 		{name: "config", arity: -2, flags: []string{"admin", "noscript", "loading", "stale"}, unlocked: true, hasSubcommands: true, fn: cmdConfig},
+		{name: "latency", arity: -2, flags: []string{"admin", "noscript", "loading", "stale"}, unlocked: true, hasSubcommands: true, fn: cmdLatency},
 		{name: "slowlog", arity: -2, flags: []string{"admin", "random", "loading", "stale"}, unlocked: true, hasSubcommands: true, fn: cmdSlowlog},
 		{name: "info", arity: -1, flags: []string{"loading", "stale"}, fn: cmdInfo},
 		{name: "dbsize", arity: 1, flags: []string{"readonly", "fast"}, fn: cmdDBSize},
@@ -141,6 +143,9 @@ func init() {
 	commandTable = make(map[string]*command, len(list))
 	for i, c := range list {
 		c.idx = i
+		for _, f := range c.flags {
+			c.fast = c.fast || f == "fast"
+		}
 		commandTable[c.name] = c
 	}
 	commandList = list

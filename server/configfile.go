@@ -222,6 +222,14 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 			r.hosts = append(r.hosts, h)
 		}
 		return nil
+	case "latency-tracking-info-percentiles":
+		// Several values, as Redis writes them: 50 99 99.9 (or quoted).
+		ps, err := parsePercentiles(strings.Join(args, " "))
+		if err != nil {
+			return fmt.Errorf("%s: want numbers from 0 to 100, not %q", name, strings.Join(args, " "))
+		}
+		cfg.LatencyPercentiles = append([]float64{}, ps...)
+		return nil
 	}
 	if name == "replicaof" || name == "slaveof" {
 		if len(args) != 2 {
@@ -432,6 +440,12 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 			return err
 		}
 		cfg.LatencyMonitorThreshold = &x
+	case "latency-tracking":
+		b, err := boolean()
+		if err != nil {
+			return err
+		}
+		cfg.LatencyTracking = confval.FormatBool(b)
 	case "proto-max-bulk-len", "client-query-buffer-limit":
 		m, err := size(1024, 1<<40)
 		if err != nil {
@@ -489,7 +503,7 @@ var directiveNames = map[string]struct{}{}
 func init() {
 	for _, n := range strings.Fields(`port tls-port tls-cert-file tls-key-file protected-mode dir appendonly appendfsync
 		requirepass maxmemory maxmemory-policy maxclients timeout tcp-keepalive auto-aof-rewrite-min-size
-		slowlog-log-slower-than slowlog-max-len latency-monitor-threshold proto-max-bulk-len client-query-buffer-limit
+		slowlog-log-slower-than slowlog-max-len latency-monitor-threshold latency-tracking latency-tracking-info-percentiles proto-max-bulk-len client-query-buffer-limit
 		loglevel logfile pidfile daemonize supervised bind include replicaof slaveof masterauth masteruser
 		replica-read-only slave-read-only replica-serve-stale-data slave-serve-stale-data replica-announced repl-backlog-size
 		min-replicas-to-write min-slaves-to-write min-replicas-max-lag min-slaves-max-lag replica-priority slave-priority

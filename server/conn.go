@@ -146,7 +146,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	defer nc.Close()
 	defer s.endSession(c)
 
-	p := resp.NewReader(nc, s.readLimits(c))
+	p := resp.NewReader(countingReader{nc, &s.net.in}, s.readLimits(c))
 	for {
 		args, err := p.Next()
 		if err != nil {
@@ -269,7 +269,8 @@ func (s *Server) flush(c *Session) bool {
 	}
 	c.conn.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
 	c.setUnsent(len(c.reply.w.Pending()))
-	_, err := c.conn.Write(c.reply.w.Pending())
+	n, err := c.conn.Write(c.reply.w.Pending())
+	s.net.out.Add(int64(n))
 	c.reply.w.Drain()
 	c.setUnsent(0)
 	if err != nil {

@@ -450,7 +450,7 @@ func testReset(t *testing.T, gpc bool) {
 }
 
 func TestMetricsAuthAndFilterSeries(t *testing.T) {
-	s := startServer(t, Config{NoPersistence: true, MetricsAddr: "127.0.0.1:0", MetricsPassword: "scrape"})
+	s := startServer(t, Config{NoPersistence: true, MetricsAddr: "127.0.0.1:0", MetricsPassword: "scrape", MetricsKeys: 100})
 	ctx := context.Background()
 	c := redis.NewClient(&redis.Options{Addr: s.Addr(), Protocol: 2})
 	defer c.Close()
@@ -516,7 +516,7 @@ func TestMetricsAuthAndFilterSeries(t *testing.T) {
 // race, no use after free (run under -race), and the keyspace is empty at
 // once.
 func TestFlushAllWhileScraping(t *testing.T) {
-	s := startServer(t, Config{NoPersistence: true, MetricsAddr: "127.0.0.1:0"})
+	s := startServer(t, Config{NoPersistence: true, MetricsAddr: "127.0.0.1:0", MetricsKeys: 100})
 	rc := dialRaw(t, s.Addr())
 	stop := make(chan struct{})
 	done := make(chan struct{})

@@ -81,6 +81,13 @@ func (s *Server) load() error {
 	if err != nil {
 		return err
 	}
+	if chain.Snapshot == 0 && len(chain.Logs) == 0 && s.cfg.dataDir == nil {
+		// Nothing to load: a restored snapshot under another name would
+		// be ignored, and the server would start empty.
+		if err := misnamedSnapshot(s.cfg.Dir); err != nil {
+			return err
+		}
+	}
 
 	// Exact replay: no limit that can change between runs applies.
 	s.db.BeginLoad()
@@ -96,7 +103,7 @@ func (s *Server) load() error {
 			return fmt.Errorf("server: %w", err)
 		}
 		if gen != snapGen {
-			return fmt.Errorf("server: snapshot %s says it is generation %d: %w", d.Path(SnapshotName(snapGen)), gen, ErrCorrupt)
+			return fmt.Errorf("server: snapshot %s says it is generation %d (a restored backup must be named %s): %w", d.Path(SnapshotName(snapGen)), gen, SnapshotName(gen), ErrCorrupt)
 		}
 		s.persist.loadedKeys.Store(int64(n))
 		s.log.Info("snapshot loaded", "file", d.Path(SnapshotName(snapGen)), "keys", n)
@@ -121,6 +128,7 @@ func (s *Server) load() error {
 	if s.aof, err = chain.OpenLog(policy, s.doubt.add); err != nil {
 		return err
 	}
+	s.aof.SetLatencyHook(s.latency.add)
 	s.persist.nextGen = chain.Next()
 	s.persist.gen.Store(chain.Snapshot)
 	s.db.Loaded()
@@ -230,12 +238,14 @@ func (s *Server) rewrite0(gen uint64) error {
 	// finish any started since with the lock held.
 	s.db.WaitMerges()
 	s.db.Lock()
+	stallStart := time.Now()
 	s.db.FinishMerges(nil)
 	failedBefore := s.aof.Failure() != nil
 	snap := s.db.BeginSnapshot(gen)
 	s.aof.Rotate(lf)
 	dirty := s.db.Dirty()
 	s.db.Unlock()
+	s.noteSnapshotStart(time.Since(stallStart))
 	p.current.Store(snap)
 	err = s.inBackgroundThread(func() error { return s.writeSnapshotFile(snap) })
 	s.db.Lock()

@@ -83,6 +83,12 @@ type Config struct {
 	// LatencyMonitorThreshold is LATENCY's threshold in milliseconds
 	// (nil or 0: the latency monitor is off).
 	LatencyMonitorThreshold *int64
+	// LatencyTracking is "yes" (the default, "") or "no": per-command
+	// latency histograms for INFO latencystats and LATENCY HISTOGRAM.
+	LatencyTracking string
+	// LatencyPercentiles are the percentiles INFO latencystats reports
+	// (nil: 50, 99 and 99.9; empty: none).
+	LatencyPercentiles []float64
 	// LogLevel, LogFile, PidFile and Supervised carry a config file's
 	// loglevel, logfile, pidfile and supervised directives to the program
 	// that builds the logger and runs the process (bloom serve); the
@@ -122,6 +128,16 @@ type Config struct {
 	MaxMemory uint64
 	// MetricsAddr, when set, serves Prometheus /metrics and /healthz.
 	MetricsAddr string
+	// MetricsKeys is how many keys get per-filter series on /metrics
+	// (fill ratio, estimated false-positive rate, items, size, labelled
+	// by key name): at most MaxMetricsKeys, 0 (the default) none. The
+	// keys are the first in SCAN order (by a fixed hash of the name), so
+	// the same keys are chosen on every scrape and every start. It is
+	// bounded and off by default because every key is a set of series in
+	// every Prometheus server that scrapes (cardinality), a pass over the
+	// filter at each scrape, and a key name, which may hold personal data,
+	// copied into the monitoring system.
+	MetricsKeys int
 	// SlowlogLogSlowerThan is the slow log's threshold in microseconds
 	// (nil: 10000; negative: off; 0: every command); SlowlogMaxLen its
 	// length (nil: 128).
@@ -435,9 +451,22 @@ type Server struct {
 	rejectedConns atomic.Int64
 	protoErrors   atomic.Int64
 	slowClients   atomic.Int64
-	connWG        sync.WaitGroup
-	lifeMu        sync.Mutex // closed, and adding to connWG
-	loops         []*eventLoop
+	// net counts the bytes of clients served by a goroutine (TLS, and
+	// systems without the event loops); each loop counts its own.
+	net, netBase netCounters // netBase: the totals at CONFIG RESETSTAT
+	// rates samples what INFO's instantaneous_* fields average; peak
+	// is used_memory_peak; snapStall the last snapshot's start pause.
+	rates     rateMeter
+	peakMem   atomic.Uint64
+	snapStall snapStall
+	// latency is the latency monitor (LATENCY); track the percentiles
+	// INFO latencystats reports.
+	latency latencyMonitor
+	track   latencyTracking
+
+	connWG sync.WaitGroup
+	lifeMu sync.Mutex // closed, and adding to connWG
+	loops  []*eventLoop
 
 	smu      sync.Mutex
 	sessions map[int64]*Session
@@ -477,6 +506,12 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
+	if err := checkLatencyConfig(&cfg); err != nil {
+		return nil, err
+	}
+	if cfg.MetricsKeys < 0 || cfg.MetricsKeys > MaxMetricsKeys {
+		return nil, fmt.Errorf("server: metrics-keys must be from 0 to %d, not %d", MaxMetricsKeys, cfg.MetricsKeys)
+	}
 	if len(cfg.IgnoredDirectives) > 0 {
 		cfg.Logger.Warn("config file directives ignored: "+strings.Join(cfg.IgnoredDirectives, "; "), "file", cfg.ConfigFile)
 	}
@@ -511,6 +546,7 @@ func New(cfg Config) (*Server, error) {
 	s.set.limit.Store(limit)
 	s.initReplication(&cfg)
 	s.db.OnExpire = func(key string) { s.logCommand(nil, [][]byte{[]byte("DEL"), []byte(key)}) }
+	s.initLatency(&cfg)
 	s.slowlog.maxLen = int(s.set.slowMaxLen.Load())
 	s.configFile = cfg.ConfigFile
 	s.runID = newRunID()
@@ -777,6 +813,7 @@ func (s *Server) background() {
 			s.bgBeat.Store(monoNow())
 		}
 		ticks++
+		s.sampleRates()
 		s.expireCycle()
 		// Memory recount: a pass at most every 10 s, in steps of about
 		// a millisecond of lock per tick.
@@ -839,7 +876,9 @@ func (s *Server) savePointDue() bool {
 // expireCycle removes expired keys, sampling like Redis's active expiry,
 // for at most 1 ms with the keyspace locked at a time and 25 ms a cycle.
 func (s *Server) expireCycle() {
-	deadline := time.Now().Add(25 * time.Millisecond)
+	began := time.Now()
+	defer func() { s.latency.add("expire-cycle", time.Since(began)) }()
+	deadline := began.Add(25 * time.Millisecond)
 	for time.Now().Before(deadline) {
 		s.db.Lock()
 		stop := time.Now().Add(time.Millisecond)
@@ -1024,6 +1063,11 @@ func (s *Server) reject(cmd *command, start int64, r *Reply) {
 // executed adds a command that ran and took d to the slow log (INFO
 // commandstats and /metrics counted it already).
 func (s *Server) executed(c *Session, cmd *command, args [][]byte, start int64, d time.Duration, r *Reply) {
+	if cmd.fast {
+		s.latency.add("fast-command", d)
+	} else {
+		s.latency.add("command", d)
+	}
 	if t := s.set.slowerThan.Load(); t >= 0 && d.Microseconds() >= t && !cmd.noSlowlog {
 		s.slowlog.add(c, args, monoTime(start), d, int(s.set.slowMaxLen.Load()))
 	}
@@ -1038,6 +1082,7 @@ func (s *Server) executed(c *Session, cmd *command, args [][]byte, start int64, 
 func (s *Server) locked(c *Session, cmd *command, args [][]byte, r *Reply, start int64) (d time.Duration) {
 	defer func() {
 		if p := recover(); p != nil {
+			s.db.CountReads(false)
 			s.log.Error("panic in command", "cmd", cmd.name, "panic", p, "stack", string(debug.Stack()))
 			if cmd.write {
 				panic(fmt.Sprintf("bloomkit: panic in write command %s: %v", cmd.name, p))
@@ -1072,7 +1117,9 @@ func monoTime(ns int64) time.Time { return monoBase.Add(time.Duration(ns)) }
 func (s *Server) run(c *Session, cmd *command, args [][]byte, r *Reply) {
 	s.beforeWrite(cmd, args)
 	c.skipLog, c.logArgs, c.logBefore = false, nil, nil
+	s.db.CountReads(!cmd.write) // keyspace_hits/misses count the lookups of reads
 	cmd.fn(s, c, args, r)
+	s.db.CountReads(false)
 	var la [][]byte
 	if cmd.write && !r.w.Failed() && !c.skipLog {
 		la = args

@@ -85,6 +85,7 @@ var multiCases = map[string][][]string{
 	"reset": {{"RESET"}},
 	"config": {{"CONFIG", "GET", "maxmemory"}, {"CONFIG", "SET", "slowlog-max-len", "128"}, {"CONFIG", "SET", "maxmemory", "0"},
 		{"CONFIG", "REWRITE"}, {"CONFIG", "RESETSTAT"}},
+	"latency": {{"LATENCY", "LATEST"}, {"LATENCY", "HISTORY", "command"}, {"LATENCY", "RESET"}, {"LATENCY", "DOCTOR"}, {"LATENCY", "HISTOGRAM"}, {"LATENCY", "HELP"}},
 	"slowlog": {{"SLOWLOG", "GET"}, {"SLOWLOG", "LEN"}, {"SLOWLOG", "RESET"}, {"SLOWLOG", "HELP"}},
 	"info":    {{"INFO"}, {"INFO", "all"}},
 	"dbsize":  {{"DBSIZE"}},

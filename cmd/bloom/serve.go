@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -78,6 +79,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	maxmem := fs.String("maxmemory", env("BLOOMKIT_MAXMEMORY", "0"), "memory limit for filters, e.g. 4GiB, 512mb (0: 90% of RAM)")
 	metrics := fs.String("metrics-addr", env("BLOOMKIT_METRICS_ADDR", ""), "serve Prometheus /metrics and /healthz here")
 	pprofAddr := fs.String("pprof-addr", env("BLOOMKIT_PPROF_ADDR", ""), "serve Go's /debug/pprof profiles here (no auth: bind it to loopback)")
+	metricsKeys := fs.Int("metrics-keys", envInt("BLOOMKIT_METRICS_KEYS", 0), fmt.Sprintf("export per-filter series (labelled by key name) on /metrics for at most this many keys, the first in SCAN order (0: none; at most %d)", server.MaxMetricsKeys))
 	metricsPass := fs.String("metrics-password", env("BLOOMKIT_METRICS_PASSWORD", ""), "require HTTP basic auth with this password for /metrics")
 	maxclients := fs.Int("maxclients", envInt("BLOOMKIT_MAXCLIENTS", 10000), "maximum open client connections")
 	timeout := new(time.Duration)
@@ -198,6 +200,9 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	default:
 		return usageErr(stderr, "serve", "--appendonly must be yes or no, not %q", *appendonly)
 	}
+	if *metricsKeys < 0 || *metricsKeys > server.MaxMetricsKeys {
+		return usageErr(stderr, "serve", "--metrics-keys must be from 0 to %d, not %d", server.MaxMetricsKeys, *metricsKeys)
+	}
 	if (*cert == "") != (*key == "") {
 		return usageErr(stderr, "serve", "--tls-cert and --tls-key go together")
 	}
@@ -206,7 +211,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		TLSCert: *cert, TLSKey: *key, MaxMemory: limit, MetricsAddr: *metrics, Logger: logger,
 		MetricsPassword: *metricsPass, MaxClients: *maxclients, Timeout: *timeout,
 		WriteTimeout: *writeTimeout, MaxBulk: int(bulk), MaxQuery: int(query), EventLoops: *loops,
-		NoAppendLog: noAppendLog, ReplicaOf: *replicaOf, MasterAuth: *masterAuth,
+		NoAppendLog: noAppendLog, ReplicaOf: *replicaOf, MasterAuth: *masterAuth, MetricsKeys: *metricsKeys,
 	}
 	if *config != "" {
 		// The file's settings, unless a flag or environment variable says
@@ -214,6 +219,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		cfg.ConfigFile = fc.ConfigFile
 		cfg.SlowlogLogSlowerThan, cfg.SlowlogMaxLen = fc.SlowlogLogSlowerThan, fc.SlowlogMaxLen
 		cfg.LatencyMonitorThreshold = fc.LatencyMonitorThreshold
+		cfg.LatencyTracking, cfg.LatencyPercentiles = fc.LatencyTracking, fc.LatencyPercentiles
 		cfg.NoPersistence = fc.NoPersistence
 		cfg.TCPKeepAlive, cfg.AutoSaveLogBytes = fc.TCPKeepAlive, fc.AutoSaveLogBytes
 		cfg.IgnoredDirectives = fc.IgnoredDirectives

@@ -118,6 +118,12 @@ type DB struct {
 	Now     func() time.Time
 	dirty   uint64 // mutations since start (changes whenever state changes)
 	expired uint64 // keys removed by expiry
+	// hits and misses count the lookups of read commands (INFO
+	// keyspace_hits/keyspace_misses): Get and GetBytes count while
+	// countReads is set, which the server sets around a command that does
+	// not write (Redis counts lookups for reading, not those for writing).
+	hits, misses uint64
+	countReads   bool
 	// loadLimit is the limit BeginLoad lifted.
 	loadLimit uint64
 	// loading is set while the log is replayed: keys do not expire then
@@ -208,14 +214,19 @@ func (db *DB) AllowFn() func(uint64) error { return db.allowFn }
 // get returns the live entry for key, removing it first if expired.
 func (db *DB) Get(key string) *Entry {
 	e := db.keys.find(key, scanHash(key))
-	if e == nil {
-		return nil
-	}
-	if e.ExpireAt != 0 && !db.loading && e.ExpireAt <= db.NowMs() {
+	ok := e != nil
+	if ok && e.ExpireAt != 0 && !db.loading && e.ExpireAt <= db.NowMs() {
 		if !db.following {
 			db.expire(key, e)
 		}
-		return nil
+		e, ok = nil, false
+	}
+	if db.countReads {
+		if ok {
+			db.hits++
+		} else {
+			db.misses++
+		}
 	}
 	return e
 }
@@ -231,11 +242,16 @@ func (db *DB) expire(key string, e *Entry) {
 // getb is get for a key given as bytes, without allocating.
 func (db *DB) GetBytes(key []byte) *Entry {
 	e := db.keys.findBytes(key, scanHashBytes(key))
-	if e == nil {
-		return nil
-	}
-	if e.ExpireAt != 0 {
+	ok := e != nil
+	if ok && e.ExpireAt != 0 {
 		return db.Get(string(key))
+	}
+	if db.countReads {
+		if ok {
+			db.hits++
+		} else {
+			db.misses++
+		}
 	}
 	return e
 }
@@ -625,8 +641,20 @@ func (db *DB) Changed() { db.dirty++ }
 // Expired is the number of keys removed by expiry.
 func (db *DB) Expired() uint64 { return db.expired }
 
-// ResetExpired zeroes Expired (CONFIG RESETSTAT).
-func (db *DB) ResetExpired() { db.expired = 0 }
+// ResetExpired zeroes Expired, Hits and Misses (CONFIG RESETSTAT).
+func (db *DB) ResetExpired() { db.expired, db.hits, db.misses = 0, 0, 0 }
+
+// CountReads makes Get and GetBytes count hits and misses (on) or not:
+// the server turns it on while a command that only reads runs.
+func (db *DB) CountReads(on bool) { db.countReads = on }
+
+// Hits and Misses count the lookups made while CountReads was on that
+// found a live key, and that did not (INFO keyspace_hits and
+// keyspace_misses).
+func (db *DB) Hits() uint64 { return db.hits }
+
+// Misses: see Hits.
+func (db *DB) Misses() uint64 { return db.misses }
 
 // Expires is the number of keys with an expiry.
 func (db *DB) Expires() int { return db.expires }
