@@ -4,7 +4,6 @@ go 1.26.0
 
 require (
 	github.com/FastFilter/xorfilter v0.4.1
-	github.com/google/btree v1.1.3
 	github.com/klauspost/compress v1.20.1
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3

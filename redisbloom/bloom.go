@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/bloomkit/bloomkit/internal/bitcount"
 )
@@ -65,17 +66,142 @@ type Link struct {
 }
 
 // Bloom is a RedisBloom scalable Bloom filter (SBChain).
+//
+// A server may hold millions of small filters (one per user), and most
+// never grow past their first link; such a chain keeps that link packed in
+// the Bloom itself (the fields after Growth), its bits in one allocation
+// beside it: 64 bytes of header where a Link of its own and the slice of
+// links cost 80 + 24 more. Every link of a chain NewBloom created has that
+// shape (its bit count, bits per element and hash count follow from
+// capacity and error rate, so only those two are kept), and so has a
+// loaded one whose header says the same. A chain that grows, a merge
+// destination and a link of any other shape use the full form (ext.links),
+// which holds Links as RedisBloom's SBChain does; Link and NumLinks read
+// either form alike.
 type Bloom struct {
 	Size    uint64 // items inserted (counted)
 	Options uint32
 	Growth  uint32
-	Links   []Link
 
 	// AllowAlloc, if set, is asked before any bit array of n bytes is
 	// allocated; an error refuses the allocation. It is not persisted.
 	AllowAlloc func(n uint64) error
-	// Guard, if set, is told before any bit array changes (see Guard).
-	Guard Guard
+
+	// The packed link, while ext is nil or ext.links is: its bits (bytes
+	// of them, fewer than mmapThreshold, on the Go heap), hash count,
+	// capacity and error rate; its item count is Size.
+	data    *byte
+	bytes   uint32
+	hashes  uint32
+	entries uint64
+	err     float64
+
+	// ext holds what few filters need: the links of the full form, and
+	// the Guard (SetGuard).
+	ext *bloomExt
+}
+
+type bloomExt struct {
+	links []Link
+	guard Guard
+}
+
+// packed reports whether the chain is one packed link.
+func (b *Bloom) packed() bool { return b.ext == nil || b.ext.links == nil }
+
+// NumLinks is the number of links in the chain.
+func (b *Bloom) NumLinks() int {
+	if b.packed() {
+		if b.data == nil {
+			return 0 // freed
+		}
+		return 1
+	}
+	return len(b.ext.links)
+}
+
+// Link returns link i (0 ≤ i < NumLinks), its Data the filter's own bits.
+// Changing the returned Link's fields changes nothing in the chain.
+func (b *Bloom) Link(i int) Link {
+	if !b.packed() {
+		return b.ext.links[i]
+	}
+	if i != 0 || b.data == nil {
+		panic("redisbloom: link index out of range")
+	}
+	s, _ := SizeLink(b.entries, b.err)
+	return Link{
+		Bytes: uint64(b.bytes), Bits: uint64(b.bytes) * 8, Size: b.Size, Error: b.err, BPE: s.BPE,
+		Entries: b.entries, Data: unsafe.Slice(b.data, b.bytes), Hashes: b.hashes,
+	}
+}
+
+// Links returns the chain's links in the full form, which the chain keeps
+// from then on: changes to them (their Size, their bits) are the chain's.
+// Merging uses it; most filters never need it.
+func (b *Bloom) Links() []Link {
+	if b.packed() {
+		if b.data == nil {
+			return nil
+		}
+		l := b.Link(0)
+		if b.ext == nil {
+			b.ext = &bloomExt{}
+		}
+		b.ext.links = []Link{l}
+		b.data, b.bytes, b.hashes, b.entries, b.err = nil, 0, 0, 0, 0
+	}
+	return b.ext.links
+}
+
+// SetGuard sets (nil: removes) the Guard told before any bit array
+// changes.
+func (b *Bloom) SetGuard(g Guard) {
+	if b.ext == nil {
+		if g == nil {
+			return
+		}
+		b.ext = &bloomExt{}
+	}
+	b.ext.guard = g
+	if g == nil && b.ext.links == nil {
+		b.ext = nil
+	}
+}
+
+// Guard is the Guard SetGuard set, or nil.
+func (b *Bloom) Guard() Guard {
+	if b.ext == nil {
+		return nil
+	}
+	return b.ext.guard
+}
+
+// packable reports whether l can be a packed link: NewBloom's shape for
+// its capacity and error rate, and small.
+func packable(l *Link) bool {
+	if l.N2 != 0 || l.Bytes >= mmapThreshold || l.Bytes >= 1<<32 {
+		return false
+	}
+	s, err := SizeLink(l.Entries, l.Error)
+	return err == nil && s.Bytes == l.Bytes && s.Bits == l.Bits && s.Hashes == l.Hashes &&
+		math.Float64bits(s.BPE) == math.Float64bits(l.BPE)
+}
+
+// pack makes a one-link chain whose link is packable packed.
+func (b *Bloom) pack() {
+	if b.packed() || len(b.ext.links) != 1 || !packable(&b.ext.links[0]) {
+		return
+	}
+	l := &b.ext.links[0]
+	if len(l.Data) > 0 {
+		b.data = &l.Data[0]
+	}
+	b.bytes, b.hashes, b.entries, b.err = uint32(l.Bytes), l.Hashes, l.Entries, l.Error
+	b.ext.links = nil
+	if b.ext.guard == nil {
+		b.ext = nil
+	}
 }
 
 // BloomSizing is the layout RedisBloom gives one link.
@@ -155,11 +281,35 @@ func (b *Bloom) addLink(entries uint64, e float64) error {
 	if err != nil {
 		return err
 	}
-	b.Links = append(b.Links, Link{
+	l := Link{
 		Bytes: s.Bytes, Bits: s.Bits, Error: e, BPE: s.BPE, Hashes: s.Hashes,
 		Entries: entries, Data: data,
-	})
+	}
+	if b.NumLinks() == 0 && packable(&l) {
+		b.data, b.bytes, b.hashes, b.entries, b.err = &data[0], uint32(l.Bytes), l.Hashes, l.Entries, l.Error
+		return nil
+	}
+	links := b.Links()
+	if b.ext == nil {
+		b.ext = &bloomExt{}
+	}
+	b.ext.links = append(links, l)
 	return nil
+}
+
+// view is the chain's links: the full form's, or the packed link built in
+// *one (a caller's variable, so that reading a packed chain allocates
+// nothing). Changes to a packed link's fields other than its bits are not
+// the chain's.
+func (b *Bloom) view(one *[1]Link) []Link {
+	if !b.packed() {
+		return b.ext.links
+	}
+	if b.data == nil {
+		return nil
+	}
+	one[0] = b.Link(0)
+	return one[:]
 }
 
 // safeMake allocates n zero bytes, refusing sizes Go cannot allocate.
@@ -191,11 +341,15 @@ func freeBytes(b []byte) {
 // Filters that are simply dropped are reclaimed by the garbage collector
 // except for arrays of 1 MiB or more, which only Free returns to the system.
 func (b *Bloom) Free() {
-	for i := range b.Links {
-		freeBytes(b.Links[i].Data)
-		b.Links[i].Data = nil
+	b.data, b.bytes = nil, 0 // a packed link's bits are on the Go heap
+	if b.packed() {
+		return
 	}
-	b.Links = nil
+	for i := range b.ext.links {
+		freeBytes(b.ext.links[i].Data)
+		b.ext.links[i].Data = nil
+	}
+	b.ext.links = nil
 }
 
 type hashPair struct{ a, b uint64 }
@@ -212,11 +366,13 @@ func (l *Link) mod() uint64 {
 	return l.Bits
 }
 
-func (l *Link) check(h hashPair) bool {
-	mod := l.mod()
-	for i := uint64(0); i < uint64(l.Hashes); i++ {
+func (l *Link) check(h hashPair) bool { return checkBits(l.Data, l.mod(), l.Hashes, h) }
+
+// checkBits reports whether all the item's bits are set in data.
+func checkBits(data []byte, mod uint64, hashes uint32, h hashPair) bool {
+	for i := uint64(0); i < uint64(hashes); i++ {
 		x := (h.a + i*h.b) % mod
-		if l.Data[x>>3]&(1<<(x&7)) == 0 {
+		if data[x>>3]&(1<<(x&7)) == 0 {
 			return false
 		}
 	}
@@ -225,17 +381,18 @@ func (l *Link) check(h hashPair) bool {
 
 // add sets the item's bits and reports whether any was unset; g (may be
 // nil) is told about each byte before it changes.
-func (l *Link) add(h hashPair, g Guard) bool {
-	mod := l.mod()
+func (l *Link) add(h hashPair, g Guard) bool { return addBits(l.Data, l.mod(), l.Hashes, h, g) }
+
+func addBits(data []byte, mod uint64, hashes uint32, h hashPair, g Guard) bool {
 	found := false
-	for i := uint64(0); i < uint64(l.Hashes); i++ {
+	for i := uint64(0); i < uint64(hashes); i++ {
 		x := (h.a + i*h.b) % mod
 		m := byte(1) << (x & 7)
-		if l.Data[x>>3]&m == 0 {
+		if data[x>>3]&m == 0 {
 			if g != nil {
-				g.Write(l.Data, int(x>>3), 1)
+				g.Write(data, int(x>>3), 1)
 			}
-			l.Data[x>>3] |= m
+			data[x>>3] |= m
 			found = true
 		}
 	}
@@ -245,8 +402,12 @@ func (l *Link) add(h hashPair, g Guard) bool {
 // Exists reports whether item is (probably) in the filter.
 func (b *Bloom) Exists(item []byte) bool {
 	h := bloomHash(item)
-	for i := len(b.Links) - 1; i >= 0; i-- {
-		if b.Links[i].check(h) {
+	if b.packed() {
+		return b.data != nil && checkBits(unsafe.Slice(b.data, b.bytes), uint64(b.bytes)*8, b.hashes, h)
+	}
+	links := b.ext.links
+	for i := len(links) - 1; i >= 0; i-- {
+		if links[i].check(h) {
 			return true
 		}
 	}
@@ -258,12 +419,31 @@ func (b *Bloom) Exists(item []byte) bool {
 // filter, or the allocation error when a new link was refused.
 func (b *Bloom) Add(item []byte) (bool, error) {
 	h := bloomHash(item)
-	for i := len(b.Links) - 1; i >= 0; i-- {
-		if b.Links[i].check(h) {
+	if b.packed() {
+		data, mod := unsafe.Slice(b.data, b.bytes), uint64(b.bytes)*8
+		if checkBits(data, mod, b.hashes, h) {
 			return false, nil
 		}
+		if b.Size < b.entries {
+			if addBits(data, mod, b.hashes, h, b.Guard()) {
+				b.Size++
+				return true, nil
+			}
+			return false, nil
+		}
+		if b.Options&OptNoScaling != 0 {
+			return false, ErrFull
+		}
+		b.Links() // full: the chain grows below
+	} else {
+		links := b.ext.links
+		for i := len(links) - 1; i >= 0; i-- {
+			if links[i].check(h) {
+				return false, nil
+			}
+		}
 	}
-	cur := &b.Links[len(b.Links)-1]
+	cur := &b.ext.links[len(b.ext.links)-1]
 	if cur.Size >= cur.Entries {
 		if b.Options&OptNoScaling != 0 {
 			return false, ErrFull
@@ -274,9 +454,9 @@ func (b *Bloom) Add(item []byte) (bool, error) {
 			}
 			return false, err
 		}
-		cur = &b.Links[len(b.Links)-1]
+		cur = &b.ext.links[len(b.ext.links)-1]
 	}
-	if cur.add(h, b.Guard) {
+	if cur.add(h, b.Guard()) {
 		cur.Size++
 		b.Size++
 		return true, nil
@@ -290,26 +470,36 @@ func (b *Bloom) NonScaling() bool { return b.Options&OptNoScaling != 0 }
 // Capacity is the sum of the links' capacities (BF.INFO Capacity).
 func (b *Bloom) Capacity() uint64 {
 	var c uint64
-	for i := range b.Links {
-		c += b.Links[i].Entries
+	var one [1]Link
+	for _, l := range b.view(&one) {
+		c += l.Entries
 	}
 	return c
 }
 
 // MemUsage is RedisBloom's BF.INFO Size: 32 + Σ(64 + bytes).
 func (b *Bloom) MemUsage() uint64 {
+	if b.packed() {
+		if b.data == nil {
+			return 32
+		}
+		return 32 + 64 + uint64(b.bytes)
+	}
 	n := uint64(32)
-	for i := range b.Links {
-		n += 64 + b.Links[i].Bytes
+	for i := range b.ext.links {
+		n += 64 + b.ext.links[i].Bytes
 	}
 	return n
 }
 
 // DataBytes is the total size of the bit arrays.
 func (b *Bloom) DataBytes() uint64 {
+	if b.packed() {
+		return uint64(b.bytes)
+	}
 	var n uint64
-	for i := range b.Links {
-		n += b.Links[i].Bytes
+	for i := range b.ext.links {
+		n += b.ext.links[i].Bytes
 	}
 	return n
 }
@@ -317,9 +507,10 @@ func (b *Bloom) DataBytes() uint64 {
 // FillRatio is the fraction of set bits over all links.
 func (b *Bloom) FillRatio() float64 {
 	var set, total uint64
-	for i := range b.Links {
-		set += bitcount.Ones(b.Links[i].Data)
-		total += b.Links[i].Bytes * 8
+	var one [1]Link
+	for _, l := range b.view(&one) {
+		set += bitcount.Ones(l.Data)
+		total += l.Bytes * 8
 	}
 	if total == 0 {
 		return 0
@@ -331,8 +522,10 @@ func (b *Bloom) FillRatio() float64 {
 // each link: 1 - Π(1 - fill_i^k_i).
 func (b *Bloom) EstimatedFPR() float64 {
 	miss := 1.0
-	for i := range b.Links {
-		l := &b.Links[i]
+	var one [1]Link
+	links := b.view(&one)
+	for i := range links {
+		l := &links[i]
 		f := float64(bitcount.Ones(l.Data)) / float64(l.Bytes*8)
 		miss *= 1 - math.Pow(f, float64(l.Hashes))
 	}
@@ -341,14 +534,16 @@ func (b *Bloom) EstimatedFPR() float64 {
 
 // Header encodes the chain header as BF.SCANDUMP iterator 0 returns it.
 func (b *Bloom) Header() []byte {
-	out := make([]byte, chainHeaderLen+linkHeaderLen*len(b.Links))
+	var one [1]Link
+	links := b.view(&one)
+	out := make([]byte, chainHeaderLen+linkHeaderLen*len(links))
 	binary.LittleEndian.PutUint64(out[0:], b.Size)
-	binary.LittleEndian.PutUint32(out[8:], uint32(len(b.Links)))
+	binary.LittleEndian.PutUint32(out[8:], uint32(len(links)))
 	binary.LittleEndian.PutUint32(out[12:], b.Options)
 	binary.LittleEndian.PutUint32(out[16:], b.Growth)
 	p := out[chainHeaderLen:]
-	for i := range b.Links {
-		l := &b.Links[i]
+	for i := range links {
+		l := &links[i]
 		binary.LittleEndian.PutUint64(p[0:], l.Bytes)
 		binary.LittleEndian.PutUint64(p[8:], l.Bits)
 		binary.LittleEndian.PutUint64(p[16:], l.Size)
@@ -362,18 +557,19 @@ func (b *Bloom) Header() []byte {
 	return out
 }
 
-// linkAt finds the link holding byte offset iter-1 of the concatenated bit arrays.
-func (b *Bloom) linkAt(iter int64) (*Link, uint64) {
+// linkAt finds the link among links holding byte offset iter-1 of the
+// concatenated bit arrays.
+func linkAt(links []Link, iter int64) (*Link, uint64) {
 	if iter < 1 {
 		return nil, 0
 	}
 	pos := uint64(iter - 1)
 	var seek uint64
-	for i := range b.Links {
-		if seek+b.Links[i].Bytes > pos {
-			return &b.Links[i], pos - seek
+	for i := range links {
+		if seek+links[i].Bytes > pos {
+			return &links[i], pos - seek
 		}
-		seek += b.Links[i].Bytes
+		seek += links[i].Bytes
 	}
 	return nil, 0
 }
@@ -381,7 +577,8 @@ func (b *Bloom) linkAt(iter int64) (*Link, uint64) {
 // Chunk returns the BF.SCANDUMP chunk for iterator iter ≥ 1 and the next
 // iterator; past the end it returns (0, nil). The chunk aliases the filter.
 func (b *Bloom) Chunk(iter int64) (int64, []byte) {
-	l, off := b.linkAt(iter)
+	var one [1]Link
+	l, off := linkAt(b.view(&one), iter)
 	if l == nil {
 		return 0, nil
 	}
@@ -407,16 +604,17 @@ func LoadBloomHeader(hdr []byte, allow func(uint64) error) (*Bloom, error) {
 		Size:       binary.LittleEndian.Uint64(hdr[0:]),
 		Options:    binary.LittleEndian.Uint32(hdr[12:]),
 		Growth:     binary.LittleEndian.Uint32(hdr[16:]),
-		Links:      make([]Link, nf),
 		AllowAlloc: allow,
+		ext:        &bloomExt{links: make([]Link, nf)},
 	}
+	links := b.ext.links
 	if b.Options&^(OptNoRound|OptEntsIsBits|OptForce64|OptNoScaling) != 0 {
 		return nil, ErrBadData
 	}
 	p := hdr[chainHeaderLen:]
 	var total, sum uint64
-	for i := range b.Links {
-		l := &b.Links[i]
+	for i := range links {
+		l := &links[i]
 		l.Bytes = binary.LittleEndian.Uint64(p[0:])
 		l.Bits = binary.LittleEndian.Uint64(p[8:])
 		l.Size = binary.LittleEndian.Uint64(p[16:])
@@ -451,14 +649,15 @@ func LoadBloomHeader(hdr []byte, allow func(uint64) error) (*Bloom, error) {
 			return nil, ErrBadData
 		}
 	}
-	for i := range b.Links {
-		d, err := safeMake(b.Links[i].Bytes)
+	for i := range links {
+		d, err := safeMake(links[i].Bytes)
 		if err != nil {
 			b.Free()
 			return nil, ErrBadData
 		}
-		b.Links[i].Data = d
+		links[i].Data = d
 	}
+	b.pack()
 	return b, nil
 }
 
@@ -468,15 +667,16 @@ func (b *Bloom) LoadChunk(iter int64, data []byte) error {
 	if iter <= 0 || iter < int64(len(data)) {
 		return ErrBadData
 	}
-	l, off := b.linkAt(iter - int64(len(data)))
+	var one [1]Link
+	l, off := linkAt(b.view(&one), iter-int64(len(data)))
 	if l == nil {
 		return ErrNoLink
 	}
 	if uint64(len(data)) > l.Bytes-off {
 		return ErrChunkTooBig
 	}
-	if b.Guard != nil {
-		b.Guard.Write(l.Data, int(off), len(data))
+	if g := b.Guard(); g != nil {
+		g.Write(l.Data, int(off), len(data))
 	}
 	copy(l.Data[off:], data)
 	return nil
@@ -484,7 +684,7 @@ func (b *Bloom) LoadChunk(iter int64, data []byte) error {
 
 // String describes the chain briefly (for logs and debugging).
 func (b *Bloom) String() string {
-	return fmt.Sprintf("bloom{items:%d links:%d capacity:%d bytes:%d}", b.Size, len(b.Links), b.Capacity(), b.DataBytes())
+	return fmt.Sprintf("bloom{items:%d links:%d capacity:%d bytes:%d}", b.Size, b.NumLinks(), b.Capacity(), b.DataBytes())
 }
 
 // ErrLayout is returned by Merge for chains whose links differ.
@@ -494,11 +694,13 @@ var ErrLayout = errors.New("ERR filters differ in layout: only filters created w
 // counts, capacities, error rates) and options, so that a bit of one means
 // the same as that bit of the other.
 func (b *Bloom) SameLayout(o *Bloom) bool {
-	if b.Options != o.Options || b.Growth != o.Growth || len(b.Links) != len(o.Links) {
+	var bone, oone [1]Link
+	bl, ol := b.view(&bone), o.view(&oone)
+	if b.Options != o.Options || b.Growth != o.Growth || len(bl) != len(ol) {
 		return false
 	}
-	for i := range b.Links {
-		x, y := &b.Links[i], &o.Links[i]
+	for i := range bl {
+		x, y := &bl[i], &ol[i]
 		if x.Bytes != y.Bytes || x.Bits != y.Bits || x.Hashes != y.Hashes || x.Entries != y.Entries ||
 			x.N2 != y.N2 || x.Error != y.Error {
 			return false
@@ -517,16 +719,18 @@ func (b *Bloom) Merge(o *Bloom) error {
 	if !b.SameLayout(o) {
 		return ErrLayout
 	}
+	var bone, oone [1]Link
+	links, olinks := b.view(&bone), o.view(&oone)
 	b.Size = 0
-	for i := range b.Links {
-		l, src := &b.Links[i], o.Links[i].Data
-		if b.Guard != nil {
-			b.Guard.Write(l.Data, 0, len(l.Data))
+	for i := range links {
+		l, src := &links[i], olinks[i].Data
+		if g := b.Guard(); g != nil {
+			g.Write(l.Data, 0, len(l.Data))
 		}
 		for j := range l.Data {
 			l.Data[j] |= src[j]
 		}
-		size := max(l.Size, o.Links[i].Size)
+		size := max(l.Size, olinks[i].Size)
 		if set := bitcount.Ones(l.Data); set < l.Bits {
 			size = max(size, bitcount.Classic(set, l.Bits, l.Hashes))
 		}
@@ -543,8 +747,10 @@ func (b *Bloom) Clone(allow func(uint64) error) (*Bloom, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i := range c.Links {
-		copy(c.Links[i].Data, b.Links[i].Data)
+	var cone, bone [1]Link
+	bl := b.view(&bone)
+	for i, l := range c.view(&cone) {
+		copy(l.Data, bl[i].Data)
 	}
 	return c, nil
 }
@@ -559,11 +765,14 @@ func (b *Bloom) Clone(allow func(uint64) error) (*Bloom, error) {
 // positions are independent of each other and overlap anyway.) It changes
 // nothing and its result means nothing.
 func (b *Bloom) Prefetch(items ...[]byte) byte {
-	if len(b.Links) == 0 {
-		return 0
+	var data []byte
+	var mod uint64
+	if b.packed() {
+		data, mod = unsafe.Slice(b.data, b.bytes), uint64(b.bytes)*8
+	} else if n := len(b.ext.links); n > 0 {
+		l := &b.ext.links[n-1]
+		data, mod = l.Data, l.mod()
 	}
-	l := &b.Links[len(b.Links)-1]
-	mod := l.mod()
 	if mod == 0 {
 		return 0
 	}
@@ -579,8 +788,8 @@ func (b *Bloom) Prefetch(items ...[]byte) byte {
 			pos[i] = (MurmurHash64A(item, 0xc6a4a7935bd1e995) % mod) >> 3
 		}
 		for _, p := range pos[:n] {
-			if p < uint64(len(l.Data)) {
-				v ^= l.Data[p]
+			if p < uint64(len(data)) {
+				v ^= data[p]
 			}
 		}
 		items = items[n:]

@@ -70,7 +70,7 @@ func MurmurHash64A(key []byte, seed uint64) uint64 {
 // instead of freeing an array it no longer needs; the Guard frees released
 // arrays with FreeArray once its reader is done with them.
 //
-// Arrays are identified by the slices the filter holds (Bloom.Links[i].Data,
+// Arrays are identified by the slices the filter holds (Bloom.Link(i).Data,
 // Cuckoo.Filters[i]); off and n are byte offsets into them.
 type Guard interface {
 	Write(array []byte, off, n int)

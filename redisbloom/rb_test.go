@@ -116,7 +116,7 @@ func TestBloomGrowthRefused(t *testing.T) {
 	if _, err := b.Add([]byte("b")); err != ErrInsert {
 		t.Fatalf("want ErrInsert, got %v", err)
 	}
-	if len(b.Links) != 1 {
+	if b.NumLinks() != 1 {
 		t.Fatal("link added despite refusal")
 	}
 }

@@ -145,7 +145,7 @@ func TestBloomRecordings(t *testing.T) {
 			}
 			checkInfo("Capacity", int64(b.Capacity()))
 			checkInfo("Size", int64(b.MemUsage()))
-			checkInfo("Number of filters", int64(len(b.Links)))
+			checkInfo("Number of filters", int64(b.NumLinks()))
 			checkInfo("Number of items inserted", int64(b.Size))
 			if wantInfo["Expansion rate"] == nil {
 				if !b.NonScaling() {
@@ -203,8 +203,8 @@ func TestBloomRecordings(t *testing.T) {
 			if !bytes.Equal(l.Header(), hdr) {
 				t.Errorf("loaded header differs")
 			}
-			for i := range l.Links {
-				if !bytes.Equal(l.Links[i].Data, b.Links[i].Data) {
+			for i := 0; i < l.NumLinks(); i++ {
+				if !bytes.Equal(l.Link(i).Data, b.Link(i).Data) {
 					t.Errorf("loaded link %d differs", i)
 				}
 			}

@@ -457,7 +457,7 @@ func cmdBFInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 	infoReply(r, args, []infoField{
 		{"capacity", "Capacity", func() { r.Uint(b.Capacity()) }},
 		{"size", "Size", func() { r.Uint(b.MemUsage()) }},
-		{"filters", "Number of filters", func() { r.Int(int64(len(b.Links))) }},
+		{"filters", "Number of filters", func() { r.Int(int64(b.NumLinks())) }},
 		{"items", "Number of items inserted", func() { r.Uint(b.Size) }},
 		{"expansion", "Expansion rate", expansion},
 	})

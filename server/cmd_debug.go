@@ -58,10 +58,11 @@ func cmdBFDebug(s *Server, c *Session, args [][]byte, r *Reply) {
 		return
 	}
 	b := e.BF
-	r.Array(1 + len(b.Links))
+	r.Array(1 + b.NumLinks())
 	r.BulkString("size:" + strconv.FormatUint(b.Size, 10))
-	for i := range b.Links {
-		r.BulkString(bloomDebugLink(b, &b.Links[i]))
+	for i := range b.NumLinks() {
+		l := b.Link(i)
+		r.BulkString(bloomDebugLink(b, &l))
 	}
 }
 

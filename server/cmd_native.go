@@ -56,6 +56,42 @@ func nativeOption(args [][]byte) bool {
 	return false
 }
 
+// The words of a logged native BF.RESERVE (read, never changed).
+var (
+	wordReserve     = []byte("BF.RESERVE")
+	wordLayout      = []byte("LAYOUT")
+	wordBlocked     = []byte(keyspace.LayoutBlocked)
+	wordClassic     = []byte(keyspace.LayoutClassic)
+	wordWindow      = []byte("WINDOW")
+	wordGenerations = []byte("GENERATIONS")
+	wordStart       = []byte("START")
+	wordSeed        = []byte("SEED")
+)
+
+// lowerWord is strings.ToLower(string(b)) without an allocation for the
+// option words and values BF.RESERVE knows (ASCII, at most 16 bytes).
+func lowerWord(b []byte) string {
+	var buf [16]byte
+	if len(b) > len(buf) {
+		return strings.ToLower(string(b))
+	}
+	for i, c := range b {
+		if c >= 0x80 {
+			return strings.ToLower(string(b))
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	for _, w := range [...]string{"nonscaling", "expansion", "layout", "window", "generations", "seed", "start", keyspace.LayoutBlocked, keyspace.LayoutClassic} {
+		if string(buf[:len(b)]) == w {
+			return w
+		}
+	}
+	return string(buf[:len(b)])
+}
+
 // parseWindow reads WINDOW's argument: a Go duration ("24h", "90m",
 // "1h30m", "500ms") or a whole number of seconds.
 func parseWindow(b []byte) (time.Duration, bool) {
@@ -106,7 +142,7 @@ func (s *Server) reserveNative(c *Session, args [][]byte, r *Reply) {
 	seed, seedSet := uint64(0), false
 	startGen, startSet := int64(0), false
 	for i := 4; i < len(args); i++ {
-		word := strings.ToLower(string(args[i]))
+		word := lowerWord(args[i])
 		if word == "nonscaling" {
 			continue
 		}
@@ -126,7 +162,7 @@ func (s *Server) reserveNative(c *Session, args [][]byte, r *Reply) {
 		v := args[i]
 		switch word {
 		case "layout":
-			switch strings.ToLower(string(v)) {
+			switch lowerWord(v) {
 			case keyspace.LayoutBlocked:
 				typ = format.TypeBlocked
 			case keyspace.LayoutClassic:
@@ -211,16 +247,21 @@ func (s *Server) reserveNative(c *Session, args [][]byte, r *Reply) {
 	if !s.placeNative(args[1], n, r) {
 		return
 	}
-	la := [][]byte{[]byte("BF.RESERVE"), args[1], args[2], args[3], []byte("LAYOUT"), []byte(keyspace.LayoutBlocked)}
-	if typ == format.TypeClassic {
-		la[5] = []byte(keyspace.LayoutClassic)
+	// The logged command: one allocation for the list and one for the
+	// seed, as many small keys are reserved one after another (the
+	// words are shared; the log only reads them).
+	var la [][]byte
+	switch typ {
+	case format.TypeWindow:
+		la = append(make([][]byte, 0, 12), wordReserve, args[1], args[2], args[3],
+			wordWindow, append(strconv.AppendInt(nil, int64(period), 10), "ns"...),
+			wordGenerations, strconv.AppendInt(nil, int64(gens), 10), wordStart, strconv.AppendInt(nil, n.Cur, 10))
+	case format.TypeClassic:
+		la = append(make([][]byte, 0, 8), wordReserve, args[1], args[2], args[3], wordLayout, wordClassic)
+	default:
+		la = append(make([][]byte, 0, 8), wordReserve, args[1], args[2], args[3], wordLayout, wordBlocked)
 	}
-	if typ == format.TypeWindow {
-		la = la[:4]
-		la = append(la, []byte("WINDOW"), []byte(strconv.FormatInt(int64(period), 10)+"ns"),
-			[]byte("GENERATIONS"), []byte(strconv.Itoa(gens)), []byte("START"), []byte(strconv.FormatInt(n.Cur, 10)))
-	}
-	c.logArgs = append(la, []byte("SEED"), []byte(strconv.FormatUint(seed, 10)))
+	c.logArgs = append(la, wordSeed, strconv.AppendUint(nil, seed, 10))
 	r.OK()
 }
 
@@ -534,8 +575,7 @@ func (s *Server) nativeMerge(c *Session, args [][]byte, dest *keyspace.Entry, sr
 	}
 	if dest == nil {
 		first := srcs[0].NF
-		n := &keyspace.NativeFilter{Typ: first.Typ, Params: first.Params, Period: first.Period, Gens: first.Gens,
-			GenLen: first.GenLen, Cur: first.Cur}
+		n := first.Shape()
 		if !s.placeNative(args[1], n, r) {
 			return
 		}

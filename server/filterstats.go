@@ -90,9 +90,10 @@ func (s *Server) filterRow(key string) (filterRow, bool) {
 	switch e.Kind {
 	case keyspace.KindBloom:
 		row.typ, row.items, row.bytes = "bloom", float64(e.BF.Size), float64(e.BF.MemUsage())
-		for i := range e.BF.Links {
-			sizes = append(sizes, len(e.BF.Links[i].Data))
-			hashes = append(hashes, e.BF.Links[i].Hashes)
+		for i := range e.BF.NumLinks() {
+			l := e.BF.Link(i)
+			sizes = append(sizes, len(l.Data))
+			hashes = append(hashes, l.Hashes)
 		}
 	case keyspace.KindNative:
 		row.typ, row.items, row.bytes = e.NF.Layout(), float64(e.NF.Card(s.db.Now())), float64(e.NF.MemUsage())
@@ -155,8 +156,10 @@ func (s *Server) filterPart(key string, e *keyspace.Entry, i, n int) ([]byte, bo
 	}
 	switch e.Kind {
 	case keyspace.KindBloom:
-		if i < len(e.BF.Links) && len(e.BF.Links[i].Data) == n {
-			return e.BF.Links[i].Data, true
+		if i < e.BF.NumLinks() {
+			if d := e.BF.Link(i).Data; len(d) == n {
+				return d, true
+			}
 		}
 	case keyspace.KindNative:
 		if i < len(e.NF.Arrays) && len(e.NF.Arrays[i]) == n {

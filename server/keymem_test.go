@@ -83,3 +83,37 @@ func writeHeapProfile(name string) error {
 	defer f.Close()
 	return pprof.Lookup("heap").WriteTo(f, 0)
 }
+
+// Reserving a small blocked key leaves little garbage: its logged command
+// is built in two allocations (the list and the seed), the option words
+// are matched without copies. The garbage of a million reserves is what
+// the heap grows by between collections, resident memory beyond the keys.
+func TestReserveBlockedAllocations(t *testing.T) {
+	s, err := New(Config{NoPersistence: true, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c := &Session{authed: true}
+	var r Reply
+	const n = 2000
+	args := make([][][]byte, n)
+	for i := range args {
+		args[i] = [][]byte{[]byte("BF.RESERVE"), []byte("user:" + strconv.Itoa(i) + ":seen"), []byte("0.01"), []byte("100"), []byte("LAYOUT"), []byte("blocked")}
+	}
+	i := 0
+	allocs := testing.AllocsPerRun(n-1, func() {
+		r.Reset(false)
+		s.Do(c, args[i], &r)
+		i++
+	})
+	if r.w.Failed() {
+		t.Fatalf("BF.RESERVE: %s", r.Bytes())
+	}
+	// The entry, its key, the filter, its arrays and bits, the logged
+	// command's list and seed; the table's growth now and then.
+	t.Logf("%v allocations", allocs)
+	if allocs > 10 {
+		t.Errorf("BF.RESERVE … LAYOUT blocked makes %v allocations, want at most 10", allocs)
+	}
+}

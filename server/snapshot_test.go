@@ -236,7 +236,7 @@ func TestSnapshotCopiesOutsideHeap(t *testing.T) {
 	rs.finish(t)
 	s.db.Lock()
 	defer s.db.Unlock()
-	if e := s.db.Lookup("big"); e.HoldsImage() || e.BF.Guard != nil {
+	if e := s.db.Lookup("big"); e.HoldsImage() || e.BF.Guard() != nil {
 		t.Error("the filter still holds the snapshot's image")
 	}
 }

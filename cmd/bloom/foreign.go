@@ -139,9 +139,9 @@ func sniffForeign(path string, head []byte, size int64, r io.Reader) (l *loaded,
 		switch f := f.(type) {
 		case *redisbloom.Bloom:
 			l.kind = typeRBBloom
-			l.hdr = format.Header{M: f.DataBytes() * 8, K: uint32(len(f.Links)), N: f.Capacity(), Count: f.Size}
-			if len(f.Links) > 0 {
-				l.hdr.P = f.Links[0].Error
+			l.hdr = format.Header{M: f.DataBytes() * 8, K: uint32(f.NumLinks()), N: f.Capacity(), Count: f.Size}
+			if f.NumLinks() > 0 {
+				l.hdr.P = f.Link(0).Error
 			}
 		case *redisbloom.Cuckoo:
 			l.kind = typeRBCuckoo

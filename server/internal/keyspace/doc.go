@@ -1,4 +1,4 @@
-// Package keyspace is the server's data: one map of keys to values
+// Package keyspace is the server's data: one table of keys to values
 // (RedisBloom's Bloom and cuckoo filters, strings, and bloomkit's own
 // filters in NativeFilter), with expiry, the scan order SCAN and the
 // snapshot walk follow, and the memory accounted against --maxmemory.

@@ -17,7 +17,7 @@ func Example() {
 		db.PutString([]byte("greeting"), val, 0)
 	}
 	e := db.Get("greeting")
-	fmt.Println(db.Len(), e.Kind, string(e.Str), db.Used() > 0)
+	fmt.Println(db.Len(), e.Kind, string(e.StrBytes()), db.Used() > 0)
 	fmt.Println(db.RoomFor(2 << 20))
 	// Output:
 	// 1 string hello true

@@ -44,3 +44,11 @@ func TestEstimateRemembered(t *testing.T) {
 		}
 	}
 }
+
+// A native filter is kept once per key too; a window's own fields are
+// only in windows.
+func TestNativeFilterSize(t *testing.T) {
+	if s := unsafe.Sizeof(NativeFilter{}); s > 128 {
+		t.Errorf("NativeFilter is %d bytes, want at most 128", s)
+	}
+}

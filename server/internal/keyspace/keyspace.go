@@ -2,13 +2,13 @@ package keyspace
 
 import (
 	"errors"
+	"hash/maphash"
 	"sync"
 	"time"
 	"unsafe"
 
 	"github.com/bloomkit/bloomkit/bloom"
 	"github.com/bloomkit/bloomkit/redisbloom"
-	"github.com/google/btree"
 )
 
 // Kind is the type of a key's value.
@@ -43,31 +43,46 @@ func (k Kind) String() string {
 
 // Entry is one key's value. One is kept per key, so its size is paid once
 // per key (many small filters are a real workload): the fields are laid out
-// to fill 80 bytes, an allocation size class, with no padding (a test pins
-// it).
+// to fit 80 bytes, an allocation size class (a test pins it). It is also
+// the key's slot in the keyspace's table (table.go): its key and the next
+// entry of its bucket.
 type Entry struct {
-	Kind Kind
-	// countedIn is the number of the recount pass that counted the entry
-	// (see recountPass); counted is the size it counted.
-	countedIn uint32
-	BF        *redisbloom.Bloom
-	CF        *redisbloom.Cuckoo
-	NF        *NativeFilter
-	// Str is a string's value. It is never changed in place (a write
+	key  string
+	next *Entry // in the table's bucket, in scan order
+	BF   *redisbloom.Bloom
+	CF   *redisbloom.Cuckoo
+	NF   *NativeFilter
+	// str is a string's value (rare among filters: one pointer here, not
+	// a string's two words). It is never changed in place (a write
 	// replaces the entry), so a snapshot's image can share it.
-	Str      string
+	str      *string
 	ExpireAt int64 // unix milliseconds; 0 = no expiry
 	// img is the entry's point-in-time image while a snapshot still needs
 	// it; epoch is the newest snapshot that no longer needs the entry (it
 	// wrote it, or the entry did not exist at its point in time).
-	img     *image
-	epoch   uint64
-	counted uint64
+	img   *image
+	epoch uint32
+	Kind  Kind
+	// tag is the low 16 bits of the key's scan hash (bits the bucket
+	// index does not use), in what would be padding: a lookup skips the
+	// other entries of its chain without reading their keys, which live
+	// in allocations of their own (a cache miss each).
+	tag uint16
 }
 
 // StrBytes is a string value as bytes, without a copy: the bytes must not
 // be changed (they are the string's).
-func (e *Entry) StrBytes() []byte { return unsafe.Slice(unsafe.StringData(e.Str), len(e.Str)) }
+func (e *Entry) StrBytes() []byte {
+	if e.str == nil {
+		return nil
+	}
+	return unsafe.Slice(unsafe.StringData(*e.str), len(*e.str))
+}
+
+// NewString is a string value's entry.
+func NewString(val string, expireAt int64) *Entry {
+	return &Entry{Kind: KindString, str: &val, ExpireAt: expireAt}
+}
 
 // KeyOverhead approximates the per-key bookkeeping cost counted against
 // --maxmemory besides the key bytes and the filter's arrays.
@@ -80,7 +95,7 @@ func (e *Entry) DataBytes() uint64 {
 	case KindCuckoo:
 		return e.CF.MemUsage()
 	case KindString:
-		return uint64(len(e.Str))
+		return uint64(len(e.StrBytes()))
 	case KindNative:
 		return e.NF.MemUsage()
 	}
@@ -93,13 +108,11 @@ var errOOM = errors.New("allocation exceeds maxmemory")
 // DB is the keys: key → filter, with expiry. All access goes through
 // the server's single mutex (mu), like Redis's single thread.
 type DB struct {
-	mu   sync.Mutex
-	keys map[string]*Entry
-	// order holds every key of keys sorted by (scanHash, key): SCAN resumes
-	// from a cursor in O(log N) and metrics pick keys without sorting.
-	// Kept in step with keys by link, remove and flush (reindex rebuilds
-	// it after a snapshot was loaded into keys directly).
-	order *btree.BTreeG[ScanKey]
+	mu sync.Mutex
+	// keys maps each key to its entry and holds them in scan order,
+	// sorted by (scanHash, key): SCAN resumes from a cursor in O(1) and
+	// metrics pick keys without sorting (table.go).
+	keys *table
 	// expires counts the keys with an expiry (INFO keyspace), kept by
 	// link, remove and setExpire.
 	expires int
@@ -130,11 +143,13 @@ type DB struct {
 	OnExpire func(key string)
 	// snap is the snapshot being written, if any; epoch numbers snapshots.
 	snap  *Snapshot
-	epoch uint64
+	epoch uint32
 	// probe is scratch space for native filters' lookups (Scratch).
 	probe Probe
 	// merges are the BF.MERGEs still ORing in the background (merge.go).
 	merges []*MergeJob
+	// sampled is ExpireSome's scratch space.
+	sampled []*Entry
 	// allowFn is Allow as a func value, made once: every filter holds it
 	// (AllowAlloc), and a method value made per filter would cost each key
 	// an allocation.
@@ -145,25 +160,16 @@ func New(limit uint64, now func() time.Time) *DB {
 	if now == nil {
 		now = time.Now
 	}
-	db := &DB{keys: map[string]*Entry{}, order: newOrder(), limit: limit, Now: now}
+	db := &DB{keys: newTable(), limit: limit, Now: now}
 	db.allowFn = db.Allow
 	return db
 }
 
-func newOrder() *btree.BTreeG[ScanKey] {
-	return btree.NewG(32, func(a, b ScanKey) bool {
-		if a.h != b.h {
-			return a.h < b.h
-		}
-		return a.k < b.k
-	})
-}
-
-// link adds key → e to the map and the scan order (key not present).
+// link adds key → e to the keyspace (key not present).
 func (db *DB) Link(key string, e *Entry) {
-	db.keys[key] = e
 	h := scanHash(key)
-	db.order.ReplaceOrInsert(ScanKey{h, key})
+	e.key = key
+	db.keys.insert(e, h)
 	if db.pass.active && h < db.pass.cursor {
 		db.pass.recheck[key] = struct{}{}
 	}
@@ -184,16 +190,14 @@ func (db *DB) SetExpire(e *Entry, at int64) {
 	e.ExpireAt = at
 }
 
-// reindex rebuilds the scan order and the expires count from the map.
+// Reindex recounts the keys with an expiry (after a snapshot was loaded).
 func (db *DB) Reindex() {
-	db.order = newOrder()
 	db.expires = 0
-	for k, e := range db.keys {
-		db.order.ReplaceOrInsert(ScanKey{scanHash(k), k})
+	db.keys.all(func(e *Entry) {
 		if e.ExpireAt != 0 {
 			db.expires++
 		}
-	}
+	})
 }
 
 func (db *DB) NowMs() int64 { return db.Now().UnixMilli() }
@@ -214,7 +218,8 @@ func (db *DB) AllowFn() func(uint64) error { return db.allowFn }
 
 // get returns the live entry for key, removing it first if expired.
 func (db *DB) Get(key string) *Entry {
-	e, ok := db.keys[key]
+	e := db.keys.find(key, scanHash(key))
+	ok := e != nil
 	if ok && e.ExpireAt != 0 && !db.loading && e.ExpireAt <= db.NowMs() {
 		if !db.following {
 			db.expire(key, e)
@@ -241,7 +246,8 @@ func (db *DB) expire(key string, e *Entry) {
 
 // getb is get for a key given as bytes, without allocating.
 func (db *DB) GetBytes(key []byte) *Entry {
-	e, ok := db.keys[string(key)]
+	e := db.keys.findBytes(key, scanHashBytes(key))
+	ok := e != nil
 	if ok && e.ExpireAt != 0 {
 		return db.Get(string(key))
 	}
@@ -304,9 +310,9 @@ func (e *Entry) Free() {
 func (db *DB) Remove(key string, e *Entry) {
 	db.FinishMerges(e) // a merge it is part of took effect already
 	db.leaving(key, e)
-	delete(db.keys, key)
-	db.order.Delete(ScanKey{scanHash(key), key})
-	db.pass.uncount(e)
+	h := scanHash(key)
+	db.keys.remove(e, h)
+	db.pass.uncount(key, h, e)
 	if e.ExpireAt != 0 {
 		db.expires--
 	}
@@ -320,7 +326,7 @@ func (db *DB) Remove(key string, e *Entry) {
 
 // put stores a new entry whose filter memory was already accounted by allow.
 func (db *DB) Put(key string, e *Entry) {
-	if old, ok := db.keys[key]; ok {
+	if old := db.keys.find(key, scanHash(key)); old != nil {
 		db.Drop(key, old)
 	}
 	if e.img == nil {
@@ -341,7 +347,7 @@ func dataArrays(e *Entry) uint64 {
 	case KindCuckoo:
 		return e.CF.DataBytes()
 	case KindString:
-		return uint64(len(e.Str)) // counted by the SET that stored it
+		return uint64(len(e.StrBytes())) // counted by the SET that stored it
 	case KindNative:
 		return e.NF.DataBytes()
 	}
@@ -351,39 +357,48 @@ func dataArrays(e *Entry) uint64 {
 // recountPass recomputes the memory accounting in steps of about a
 // millisecond of lock each (a full recount of 500k keys holds the lock for
 // ≈ 0.2 s). Keys are counted in scan order; cursor is the first hash not
-// yet counted. A key the pass already counted that changes meanwhile (a
-// write names it, it is removed, or it is created behind the cursor) is
-// taken out of the sum and recounted at the end, so the result is the
-// accounting at the moment the pass ends, whatever ran between steps.
+// yet counted: between steps the pass has counted exactly the keys whose
+// hash is below it, except those in recheck. A key the pass already
+// counted that changes meanwhile (a write names it, it is removed, or it is
+// created behind the cursor) is taken out of the sum, put in recheck and
+// recounted at the end, so the result is the accounting at the moment the
+// pass ends, whatever ran between steps. A key's size is what the pass
+// counted until a write changes it, and every write tells the pass first
+// (Touch), so the size to take out is the key's size when it is taken
+// out: entries need not remember what was counted.
 type recountPass struct {
-	active bool
-	// id numbers passes, for entry.countedIn; 0 is never a pass's (it
-	// marks an entry no running pass counted), so the numbering skips it
-	// when it wraps (every pass stamps every key, so no older stamp can
-	// be mistaken for the running pass's).
-	id      uint32
+	active  bool
 	cursor  uint64
 	sum     uint64
 	recheck map[string]struct{}
 }
 
-// uncount takes e out of the pass's sum if the pass counted it.
-func (p *recountPass) uncount(e *Entry) {
-	if p.active && e.countedIn == p.id {
-		p.sum -= e.counted
-		e.countedIn = 0
+// uncount takes key's entry e (h: its scan hash) out of the pass's sum if
+// the pass counted it, and marks the key for the recount at the end.
+func (p *recountPass) uncount(key string, h uint64, e *Entry) {
+	if !p.active || h >= p.cursor {
+		return
 	}
+	if _, done := p.recheck[key]; done {
+		return
+	}
+	p.sum -= min(entrySize(key, e), p.sum)
+	p.recheck[key] = struct{}{}
 }
 
 // touch is called (db.mu held) before a write to key: if the pass is
 // behind it, the key is recounted at the end of the pass.
 func (db *DB) Touch(key []byte) {
 	p := &db.pass
-	if h := scanHash(string(key)); h >= p.cursor {
+	h := scanHashBytes(key)
+	if h >= p.cursor {
 		return
 	}
-	if e, ok := db.keys[string(key)]; ok {
-		p.uncount(e)
+	if _, done := p.recheck[string(key)]; done {
+		return
+	}
+	if e := db.keys.findBytes(key, h); e != nil {
+		p.sum -= min(entrySize(e.key, e), p.sum)
 	}
 	p.recheck[string(key)] = struct{}{}
 }
@@ -398,30 +413,24 @@ func entrySize(k string, e *Entry) uint64 {
 func (db *DB) RecountStep(budget time.Duration) bool {
 	p := &db.pass
 	if !p.active {
-		id := p.id + 1
-		if id == 0 {
-			id = 1
-		}
-		*p = recountPass{active: true, id: id, recheck: map[string]struct{}{}}
+		*p = recountPass{active: true, recheck: map[string]struct{}{}}
 	}
 	deadline := time.Now().Add(budget)
 	n := 0
 	done := true
 	var last uint64
 	started := false
-	db.order.AscendGreaterOrEqual(ScanKey{h: p.cursor}, func(sk ScanKey) bool {
-		if started && sk.h != last {
+	db.keys.ascend(p.cursor, "", func(e *Entry, h uint64) bool {
+		if started && h != last {
 			// A hash is finished: move the cursor past it, maybe stop.
-			p.cursor = sk.h
+			p.cursor = h
 			if n&63 == 0 && time.Now().After(deadline) {
 				done = false
 				return false
 			}
 		}
-		started, last = true, sk.h
-		e := db.keys[sk.k]
-		e.counted, e.countedIn = entrySize(sk.k, e), p.id
-		p.sum += e.counted
+		started, last = true, h
+		p.sum += entrySize(e.key, e) // at or past the cursor: never in recheck
 		n++
 		return true
 	})
@@ -429,7 +438,7 @@ func (db *DB) RecountStep(budget time.Duration) bool {
 		return false
 	}
 	for k := range p.recheck {
-		if e, ok := db.keys[k]; ok && e.countedIn != p.id {
+		if e := db.keys.find(k, scanHash(k)); e != nil {
 			p.sum += entrySize(k, e)
 		}
 	}
@@ -442,11 +451,11 @@ func (db *DB) RecountStep(budget time.Duration) bool {
 // It is O(N) with the lock held: start-up only; the server recounts with
 // recountStep.
 func (db *DB) Recount() {
-	db.pass = recountPass{id: db.pass.id}
+	db.pass = recountPass{}
 	var n uint64
-	for k, e := range db.keys {
-		n += uint64(len(k)) + KeyOverhead + e.DataBytes()
-	}
+	db.keys.all(func(e *Entry) {
+		n += uint64(len(e.key)) + KeyOverhead + e.DataBytes()
+	})
 	db.used = n
 }
 
@@ -462,7 +471,7 @@ func (db *DB) attach(e *Entry) {
 
 func (db *DB) Flush() {
 	db.FinishMerges(nil)
-	if len(db.keys) > 0 {
+	if db.keys.len() > 0 {
 		db.dirty++
 	}
 	old := db.keys
@@ -472,7 +481,7 @@ func (db *DB) Flush() {
 		// need no freezing and no queueing; they are freed when the
 		// snapshot ends (endSnapshot). O(1) with the lock held, like
 		// the rest of FLUSHALL: 1M keys took 15 s one by one.
-		snap.keys, snap.order = old, db.order
+		snap.keys = old
 	} else if snap != nil {
 		// Flushed again while the same snapshot runs: every entry here
 		// is newer than its point in time (the first flush took all of
@@ -485,23 +494,22 @@ func (db *DB) Flush() {
 		// Redis's lazy free does, and FLUSHALL is O(1) with it held.
 		go freeAll(old)
 	}
-	db.keys = map[string]*Entry{}
-	db.order = newOrder()
+	db.keys = newTable()
 	db.expires = 0
 	db.used = 0
-	db.pass = recountPass{id: db.pass.id}
+	db.pass = recountPass{}
 }
 
 // freeAll frees the arrays of entries that left the keyspace together and
 // that nothing else reaches (run it off the lock).
-func freeAll(keys map[string]*Entry) {
-	for _, e := range keys {
+func freeAll(keys *table) {
+	keys.all(func(e *Entry) {
 		if e.DataBytes() >= LazyFreeBytes {
 			LazyFree(e)
 		} else {
 			e.Free()
 		}
-	}
+	})
 }
 
 // expireSome removes up to max expired keys, sampling like Redis's active
@@ -511,17 +519,19 @@ func (db *DB) ExpireSome(max int) int {
 		return 0
 	}
 	now := db.NowMs()
-	n, seen := 0, 0
-	for k, e := range db.keys { // map order is random
-		if seen >= max*4 || n >= max {
+	n := 0
+	sample := db.keys.sample(db.sampled[:0], max*4)
+	for _, e := range sample {
+		if n >= max {
 			break
 		}
-		seen++
 		if e.ExpireAt != 0 && e.ExpireAt <= now {
-			db.expire(k, e)
+			db.expire(e.key, e)
 			n++
 		}
 	}
+	clear(sample)
+	db.sampled = sample[:0]
 	return n
 }
 
@@ -537,38 +547,44 @@ func (db *DB) Scan(cursor uint64, count int, fn func(k string, e *Entry)) uint64
 	next := uint64(0)
 	visited := 0
 	var last uint64
-	db.order.AscendGreaterOrEqual(ScanKey{h: cursor}, func(sk ScanKey) bool {
-		if visited > 0 && visited >= count && sk.h != last {
-			next = sk.h
+	db.keys.ascend(cursor, "", func(e *Entry, h uint64) bool {
+		if visited > 0 && visited >= count && h != last {
+			next = h
 			return false
 		}
 		visited++
-		last = sk.h
-		e := db.keys[sk.k]
+		last = h
 		if e.ExpireAt != 0 && e.ExpireAt <= now && !db.loading {
 			return true
 		}
-		fn(sk.k, e)
+		fn(e.key, e)
 		return true
 	})
 	return next
 }
 
+// ScanKey is a place in scan order: a scan hash and, among keys of that
+// hash, a key.
 type ScanKey struct {
 	h uint64
 	k string
 }
 
-// scanHash is FNV-1a with the top bit cleared, so cursors stay positive and
-// next-cursor values (h+1) never wrap to 0.
-func scanHash(k string) uint64 {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(k); i++ {
-		h ^= uint64(k[i])
-		h *= 1099511628211
-	}
-	return h >> 1
-}
+// scanSeed keys the scan hash for this process, as Go's maps and Redis's
+// dictionaries key theirs: keys crafted to share buckets would otherwise
+// make chains as long as the keys sent (an unkeyed hash is easy to
+// collide in its top bits), every lookup among them linear. SCAN cursors,
+// like Redis's, mean nothing to another process.
+var scanSeed = maphash.MakeSeed()
+
+// scanHash is the key's place in the table and in scan order: the
+// runtime's hash (AES-based where the CPU has it), keyed by scanSeed, with
+// the top bit cleared, so cursors stay positive and next-cursor values
+// (h+1) never wrap to 0.
+func scanHash(k string) uint64 { return maphash.String(scanSeed, k) >> 1 }
+
+// scanHashBytes is scanHash of a key given as bytes.
+func scanHashBytes(k []byte) uint64 { return maphash.Bytes(scanSeed, k) >> 1 }
 
 // roomFor reports whether storing values of n bytes in place of the live
 // keys named would stay within --maxmemory (db.mu held). Like Redis, a
@@ -590,7 +606,7 @@ func (db *DB) RoomFor(n uint64, replaced ...[]byte) bool {
 // putString stores a copy of val under key with the given expiry,
 // replacing a key of any kind (db.mu held; roomFor was checked).
 func (db *DB) PutString(key, val []byte, expireAt int64) {
-	e := &Entry{Kind: KindString, Str: string(val), ExpireAt: expireAt}
+	e := NewString(string(val), expireAt)
 	db.used += uint64(len(val))
 	db.Put(string(key), e)
 }
@@ -649,10 +665,10 @@ func (db *DB) Misses() uint64 { return db.misses }
 func (db *DB) Expires() int { return db.expires }
 
 // Len is the number of keys (expired ones not yet removed included).
-func (db *DB) Len() int { return len(db.keys) }
+func (db *DB) Len() int { return db.keys.len() }
 
 // Lookup returns the entry under key whether or not it has expired, or nil.
-func (db *DB) Lookup(key string) *Entry { return db.keys[key] }
+func (db *DB) Lookup(key string) *Entry { return db.keys.find(key, scanHash(key)) }
 
 // SetFollowing makes the keyspace a replica's (true) or a master's: a
 // replica removes no expired key by its own clock (its master's DEL does),
@@ -668,9 +684,9 @@ func (db *DB) Following() bool { return db.following }
 func (src *DB) PrepareFor(db *DB) {
 	src.Reindex()
 	src.Recount()
-	for _, e := range src.keys {
+	src.keys.all(func(e *Entry) {
 		db.attach(e) // reads only db.allowFn, made once by New
-	}
+	})
 }
 
 // TakeOver replaces the keyspace's contents with src's, prepared by
@@ -679,10 +695,10 @@ func (src *DB) PrepareFor(db *DB) {
 // FLUSHALL releases them. src must not be used afterwards.
 func (db *DB) TakeOver(src *DB) {
 	db.Flush()
-	db.keys, db.order, db.expires = src.keys, src.order, src.expires
+	db.keys, db.expires = src.keys, src.expires
 	db.used = src.used
 	db.dirty++
-	db.pass = recountPass{id: db.pass.id}
+	db.pass = recountPass{}
 }
 
 // Loading reports whether the log is being replayed.
@@ -732,8 +748,11 @@ func (db *DB) Snapshotting() bool { return db.snap != nil }
 
 // FirstKeys appends up to n keys in scan order to dst.
 func (db *DB) FirstKeys(dst []string, n int) []string {
-	db.order.Ascend(func(sk ScanKey) bool {
-		dst = append(dst, sk.k)
+	if n <= 0 {
+		return dst
+	}
+	db.keys.ascend(0, "", func(e *Entry, _ uint64) bool {
+		dst = append(dst, e.key)
 		return len(dst) < n
 	})
 	return dst

@@ -132,7 +132,7 @@ func (db *DB) FinishMerges(e *Entry) {
 
 // FinishMergesNamed is FinishMerges for the key a command names.
 func (db *DB) FinishMergesNamed(key []byte) {
-	if e, ok := db.keys[string(key)]; ok {
+	if e := db.keys.findBytes(key, scanHashBytes(key)); e != nil {
 		db.FinishMerges(e)
 	}
 }
@@ -198,12 +198,13 @@ func (db *DB) WaitMerges() {
 func BloomMergeJob(dest *Entry, srcs []*Entry, clone bool) *MergeJob {
 	b := dest.BF
 	j := &MergeJob{done: make(chan struct{}), ents: append([]*Entry{dest}, srcs...)}
-	guard := func() redisbloom.Guard { return b.Guard }
+	guard := func() redisbloom.Guard { return b.Guard() }
 	merged := false
 	for n, se := range srcs {
 		o := se.BF
-		for i := range b.Links {
-			l, ol := &b.Links[i], &o.Links[i]
+		links := b.Links() // the full form: the passes change link sizes
+		for i := range links {
+			l, ol := &links[i], o.Link(i)
 			p := mergePass{d: l.Data, s: ol.Data, guard: guard}
 			if !clone || n > 0 {
 				merged = true
@@ -222,8 +223,8 @@ func BloomMergeJob(dest *Entry, srcs []*Entry, clone bool) *MergeJob {
 	if merged {
 		j.after = func() {
 			b.Size = 0
-			for i := range b.Links {
-				b.Size += b.Links[i].Size
+			for _, l := range b.Links() {
+				b.Size += l.Size
 			}
 		}
 	}
@@ -239,11 +240,13 @@ func NativeMergeJob(dest *Entry, srcs []*Entry) *MergeJob {
 	guard := func() redisbloom.Guard { return n.Guard }
 	for _, se := range srcs {
 		src := se.NF
-		for g := src.Cur - int64(src.Gens); g <= src.Cur; g++ {
-			if g < n.Cur-int64(n.Gens) || g > n.Cur {
+		scur, sgens := src.window()
+		ncur, ngens := n.window()
+		for g := scur - int64(sgens); g <= scur; g++ {
+			if g < ncur-int64(ngens) || g > ncur {
 				continue
 			}
-			if src.dirty != nil && !src.dirty[src.Slot(g)] {
+			if src.WindowState != nil && src.dirty != nil && !src.dirty[src.Slot(g)] {
 				continue // all zeros: nothing to OR
 			}
 			i, si := n.Slot(g), src.Slot(g)

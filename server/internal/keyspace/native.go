@@ -37,15 +37,13 @@ import (
 // nothing).
 
 // NativeFilter is one native key's value; all its methods run with the
-// keyspace locked.
+// keyspace locked. A window's own fields are in its WindowState (nil for a
+// classic or blocked filter): one small blocked filter per user is a real
+// workload, and they would pay for a window's 64 bytes each.
 type NativeFilter struct {
 	Typ    uint8        // format.TypeClassic, TypeBlocked or TypeWindow
 	Params bloom.Params // of the filter, or of each of a window's generations
-	// Window only.
-	Period time.Duration // T
-	Gens   int           // G
-	GenLen int64         // d = ⌈T/G⌉ nanoseconds; generation g covers [g·d, (g+1)·d)
-	Cur    int64         // the newest generation held
+	*WindowState
 	// arrays holds the bits: one array, or for a window G+1 slots, generation
 	// g in slot g mod (G+1). A Blocked array is m/512 blocks of 64 bytes; bit
 	// j of block b is bit j%8 of byte 64b + j/8 (docs/format.md's words, in
@@ -53,6 +51,15 @@ type NativeFilter struct {
 	Arrays [][]byte
 	// counts[i] counts the adds into arrays[i] that answered 1 (new).
 	Counts []uint64
+	Guard  redisbloom.Guard
+}
+
+// WindowState is what only a window holds.
+type WindowState struct {
+	Period time.Duration // T
+	Gens   int           // G
+	GenLen int64         // d = ⌈T/G⌉ nanoseconds; generation g covers [g·d, (g+1)·d)
+	Cur    int64         // the newest generation held
 	// dirty[i] is false while arrays[i] is known to be all zeros (fresh,
 	// or emptied since its last write), so that a rotation need not touch
 	// it: clearing a never-written generation in place faulted in all its
@@ -62,7 +69,25 @@ type NativeFilter struct {
 	dirty []bool
 	// wiped counts the bytes rotations cleared in place (tests).
 	Wiped uint64
-	Guard redisbloom.Guard
+}
+
+// window returns the window's generations: the newest and G (0, 0 for a
+// filter that is not a window: its one array is generation 0).
+func (n *NativeFilter) window() (cur int64, gens int) {
+	if n.WindowState == nil {
+		return 0, 0
+	}
+	return n.Cur, n.Gens
+}
+
+// Shape returns a filter of n's type, parameters and window (standing
+// where n stands), without arrays.
+func (n *NativeFilter) Shape() *NativeFilter {
+	c := &NativeFilter{Typ: n.Typ, Params: n.Params}
+	if n.WindowState != nil {
+		c.WindowState = &WindowState{Period: n.Period, Gens: n.Gens, GenLen: n.GenLen, Cur: n.Cur}
+	}
+	return c
 }
 
 // Native layouts as BF.INFO and BF.RESERVE name them.
@@ -115,8 +140,7 @@ func NativeParams(typ uint8, capacity uint64, rate float64, period time.Duration
 		if period <= 0 || gens < 1 || gens > bloom.MaxGenerations {
 			return nil, errNativeParams
 		}
-		n.Period, n.Gens = period, gens
-		n.GenLen = generation.Length(period, gens)
+		n.WindowState = &WindowState{Period: period, Gens: gens, GenLen: generation.Length(period, gens)}
 	}
 	n.Params.Seed = seed
 	if n.Params.M == 0 || n.Params.K == 0 || n.Params.K > bloom.MaxK {
@@ -181,8 +205,7 @@ func (n *NativeFilter) Allocate() error {
 	slots := n.Slots()
 	n.Arrays = make([][]byte, slots)
 	n.Counts = make([]uint64, slots)
-	n.dirty = nil // one array: never emptied by a rotation, nothing to track
-	if n.Typ == format.TypeWindow {
+	if n.WindowState != nil {
 		n.dirty = make([]bool, slots)
 	}
 	for i := range n.Arrays {
@@ -232,7 +255,7 @@ func (n *NativeFilter) live(now time.Time) (lo, hi int64) {
 // advance moves the window forward to generation g, emptying the slots of
 // the generations that expire on the way (at most G+1 however far g is).
 func (n *NativeFilter) Advance(g int64) {
-	if g <= n.Cur {
+	if n.WindowState == nil || g <= n.Cur {
 		return
 	}
 	lo, hi := generation.Expiring(n.Cur, g, n.Gens)
@@ -414,7 +437,8 @@ func (n *NativeFilter) findIn(key []byte, lo, hi int64, p *Probe) (int, bool) {
 // it does not consult the clock, so replaying the log — on a server whose
 // clock is hours later — decides "new" exactly as the live server did.
 func (n *NativeFilter) Add(key []byte, p *Probe) bool {
-	at, present := n.findIn(key, n.Cur-int64(n.Gens), n.Cur, p)
+	cur, gens := n.window()
+	at, present := n.findIn(key, cur-int64(gens), cur, p)
 	i := 0
 	if n.Typ == format.TypeWindow {
 		i = n.Slot(n.Cur)
@@ -431,7 +455,7 @@ func (n *NativeFilter) Add(key []byte, p *Probe) bool {
 
 // markDirty records that slot i may hold bits.
 func (n *NativeFilter) MarkDirty(i int) {
-	if n.dirty != nil {
+	if n.WindowState != nil && n.dirty != nil {
 		n.dirty[i] = true
 	}
 }
@@ -525,7 +549,7 @@ func ParseFileHeader(b []byte) (*NativeFilter, int, error) {
 		if period <= 0 || gens < 1 || gens > bloom.MaxGenerations || binary.LittleEndian.Uint32(b[size+12:]) != 0 {
 			return nil, 0, errors.New("window header: bad window or generations")
 		}
-		n.Period, n.Gens = time.Duration(period), int(gens)
+		n.WindowState = &WindowState{Period: time.Duration(period), Gens: int(gens)}
 		n.GenLen = generation.Length(n.Period, n.Gens)
 		if len(b) < size+int(windowPrefix(n.Gens)) {
 			return nil, 0, errors.New("window header: truncated")
@@ -608,7 +632,10 @@ func loadSnapshotHeader(b []byte, fits func(uint64) error) (*NativeFilter, error
 // sameShape reports whether o has n's type and parameters (and window),
 // so that their bits can be ORed.
 func (n *NativeFilter) SameShape(o *NativeFilter) bool {
-	return n.Typ == o.Typ && n.Params == o.Params && n.Period == o.Period && n.Gens == o.Gens
+	if n.Typ != o.Typ || n.Params != o.Params || (n.WindowState == nil) != (o.WindowState == nil) {
+		return false
+	}
+	return n.WindowState == nil || (n.Period == o.Period && n.Gens == o.Gens)
 }
 
 func orBytes(d, s []byte) {

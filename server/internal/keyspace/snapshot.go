@@ -14,7 +14,6 @@ import (
 
 	"github.com/bloomkit/bloomkit/redisbloom"
 	"github.com/bloomkit/bloomkit/server/internal/aof"
-	"github.com/google/btree"
 )
 
 // castagnoli is the snapshot checksum's polynomial (CRC-32C, as the log's).
@@ -34,7 +33,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // keyspace locked) is O(1): it takes a new epoch number and the key count.
 // Every entry that existed then has an older epoch; an entry created later
 // gets the new one, and the writer skips it. The writer walks the keyspace
-// in scan order (the B-tree the SCAN cursor uses), a few keys per hold of
+// in scan order (the table's order the SCAN cursor uses), a few keys per hold of
 // the lock, and copies each filter's arrays out in 64 KiB chunks, so
 // clients wait at most for one chunk copy. An entry that leaves the
 // keyspace before the writer reaches it (DEL, RENAME, expiry, FLUSHALL,
@@ -61,7 +60,7 @@ const (
 // Snapshot is one snapshot being written.
 type Snapshot struct {
 	Gen   uint64
-	epoch uint64
+	epoch uint32
 	Count int // keys in the keyspace at the point in time
 	// cursor is where the writer's walk of the scan order goes on from;
 	// walked tells that it has passed the last key.
@@ -75,13 +74,12 @@ type Snapshot struct {
 	pending []snapKey
 	frozen  []*Entry
 	current *Entry
-	// keys and order, once set, are the keyspace FLUSHALL took away while
-	// the snapshot ran: the walk goes on over them (nothing else reaches
-	// their entries), and endSnapshot frees them, with later, the
-	// keyspaces further flushes took away meanwhile.
-	keys  map[string]*Entry
-	order *btree.BTreeG[ScanKey]
-	later []map[string]*Entry
+	// keys, once set, is the keyspace FLUSHALL took away while the
+	// snapshot ran: the walk goes on over it (nothing else reaches its
+	// entries), and endSnapshot frees it, with later, the keyspaces
+	// further flushes took away meanwhile.
+	keys  *table
+	later []*table
 	// copied counts bytes copied because a write came first (copy-on-write);
 	// processed counts keys written out.
 	Copied    atomic.Int64
@@ -119,8 +117,14 @@ type image struct {
 // O(1): every key now in the keyspace is part of it (one whose expiry has
 // passed too; loading drops it).
 func (db *DB) BeginSnapshot(gen uint64) *Snapshot {
+	if db.epoch == math.MaxUint32 {
+		// Four billion snapshots later: start the numbering again, every
+		// entry marked as needed by no snapshot (none runs now).
+		db.keys.all(func(e *Entry) { e.epoch = 0 })
+		db.epoch = 0
+	}
 	db.epoch++
-	snap := &Snapshot{Gen: gen, epoch: db.epoch, Count: len(db.keys)}
+	snap := &Snapshot{Gen: gen, epoch: db.epoch, Count: db.keys.len()}
 	db.snap = snap
 	return snap
 }
@@ -149,29 +153,29 @@ func (snap *Snapshot) next(db *DB) (snapKey, bool) {
 	}
 	var found snapKey
 	ok := false
-	keys, order := db.keys, db.order
+	keys := db.keys
 	if snap.keys != nil {
-		keys, order = snap.keys, snap.order
+		keys = snap.keys
 	}
-	visit := func(sk ScanKey) bool {
+	visit := func(e *Entry, h uint64) bool {
+		sk := ScanKey{h, e.key}
 		if snap.started && sk == snap.cursor {
 			return true // the key the walk stopped at last time
 		}
 		snap.cursor, snap.started = sk, true
-		e := keys[sk.k]
-		if e == nil || e.epoch >= snap.epoch || (e.img != nil && e.img.claimed) {
+		if e.epoch >= snap.epoch || (e.img != nil && e.img.claimed) {
 			return true
 		}
 		if e.img == nil {
 			snap.freeze(e)
 		}
 		e.img.claimed = true
-		found, ok = snapKey{sk.k, e}, true
+		found, ok = snapKey{e.key, e}, true
 		snap.current = e
 		return false
 	}
 	if !snap.walked {
-		order.AscendGreaterOrEqual(snap.cursor, visit)
+		keys.ascend(snap.cursor.h, snap.cursor.k, visit)
 		if !ok {
 			snap.walked = true
 		}
@@ -194,10 +198,10 @@ func (snap *Snapshot) freeze(e *Entry) *image {
 	switch e.Kind {
 	case KindBloom:
 		im.header = e.BF.Header()
-		for i := range e.BF.Links {
-			im.arrays = append(im.arrays, e.BF.Links[i].Data)
+		for i := range e.BF.NumLinks() {
+			im.arrays = append(im.arrays, e.BF.Link(i).Data)
 		}
-		e.BF.Guard = im
+		e.BF.SetGuard(im)
 	case KindCuckoo:
 		im.header = e.CF.Header()
 		im.arrays = append(im.arrays, e.CF.Filters...)
@@ -221,7 +225,7 @@ func (snap *Snapshot) done(e *Entry) {
 	e.epoch = snap.epoch
 	switch e.Kind {
 	case KindBloom:
-		e.BF.Guard = nil
+		e.BF.SetGuard(nil)
 	case KindCuckoo:
 		e.CF.Guard = nil
 	case KindNative:
@@ -281,7 +285,7 @@ func (db *DB) EndSnapshot(snap *Snapshot) {
 	}
 	if snap.keys != nil {
 		flushed := append(snap.later, snap.keys)
-		snap.keys, snap.order, snap.later = nil, nil, nil
+		snap.keys, snap.later = nil, nil
 		go func() {
 			for _, m := range flushed {
 				freeAll(m)
@@ -484,11 +488,9 @@ func (db *DB) ReadSnapshot(f aof.ReadFile, path string) (uint64, int, error) {
 	if nkeys > uint64(remaining) {
 		return fail("impossible key count", nil)
 	}
-	keys := make(map[string]*Entry, nkeys)
+	keys := newTable()
 	release := func() {
-		for _, e := range keys {
-			e.Free()
-		}
+		keys.all(func(e *Entry) { e.Free() })
 	}
 	for i := uint64(0); i < nkeys; i++ {
 		lb, err := read(4)
@@ -526,8 +528,8 @@ func (db *DB) ReadSnapshot(f aof.ReadFile, path string) (uint64, int, error) {
 		case KindBloom:
 			e.BF, err = redisbloom.LoadBloomHeader(hdr, fits)
 			if err == nil {
-				for j := range e.BF.Links {
-					arrays = append(arrays, e.BF.Links[j].Data)
+				for j := range e.BF.NumLinks() {
+					arrays = append(arrays, e.BF.Link(j).Data)
 				}
 			}
 		case KindCuckoo:
@@ -536,7 +538,8 @@ func (db *DB) ReadSnapshot(f aof.ReadFile, path string) (uint64, int, error) {
 				arrays = e.CF.Filters
 			}
 		case KindString:
-			e.Str = string(hdr)
+			v := string(hdr)
+			e.str = &v
 		case KindNative:
 			e.NF, err = loadSnapshotHeader(hdr, fits)
 			if err == nil {
@@ -562,10 +565,14 @@ func (db *DB) ReadSnapshot(f aof.ReadFile, path string) (uint64, int, error) {
 			}
 			remaining -= int64(len(a))
 		}
-		if old, dup := keys[string(kb)]; dup {
+		k := string(kb)
+		h := scanHash(k)
+		if old := keys.find(k, h); old != nil {
+			keys.remove(old, h)
 			old.Free()
 		}
-		keys[string(kb)] = e
+		e.key = k
+		keys.insert(e, h)
 	}
 	want := cr.h.Sum32()
 	var sum [4]byte
@@ -581,9 +588,21 @@ func (db *DB) ReadSnapshot(f aof.ReadFile, path string) (uint64, int, error) {
 		release()
 		return fail("trailing data", nil)
 	}
-	for k, e := range keys {
-		db.attach(e)
-		db.keys[k] = e
+	n := keys.len()
+	keys.all(func(e *Entry) { db.attach(e) })
+	if db.keys.len() == 0 {
+		db.keys = keys
+		return gen, n, nil
 	}
-	return gen, len(keys), nil
+	var loaded []*Entry
+	keys.all(func(e *Entry) { loaded = append(loaded, e) })
+	for _, e := range loaded {
+		e.next = nil
+		h := scanHash(e.key)
+		if old := db.keys.find(e.key, h); old != nil {
+			db.keys.remove(old, h)
+		}
+		db.keys.insert(e, h)
+	}
+	return gen, n, nil
 }
