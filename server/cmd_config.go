@@ -15,6 +15,7 @@ import (
 
 	"github.com/bloomkit/bloomkit/internal/confval"
 	"github.com/bloomkit/bloomkit/server/internal/aof"
+	"github.com/bloomkit/bloomkit/server/internal/glob"
 )
 
 // setting is one CONFIG parameter. set is nil for a read-only one.
@@ -172,7 +173,7 @@ func cmdConfig(s *Server, c *Session, args [][]byte, r *Reply) {
 		for i := range settingList {
 			st := &settingList[i]
 			for _, p := range args[2:] {
-				if globMatch(strings.ToLower(string(p)), st.name) {
+				if glob.Match(strings.ToLower(string(p)), st.name) {
 					out = append(out, st)
 					break
 				}
