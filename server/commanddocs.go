@@ -195,5 +195,6 @@ var commandDocs = map[string]cmdDoc{
 	"shutdown":     {group: "server", since: "1.0.0", summary: "Saves a snapshot and shuts down the server", complexity: "O(N) when saving, where N is the total number of keys"},
 	"config":       {group: "server", since: "2.0.0", summary: "A container for server configuration commands", complexity: "Depends on subcommand."},
 	"slowlog":      {group: "server", since: "2.2.12", summary: "A container for slow log commands", complexity: "Depends on subcommand."},
+	"acl":          {group: "server", since: "6.0.0", summary: "A container for Access List Control commands", complexity: "Depends on subcommand."},
 	"info":         {group: "server", since: "1.0.0", summary: "Returns information and statistics about the server", complexity: "O(1)", categories: "dangerous"},
 }

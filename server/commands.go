@@ -115,6 +115,7 @@ func init() {
 		{name: "config", arity: -2, flags: []string{"admin", "noscript", "loading", "stale", "no_multi"}, unlocked: true, noMulti: true, fn: cmdConfig},
 		{name: "slowlog", arity: -2, flags: []string{"admin", "random", "loading", "stale"}, unlocked: true, fn: cmdSlowlog},
 		{name: "info", arity: -1, flags: []string{"loading", "stale"}, fn: cmdInfo},
+		{name: "acl", arity: -2, flags: []string{"noscript", "loading", "stale"}, unlocked: true, fn: cmdACL},
 		{name: "dbsize", arity: 1, flags: []string{"readonly", "fast"}, fn: cmdDBSize},
 	}
 	commandTable = make(map[string]*command, len(list))

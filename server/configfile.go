@@ -77,6 +77,7 @@ type configReader struct {
 	port     string
 	portZero bool
 	tlsPort  string
+	line     int               // the line being read, for user directives' messages
 	ignored  map[string]string // directive → why it has no effect
 }
 
@@ -103,7 +104,6 @@ func init() {
 		"repl-disable-tcp-nodelay", "replica-priority", "repl-backlog-size", "repl-backlog-ttl", "repl-ping-replica-period",
 		"repl-timeout", "min-replicas-to-write", "min-replicas-max-lag", "replica-announce-ip", "replica-announce-port",
 		"replica-announced", "replica-ignore-maxmemory", "replica-lazy-flush", "propagation-error-behavior")
-	ignore("no ACL users; requirepass is the password", "acllog-max-len", "aclfile", "user")
 	ignore("memory is freed as it is released", "lazyfree-lazy-eviction", "lazyfree-lazy-expire", "lazyfree-lazy-server-del",
 		"lazyfree-lazy-user-del", "lazyfree-lazy-user-flush", "activedefrag", "active-defrag-ignore-bytes",
 		"active-defrag-threshold-lower", "active-defrag-threshold-upper", "active-defrag-cycle-min", "active-defrag-cycle-max",
@@ -156,6 +156,7 @@ func (r *configReader) file(path string, depth int) error {
 			continue
 		}
 		name := strings.ToLower(args[0])
+		r.line = n
 		if err := r.directive(name, args[1:], path, depth); err != nil {
 			return fmt.Errorf("server: %s:%d: %v", path, n, err)
 		}
@@ -211,6 +212,14 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 			}
 			r.hosts = append(r.hosts, h)
 		}
+		return nil
+	}
+	if name == "user" {
+		// user <name> <rules...>: checked when the server starts.
+		if len(args) < 1 {
+			return fmt.Errorf("user: want a name and rules")
+		}
+		cfg.Users = append(cfg.Users, UserRule{Name: args[0], Rules: args[1:], Where: fmt.Sprintf("%s:%d", path, r.line)})
 		return nil
 	}
 	if len(args) != 1 {
@@ -288,6 +297,22 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 			return bad("want always, everysec or no")
 		}
 		cfg.AppendFsync = v
+	case "aclfile":
+		if len(args) != 1 {
+			return fmt.Errorf("aclfile takes one file")
+		}
+		cfg.ACLFile = args[0]
+		return nil
+	case "acllog-max-len":
+		if len(args) != 1 {
+			return fmt.Errorf("acllog-max-len takes one value")
+		}
+		n, err := strconv.ParseInt(args[0], 10, 64)
+		if err != nil || n < 0 || n > 1<<31-1 {
+			return fmt.Errorf("acllog-max-len must be a number from 0 to 2147483647, not %q", args[0])
+		}
+		cfg.ACLLogMaxLen = &n
+		return nil
 	case "requirepass":
 		cfg.RequirePass = v
 	case "maxmemory":
@@ -403,7 +428,7 @@ func init() {
 	for _, n := range strings.Fields(`port tls-port tls-cert-file tls-key-file protected-mode dir appendonly appendfsync
 		requirepass maxmemory maxmemory-policy maxclients timeout tcp-keepalive auto-aof-rewrite-min-size
 		slowlog-log-slower-than slowlog-max-len latency-monitor-threshold proto-max-bulk-len client-query-buffer-limit
-		loglevel logfile pidfile daemonize supervised bind include`) {
+		loglevel logfile pidfile daemonize supervised bind include aclfile acllog-max-len user`) {
 		directiveNames[n] = struct{}{}
 	}
 }
