@@ -63,6 +63,14 @@ var subcommandCategories = map[string]string{
 	"object|idletime": "keyspace read slow", "object|refcount": "keyspace read slow",
 }
 
+// containerCategories are the ACL categories of Redis's container
+// commands themselves (their subcommands have their own): what ACL CAT
+// lists and what a category rule allows with all its subcommands.
+var containerCategories = map[string]string{
+	"client": "slow", "config": "slow", "command": "slow connection", "memory": "slow", "slowlog": "slow",
+	"acl": "slow", "latency": "slow", "pubsub": "slow", "object": "slow",
+}
+
 // aclCatalog is the command table as the ACL model sees it; aclCommands[i]
 // is commandList[i]'s entry.
 var (
@@ -361,11 +369,7 @@ func (s *Server) loadACLFile(me *Session) error {
 	if err != nil {
 		return fmt.Errorf("Error loading ACLs, opening file '%s': %v", s.cfg.ACLFile, errors.Unwrap(err))
 	}
-	defs, err := acl.ParseFile(s.cfg.ACLFile, data)
-	if err != nil {
-		return err
-	}
-	removed, err := s.users.Replace(defs)
+	removed, err := s.users.LoadFile(s.cfg.ACLFile, data)
 	if err != nil {
 		return err
 	}

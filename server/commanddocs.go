@@ -49,6 +49,9 @@ func isFilterCommand(name string) bool {
 
 // categories is the command's ACL categories in Redis's order.
 func (c *command) categories() []string {
+	if cats, ok := containerCategories[c.name]; ok {
+		return strings.Fields(cats)
+	}
 	set := map[string]bool{}
 	d := commandDocs[c.name]
 	for _, f := range strings.Fields(d.categories) {

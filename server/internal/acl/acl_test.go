@@ -356,3 +356,13 @@ func TestRuleErrorUnwrap(t *testing.T) {
 		t.Fatalf("%#v", err)
 	}
 }
+
+// TestLoadFileAllErrors: a file's structural errors and its rules' errors
+// are reported together, each with its line, as Redis's ACL LOAD does.
+func TestLoadFileAllErrors(t *testing.T) {
+	us := NewUsers(testCatalog())
+	_, err := us.LoadFile("u.acl", []byte("user a on +nosuch\nbogus line\n"))
+	if err == nil || !strings.Contains(err.Error(), "u.acl:1: Error in applying operation '+nosuch'") || !strings.Contains(err.Error(), "u.acl:2 should start with user") {
+		t.Fatalf("%v", err)
+	}
+}

@@ -196,8 +196,18 @@ type Definition struct {
 // holds the users that no longer exist, whose connections must be closed.
 // Nothing changes when an error is returned.
 func (us *Users) Replace(defs []Definition) (removed []*User, err error) {
+	return us.replace(defs, nil)
+}
+
+// LoadFile replaces the users with those of an ACL file (see Replace and
+// ParseFile); every error of the file is reported, with its line.
+func (us *Users) LoadFile(name string, data []byte) (removed []*User, err error) {
+	defs, errs := parseFile(name, data)
+	return us.replace(defs, errs)
+}
+
+func (us *Users) replace(defs []Definition, errs []string) (removed []*User, err error) {
 	staged := map[string]*Rules{}
-	var errs []string
 	for _, d := range defs {
 		if _, dup := staged[d.Name]; dup {
 			errs = append(errs, fmt.Sprintf("WARNING: Duplicate user '%s' found on %s. ", d.Name, d.Where))
@@ -253,8 +263,14 @@ func (us *Users) Replace(defs []Definition) (removed []*User, err error) {
 // allowed, comments are not (ACL SAVE would lose them). name is used in
 // messages ("name:line"). Every malformed line is reported, in one error.
 func ParseFile(name string, data []byte) ([]Definition, error) {
-	var defs []Definition
-	var errs []string
+	defs, errs := parseFile(name, data)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%sWARNING: ACL errors detected, no change to the previously active ACL rules was performed", strings.Join(errs, ""))
+	}
+	return defs, nil
+}
+
+func parseFile(name string, data []byte) (defs []Definition, errs []string) {
 	seen := map[string]int{}
 	for i, line := range strings.Split(string(data), "\n") {
 		line = strings.Trim(line, " \t\r\n")
@@ -278,10 +294,7 @@ func ParseFile(name string, data []byte) ([]Definition, error) {
 		}
 		defs = append(defs, Definition{Name: args[1], Rules: rules, Where: where})
 	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("%sWARNING: ACL errors detected, no change to the previously active ACL rules was performed", strings.Join(errs, ""))
-	}
-	return defs, nil
+	return defs, errs
 }
 
 // FileContents is what ACL SAVE writes: ACL LIST's lines.
