@@ -99,6 +99,10 @@ func TestPrometheusRules(t *testing.T) {
 var redisExporterFields = map[string]string{
 	"redis_up":                          "",
 	"redis_commands_processed_total":    "total_commands_processed",
+	"redis_keyspace_hits_total":         "keyspace_hits",
+	"redis_keyspace_misses_total":       "keyspace_misses",
+	"redis_net_input_bytes_total":       "total_net_input_bytes",
+	"redis_net_output_bytes_total":      "total_net_output_bytes",
 	"redis_connected_clients":           "connected_clients",
 	"redis_errors_total":                "errorstat_",
 	"redis_aof_last_write_status":       "aof_last_write_status",
@@ -112,7 +116,7 @@ var redisExporterFields = map[string]string{
 // server's /metrics exports, redis_* among redis_exporter's names whose
 // INFO fields the server reports.
 func TestMetricNames(t *testing.T) {
-	s, err := server.New(server.Config{Addr: "127.0.0.1:0", NoPersistence: true, MetricsAddr: "127.0.0.1:0",
+	s, err := server.New(server.Config{Addr: "127.0.0.1:0", NoPersistence: true, MetricsAddr: "127.0.0.1:0", MetricsKeys: 10, MaxMemory: 1 << 20,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -164,8 +164,8 @@ func TestACLKeyPatterns(t *testing.T) {
 		{[]string{"BF.EXISTS", "r:f", "x"}, ":1"},
 		{[]string{"BF.ADD", "r:f", "y"}, noKey}, // a write
 		{[]string{"BF.RESERVE", "w:f", "0.01", "100"}, "+OK"},
-		{[]string{"BF.ADD", "w:f", "y"}, noKey},    // its reply reads the filter
-		{[]string{"BF.EXISTS", "w:f", "y"}, noKey}, // a read
+		{[]string{"BF.ADD", "w:f", "y"}, noKey},     // its reply reads the filter
+		{[]string{"BF.EXISTS", "w:f", "y"}, noKey},  // a read
 		{[]string{"BF.MERGE", "w:f", "r:f"}, "+OK"}, // writes w:f, reads r:f
 		{[]string{"BF.MERGE", "r:f", "w:f"}, noKey},
 		{[]string{"EXISTS", "r:f", "w:f"}, ":2"}, // touches no value: either pattern will do
@@ -264,6 +264,9 @@ func TestACLLog(t *testing.T) {
 	}
 	if got := admin.do("ACL", "LOG", "1"); strings.Count(got, "reason") != 1 {
 		t.Errorf("ACL LOG 1: %s", got)
+	}
+	if info := admin.do("INFO", "stats"); !strings.Contains(info, "acl_access_denied_auth:1\r\nacl_access_denied_cmd:2\r\nacl_access_denied_key:1\r\nacl_access_denied_channel:0\r\n") {
+		t.Errorf("INFO stats: %s", info)
 	}
 	mustDo(t, admin, "+OK", "ACL", "LOG", "RESET")
 	mustDo(t, admin, "[]", "ACL", "LOG")

@@ -199,15 +199,16 @@ func clientList(s *Server, c *Session, args [][]byte, r *Reply) {
 			return
 		}
 	}
+	if typ == "replica" {
+		typ = "slave"
+	}
 	var b strings.Builder
-	if typ == "" || typ == "normal" {
-		for _, sc := range s.sessionList() {
-			if ids != nil && !ids[sc.ID] {
-				continue
-			}
-			b.WriteString(s.clientLine(c, sc))
-			b.WriteByte('\n')
+	for _, sc := range s.sessionList() {
+		if ids != nil && !ids[sc.ID] || typ != "" && sc.clientType() != typ {
+			continue
 		}
+		b.WriteString(s.clientLine(c, sc))
+		b.WriteByte('\n')
 	}
 	r.Verbatim(b.String())
 }
@@ -277,6 +278,9 @@ func clientKill(s *Server, c *Session, args [][]byte, r *Reply) {
 				r.Error("ERR Unknown client type '" + trimArg(v) + "'")
 				return
 			}
+			if typ == "replica" {
+				typ = "slave"
+			}
 		case "skipme":
 			switch strings.ToLower(string(v)) {
 			case "yes":
@@ -307,7 +311,7 @@ func clientKill(s *Server, c *Session, args [][]byte, r *Reply) {
 			addr != "" && sc.Addr != addr,
 			user != "" && sessionUser(sc) != user,
 			laddr != "" && sc.LocalAddr != laddr,
-			typ != "" && typ != "normal",
+			typ != "" && sc.clientType() != typ,
 			maxAge != 0 && int64(now.Sub(sc.created).Seconds()) < maxAge,
 			skipMe && sc == c,
 			sc.closing.Load(): // killed already, not yet gone
@@ -332,14 +336,29 @@ func (s *Server) clientLine(me, c *Session) string {
 	if c.resp3 {
 		resp = "3"
 	}
-	flags := "N"
+	// Flags in Redis's order: S replica, M master, P subscribed, x in
+	// MULTI, e no-evict; N for none.
+	flags := ""
+	switch c.replRole.Load() {
+	case roleReplica:
+		flags += "S"
+	case roleMaster:
+		flags += "M"
+	}
+	nsub, npsub := c.nsub.Load(), c.npsub.Load()
+	if nsub+npsub > 0 {
+		flags += "P"
+	}
 	multi := "-1"
 	if n := c.txnLen.Load(); n > 0 {
-		flags = "x"
+		flags += "x"
 		multi = strconv.FormatInt(n-1, 10)
 	}
 	if c.noEvict {
 		flags += "e"
+	}
+	if flags == "" {
+		flags = "N"
 	}
 	cmd := "NULL"
 	if cc := c.curCmd.Load(); cc != nil {
@@ -355,7 +374,7 @@ func (s *Server) clientLine(me, c *Session) string {
 	b.WriteString(" laddr=" + c.LocalAddr)
 	b.WriteString(" fd=-1 name=" + c.Name)
 	b.WriteString(" age=" + itoa(age) + " idle=" + itoa(max(idle, 0)))
-	b.WriteString(" flags=" + flags + " db=0 sub=0 psub=0 ssub=0 multi=" + multi)
+	b.WriteString(" flags=" + flags + " db=0 sub=" + itoa(nsub) + " psub=" + itoa(npsub) + " ssub=0 multi=" + multi)
 	b.WriteString(" qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0")
 	b.WriteString(" events=r cmd=" + cmd + " user=" + sessionUser(c) + " redir=-1 resp=" + resp)
 	b.WriteString(" lib-name=" + c.LibName + " lib-ver=" + c.LibVer)

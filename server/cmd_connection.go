@@ -22,6 +22,17 @@ const RedisVersion = "7.2.4"
 var buildInfo = version.Get()
 
 func cmdPing(s *Server, c *Session, args [][]byte, r *Reply) {
+	if len(args) <= 2 && !c.resp3 && c.subscribed() {
+		// In subscribed mode a RESP2 client reads arrays only.
+		r.Array(2)
+		r.BulkString("pong")
+		if len(args) == 2 {
+			r.Bulk(args[1])
+		} else {
+			r.BulkString("")
+		}
+		return
+	}
 	switch len(args) {
 	case 1:
 		r.Simple("PONG")
@@ -129,6 +140,9 @@ func cmdHello(s *Server, c *Session, args [][]byte, r *Reply) {
 	}
 	c.authed = authed
 	c.resp3 = proto == 3
+	if c.sub != nil {
+		c.sub.resp3.Store(c.resp3) // messages from now on
+	}
 	r.w.SetRESP3(c.resp3)
 	r.Map(7)
 	r.BulkString("server")
@@ -148,9 +162,13 @@ func cmdHello(s *Server, c *Session, args [][]byte, r *Reply) {
 }
 
 // RESET returns the connection to its state after connecting: MULTI
-// discarded, replies on, RESP2, no name, and not authenticated when a
-// password is required.
+// discarded, no subscriptions, replies on, RESP2, no name, and not
+// authenticated when a password is required.
 func cmdReset(s *Server, c *Session, args [][]byte, r *Reply) {
+	s.unsubscribeAll(c)
+	if c.sub != nil {
+		c.sub.resp3.Store(false)
+	}
 	s.db.Lock() // other sessions' CLIENT LIST reads these fields
 	s.endMulti(c)
 	c.replyOff, c.skipReplies = false, 0

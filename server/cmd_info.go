@@ -4,6 +4,7 @@ package server
 
 import (
 	"fmt"
+	"github.com/bloomkit/bloomkit/server/internal/acl"
 	"os"
 	"runtime"
 	"strconv"
@@ -53,6 +54,7 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 				want[d] = true
 			}
 			want["commandstats"] = true
+			want["latencystats"] = true
 		default:
 			want[n] = true
 		}
@@ -103,7 +105,7 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 			"maxclients:" + itoa(s.maxClients()),
 			"blocked_clients:0",
 			"tracking_clients:0",
-			"pubsub_clients:0",
+			"pubsub_clients:" + itoa(s.pubsub.clients.Load()),
 			"clients_in_timeout_table:0",
 			"total_blocking_keys:0",
 		}
@@ -111,7 +113,7 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 	section("Memory", func() []string {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
-		return []string{
+		return append([]string{
 			"used_memory:" + strconv.FormatUint(s.db.Used(), 10),
 			"used_memory_human:" + human(s.db.Used()),
 			"used_memory_rss:" + strconv.FormatUint(processRSS(ms.Sys), 10),
@@ -121,11 +123,12 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 			"maxmemory_human:" + human(s.db.Limit()),
 			"maxmemory_configured:" + strconv.FormatUint(s.set.maxMemory.Load(), 10),
 			"maxmemory_policy:noeviction",
-		}
+		}, s.memoryInfoExtra(processRSS(ms.Sys))...)
 	})
 	section("Persistence", s.persistenceInfo)
 	section("Stats", func() []string {
-		return []string{
+		channels, patterns := s.pubsubCounts()
+		return append([]string{
 			"total_connections_received:" + itoa(s.totalConns.Load()),
 			"total_commands_processed:" + itoa(s.totalCmds.Load()),
 			"rejected_connections:" + itoa(s.rejectedConns.Load()),
@@ -134,13 +137,22 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 			"total_error_replies:" + itoa(s.stats.errorsTotal.Load()),
 			"total_protocol_errors:" + itoa(s.protoErrors.Load()),
 			"total_slow_client_disconnects:" + itoa(s.slowClients.Load()),
-		}
+			"client_output_buffer_limit_disconnections:" + itoa(s.slowSubscribers.Load()),
+			"pubsub_channels:" + strconv.Itoa(channels),
+			"pubsub_patterns:" + strconv.Itoa(patterns),
+			"pubsubshard_channels:0",
+			"acl_access_denied_auth:" + itoa(s.aclCounts[acl.DeniedAuth].Load()),
+			"acl_access_denied_cmd:" + itoa(s.aclCounts[acl.DeniedCommand].Load()),
+			"acl_access_denied_key:" + itoa(s.aclCounts[acl.DeniedKey].Load()),
+			"acl_access_denied_channel:" + itoa(s.aclCounts[acl.DeniedChannel].Load()),
+		}, append(s.replStatsLines(), s.statsInfoExtra()...)...)
 	})
-	section("Replication", func() []string { return []string{"role:master", "connected_slaves:0"} })
+	section("Replication", s.replicationInfo)
 	section("CPU", cpuInfo)
 	section("Modules", func() []string { return nil })
 	section("Commandstats", s.stats.commandLines)
 	section("Errorstats", s.stats.errorLines)
+	section("Latencystats", s.latencyLines)
 	section("Cluster", func() []string { return []string{"cluster_enabled:0"} })
 	section("Keyspace", func() []string {
 		if s.db.Len() == 0 {

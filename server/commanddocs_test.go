@@ -11,7 +11,7 @@ import (
 // which RedisBloom registers without one), a known group and at least one
 // ACL category; every filter command is in @bloom or @cuckoo.
 func TestCommandDocsComplete(t *testing.T) {
-	groups := map[string]bool{"connection": true, "generic": true, "server": true, "string": true, "transactions": true, "module": true, "pubsub": true, "sentinel": true}
+	groups := map[string]bool{"connection": true, "generic": true, "server": true, "string": true, "transactions": true, "module": true, "pubsub": true, "sentinel": true, "scripting": true}
 	for _, c := range commandList {
 		d, ok := commandDocs[c.name]
 		if !ok {

@@ -24,8 +24,14 @@ type command struct {
 	// queued (EXEC, DISCARD, MULTI, WATCH, QUIT, RESET).
 	txnControl bool
 	noSlowlog  bool // never in the slow log (EXEC: its commands are)
-	fn         handlerFunc
-	idx        int // position in commandList (per-server metric children)
+	// inSubscribed commands run on a RESP2 connection in subscribed mode
+	// ((P)(UN)SUBSCRIBE, PING, QUIT, RESET); others are refused there.
+	inSubscribed bool
+	// hasSubcommands: errors name it as "name|subcommand".
+	hasSubcommands bool
+	fast           bool // flag "fast": LATENCY records it as a fast-command
+	fn             handlerFunc
+	idx            int // position in commandList (per-server metric children)
 }
 
 // commandList is the table in a fixed order.
@@ -63,13 +69,13 @@ func init() {
 		{name: "cf.scandump", arity: 3, flags: []string{"readonly", "module", "fast"}, first: 1, last: 1, step: 1, checkOwn: true, fn: cmdCFScanDump},
 		{name: "cf.loadchunk", arity: 4, flags: []string{"write", "denyoom", "module"}, first: 1, last: 1, step: 1, write: true, checkOwn: true, fn: cmdCFLoadChunk},
 		// Connection commands.
-		{name: "ping", arity: -1, flags: []string{"fast"}, fn: cmdPing},
+		{name: "ping", arity: -1, flags: []string{"fast"}, inSubscribed: true, fn: cmdPing},
 		{name: "echo", arity: 2, flags: []string{"fast"}, fn: cmdEcho},
 		{name: "hello", arity: -1, flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "no_multi"}, noauth: true, noMulti: true, fn: cmdHello},
 		{name: "auth", arity: -2, flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "no_multi"}, noauth: true, noMulti: true, fn: cmdAuth},
 		{name: "select", arity: 2, flags: []string{"loading", "stale", "fast"}, fn: cmdSelect},
-		{name: "quit", arity: -1, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, noauth: true, txnControl: true, fn: cmdQuit},
-		{name: "command", arity: -1, flags: []string{"loading", "stale"}, fn: cmdCommand},
+		{name: "quit", arity: -1, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, noauth: true, txnControl: true, inSubscribed: true, fn: cmdQuit},
+		{name: "command", arity: -1, flags: []string{"loading", "stale"}, hasSubcommands: true, fn: cmdCommand},
 		{name: "multi", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"}, unlocked: true, txnControl: true, fn: cmdMulti},
 		{name: "exec", arity: 1, flags: []string{"noscript", "loading", "stale", "skip_slowlog"}, unlocked: true, txnControl: true, noSlowlog: true, fn: cmdExec},
 		{name: "discard", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"}, unlocked: true, txnControl: true, fn: cmdDiscard},
@@ -101,7 +107,7 @@ func init() {
 		{name: "mget", arity: -2, flags: []string{"readonly", "fast"}, first: 1, last: -1, step: 1, fn: cmdMGet},
 		{name: "bf.debug", arity: 2, flags: []string{"readonly", "module", "fast"}, first: 1, last: 1, step: 1, fn: cmdBFDebug},
 		{name: "cf.debug", arity: 2, flags: []string{"readonly", "module", "fast"}, first: 1, last: 1, step: 1, fn: cmdCFDebug},
-		{name: "memory", arity: -2, flags: []string{"readonly"}, unlocked: true, fn: cmdMemory},
+		{name: "memory", arity: -2, flags: []string{"readonly"}, unlocked: true, hasSubcommands: true, fn: cmdMemory},
 		// Persistence.
 		{name: "save", arity: 1, flags: []string{"admin", "noscript", "no_async_loading", "no_multi"}, noMulti: true, unlocked: true, fn: cmdSave},
 		{name: "bgsave", arity: -1, flags: []string{"admin", "noscript", "no_async_loading", "no_multi"}, noMulti: true, unlocked: true, fn: cmdBGSave},
@@ -110,17 +116,37 @@ func init() {
 		{name: "shutdown", arity: -1, flags: []string{"admin", "noscript", "loading", "stale", "no_multi", "allow_busy"}, noMulti: true, unlocked: true, fn: cmdShutdown},
 		// Operator surface: connection state, settings,
 		// introspection. Kept together for merging.
-		{name: "client", arity: -2, flags: []string{"noscript", "loading", "stale"}, fn: cmdClient},
-		{name: "reset", arity: 1, flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "allow_busy"}, noauth: true, txnControl: true, unlocked: true, fn: cmdReset},
-		{name: "config", arity: -2, flags: []string{"admin", "noscript", "loading", "stale", "no_multi"}, unlocked: true, noMulti: true, fn: cmdConfig},
-		{name: "slowlog", arity: -2, flags: []string{"admin", "random", "loading", "stale"}, unlocked: true, fn: cmdSlowlog},
+		{name: "client", arity: -2, flags: []string{"noscript", "loading", "stale"}, hasSubcommands: true, fn: cmdClient},
+		{name: "reset", arity: 1, flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "allow_busy"}, noauth: true, txnControl: true, unlocked: true, inSubscribed: true, fn: cmdReset},
+		{name: "config", arity: -2, flags: []string{"admin", "noscript", "loading", "stale"}, unlocked: true, hasSubcommands: true, fn: cmdConfig},
+		{name: "latency", arity: -2, flags: []string{"admin", "noscript", "loading", "stale"}, unlocked: true, hasSubcommands: true, fn: cmdLatency},
+		{name: "slowlog", arity: -2, flags: []string{"admin", "random", "loading", "stale"}, unlocked: true, hasSubcommands: true, fn: cmdSlowlog},
 		{name: "info", arity: -1, flags: []string{"loading", "stale"}, fn: cmdInfo},
 		{name: "acl", arity: -2, flags: []string{"noscript", "loading", "stale"}, unlocked: true, fn: cmdACL},
 		{name: "dbsize", arity: 1, flags: []string{"readonly", "fast"}, fn: cmdDBSize},
+		// Replication (replication.go, repl_master.go).
+		{name: "replicaof", arity: 3, flags: []string{"admin", "noscript", "stale", "no_async_loading"}, unlocked: true, fn: cmdReplicaOf},
+		{name: "slaveof", arity: 3, flags: []string{"admin", "noscript", "stale", "no_async_loading"}, unlocked: true, fn: cmdReplicaOf},
+		{name: "role", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"}, unlocked: true, fn: cmdRole},
+		{name: "wait", arity: 3, flags: []string{"noscript"}, unlocked: true, fn: cmdWait},
+		{name: "replconf", arity: -1, flags: []string{"admin", "noscript", "loading", "stale", "allow_busy"}, unlocked: true, fn: cmdReplConf},
+		{name: "sync", arity: 1, flags: []string{"admin", "noscript", "no_async_loading", "no_multi"}, unlocked: true, noMulti: true, fn: cmdSync},
+		{name: "psync", arity: -3, flags: []string{"admin", "noscript", "no_async_loading", "no_multi"}, unlocked: true, noMulti: true, fn: cmdSync},
+		// Pub/sub (cmd_pubsub.go), and SCRIPT KILL for Sentinel.
+		{name: "subscribe", arity: -2, flags: []string{"pubsub", "noscript", "loading", "stale"}, unlocked: true, inSubscribed: true, fn: cmdSubscribe},
+		{name: "unsubscribe", arity: -1, flags: []string{"pubsub", "noscript", "loading", "stale"}, unlocked: true, inSubscribed: true, fn: cmdUnsubscribe},
+		{name: "psubscribe", arity: -2, flags: []string{"pubsub", "noscript", "loading", "stale"}, unlocked: true, inSubscribed: true, fn: cmdSubscribe},
+		{name: "punsubscribe", arity: -1, flags: []string{"pubsub", "noscript", "loading", "stale"}, unlocked: true, inSubscribed: true, fn: cmdUnsubscribe},
+		{name: "publish", arity: 3, flags: []string{"pubsub", "loading", "stale", "fast"}, unlocked: true, fn: cmdPublish},
+		{name: "pubsub", arity: -2, flags: []string{"pubsub", "loading", "stale"}, unlocked: true, hasSubcommands: true, fn: cmdPubsub},
+		{name: "script", arity: -2, flags: []string{"noscript"}, unlocked: true, hasSubcommands: true, fn: cmdScript},
 	}
 	commandTable = make(map[string]*command, len(list))
 	for i, c := range list {
 		c.idx = i
+		for _, f := range c.flags {
+			c.fast = c.fast || f == "fast"
+		}
 		commandTable[c.name] = c
 	}
 	commandList = list

@@ -99,11 +99,12 @@ func init() {
 	ignore("snapshots are always checksummed and uncompressed", "rdbcompression", "rdbchecksum", "rdb-del-sync-files", "sanitize-dump-payload")
 	ignore("bloomkit names its own files in dir", "dbfilename", "appendfilename", "appenddirname")
 	ignore("snapshots are written when the log grows (auto-aof-rewrite-min-size) and at shutdown", "save", "auto-aof-rewrite-percentage")
-	ignore("no replication", "replicaof", "slaveof", "masterauth", "masteruser", "replica-serve-stale-data", "replica-read-only",
-		"repl-diskless-sync", "repl-diskless-sync-delay", "repl-diskless-sync-max-replicas", "repl-diskless-load",
-		"repl-disable-tcp-nodelay", "replica-priority", "repl-backlog-size", "repl-backlog-ttl", "repl-ping-replica-period",
-		"repl-timeout", "min-replicas-to-write", "min-replicas-max-lag", "replica-announce-ip", "replica-announce-port",
-		"replica-announced", "replica-ignore-maxmemory", "replica-lazy-flush", "propagation-error-behavior")
+	ignore("a full sync always writes the snapshot to a file first and the replica loads it from its own", "repl-diskless-sync",
+		"repl-diskless-sync-delay", "repl-diskless-sync-max-replicas", "repl-diskless-load", "slave-lazy-flush", "replica-lazy-flush")
+	ignore("replication links always disable Nagle's algorithm", "repl-disable-tcp-nodelay")
+	ignore("the backlog is kept while the server runs", "repl-backlog-ttl")
+	ignore("a replica applies its master's writes whatever its own maxmemory", "replica-ignore-maxmemory", "slave-ignore-maxmemory")
+	ignore("a command from the master that fails on a replica is logged and skipped", "propagation-error-behavior")
 	ignore("memory is freed as it is released", "lazyfree-lazy-eviction", "lazyfree-lazy-expire", "lazyfree-lazy-server-del",
 		"lazyfree-lazy-user-del", "lazyfree-lazy-user-flush", "activedefrag", "active-defrag-ignore-bytes",
 		"active-defrag-threshold-lower", "active-defrag-threshold-upper", "active-defrag-cycle-min", "active-defrag-cycle-max",
@@ -119,7 +120,7 @@ func init() {
 		"list-compress-depth", "set-max-intset-entries", "set-max-listpack-entries", "set-max-listpack-value",
 		"zset-max-listpack-entries", "zset-max-listpack-value", "zset-max-ziplist-entries", "zset-max-ziplist-value",
 		"hll-sparse-max-bytes", "stream-node-max-bytes", "stream-node-max-entries")
-	ignore("replies are bounded by client-write-timeout", "client-output-buffer-limit", "maxmemory-clients")
+	ignore("replies are bounded by client-write-timeout", "maxmemory-clients")
 	ignore("the server's timers have fixed rates", "hz", "dynamic-hz")
 	ignore("filters are never evicted (noeviction)", "maxmemory-samples", "maxmemory-eviction-tenacity", "lfu-log-factor", "lfu-decay-time")
 	ignore("no Lua scripts, modules or functions", "lua-time-limit", "busy-reply-threshold", "loadmodule", "enable-module-command",
@@ -182,6 +183,15 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 		}
 		return redisBloomModuleArgs(args[1:], cfg.FilterParams)
 	}
+	if name == "client-output-buffer-limit" {
+		// Several lines add up, one class each (as in redis.conf).
+		v := strings.TrimSpace(cfg.ClientOutputBufferLimit + " " + strings.Join(args, " "))
+		if _, err := parseOutputLimits(v, defaultOutputLimits); err != nil {
+			return fmt.Errorf("client-output-buffer-limit: %v", err)
+		}
+		cfg.ClientOutputBufferLimit = v
+		return nil
+	}
 	if why, ok := ignoredDirectives[name]; ok {
 		r.ignored[name] = why
 		return nil
@@ -213,6 +223,24 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 			r.hosts = append(r.hosts, h)
 		}
 		return nil
+	case "latency-tracking-info-percentiles":
+		// Several values, as Redis writes them: 50 99 99.9 (or quoted).
+		ps, err := parsePercentiles(strings.Join(args, " "))
+		if err != nil {
+			return fmt.Errorf("%s: want numbers from 0 to 100, not %q", name, strings.Join(args, " "))
+		}
+		cfg.LatencyPercentiles = append([]float64{}, ps...)
+		return nil
+	}
+	if name == "replicaof" || name == "slaveof" {
+		if len(args) != 2 {
+			return fmt.Errorf("%s: want host and port", name)
+		}
+		if _, _, err := parseReplicaOf(args[0] + " " + args[1]); err != nil {
+			return fmt.Errorf("%s: %v", name, err)
+		}
+		r.cfg.ReplicaOf = args[0] + " " + args[1]
+		return nil
 	}
 	if name == "user" {
 		// user <name> <rules...>: checked when the server starts.
@@ -223,7 +251,7 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 		return nil
 	}
 	if len(args) != 1 {
-		if name == "save" || name == "client-output-buffer-limit" || name == "oom-score-adj-values" {
+		if name == "save" || name == "oom-score-adj-values" {
 			return nil
 		}
 		if _, known := directiveNames[name]; !known {
@@ -321,6 +349,73 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 			return err
 		}
 		cfg.MaxMemory = m
+	case "masterauth":
+		cfg.MasterAuth = v
+	case "masteruser":
+		cfg.MasterUser = v
+	case "replica-read-only", "slave-read-only":
+		b, err := boolean()
+		if err != nil {
+			return err
+		}
+		cfg.ReplicaReadOnly = confval.FormatBool(b)
+	case "replica-serve-stale-data", "slave-serve-stale-data":
+		b, err := boolean()
+		if err != nil {
+			return err
+		}
+		cfg.ReplicaServeStaleData = confval.FormatBool(b)
+	case "replica-announced":
+		b, err := boolean()
+		if err != nil {
+			return err
+		}
+		cfg.ReplicaAnnounced = confval.FormatBool(b)
+	case "repl-backlog-size":
+		m, err := size(16<<10, 1<<40)
+		if err != nil {
+			return err
+		}
+		cfg.ReplBacklogSize = int64(m)
+	case "min-replicas-to-write", "min-slaves-to-write":
+		x, err := num(0, 1<<31-1)
+		if err != nil {
+			return err
+		}
+		cfg.MinReplicasToWrite = int(x)
+	case "min-replicas-max-lag", "min-slaves-max-lag":
+		x, err := num(0, 1<<31-1)
+		if err != nil {
+			return err
+		}
+		n := int(x)
+		cfg.MinReplicasMaxLag = &n
+	case "replica-priority", "slave-priority":
+		x, err := num(0, 1<<31-1)
+		if err != nil {
+			return err
+		}
+		n := int(x)
+		cfg.ReplicaPriority = &n
+	case "replica-announce-ip", "slave-announce-ip":
+		cfg.ReplicaAnnounceIP = v
+	case "replica-announce-port", "slave-announce-port":
+		x, err := num(0, 65535)
+		if err != nil {
+			return err
+		}
+		cfg.ReplicaAnnouncePort = int(x)
+	case "repl-timeout":
+		d, err := seconds()
+		if err != nil || d < time.Second {
+			return bad("want seconds, at least 1")
+		}
+		cfg.ReplTimeout = d
+	case "repl-ping-replica-period", "repl-ping-slave-period":
+		if _, err := num(1, 1<<31-1); err != nil {
+			return err
+		}
+		r.ignored[name] = "a master pings its replicas every 10 seconds"
 	case "maxmemory-policy":
 		if strings.ToLower(v) != "noeviction" {
 			r.ignored[name] = "filters are never evicted: the policy is noeviction"
@@ -370,6 +465,12 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 			return err
 		}
 		cfg.LatencyMonitorThreshold = &x
+	case "latency-tracking":
+		b, err := boolean()
+		if err != nil {
+			return err
+		}
+		cfg.LatencyTracking = confval.FormatBool(b)
 	case "proto-max-bulk-len", "client-query-buffer-limit":
 		m, err := size(1024, 1<<40)
 		if err != nil {
@@ -427,8 +528,12 @@ var directiveNames = map[string]struct{}{}
 func init() {
 	for _, n := range strings.Fields(`port tls-port tls-cert-file tls-key-file protected-mode dir appendonly appendfsync
 		requirepass maxmemory maxmemory-policy maxclients timeout tcp-keepalive auto-aof-rewrite-min-size
-		slowlog-log-slower-than slowlog-max-len latency-monitor-threshold proto-max-bulk-len client-query-buffer-limit
-		loglevel logfile pidfile daemonize supervised bind include aclfile acllog-max-len user`) {
+		slowlog-log-slower-than slowlog-max-len latency-monitor-threshold latency-tracking latency-tracking-info-percentiles proto-max-bulk-len client-query-buffer-limit
+		loglevel logfile pidfile daemonize supervised bind include replicaof slaveof masterauth masteruser
+		replica-read-only slave-read-only replica-serve-stale-data slave-serve-stale-data replica-announced repl-backlog-size
+		min-replicas-to-write min-slaves-to-write min-replicas-max-lag min-slaves-max-lag replica-priority slave-priority
+		replica-announce-ip slave-announce-ip replica-announce-port slave-announce-port repl-timeout repl-ping-replica-period
+		repl-ping-slave-period aclfile acllog-max-len user`) {
 		directiveNames[n] = struct{}{}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/bloomkit/bloomkit/server/internal/resp"
@@ -125,8 +126,15 @@ func (s *Server) serveConn(nc net.Conn) {
 	c.canWait = true
 	c.lastCmd.Store(c.created.UnixMilli())
 	lc := s.adoptable(nc, c)
+	var woken atomic.Bool
 	if lc == nil {
 		c.setConn(nc)
+		// PUBLISH wakes this goroutine out of its read (pubsub.go).
+		wake := func() {
+			woken.Store(true)
+			nc.SetReadDeadline(time.Now())
+		}
+		c.notify.Store(&wake)
 	}
 	s.smu.Lock() // after c.conn and c.kill are set: disconnect reads them
 	s.sessions[c.ID] = c
@@ -138,7 +146,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	defer nc.Close()
 	defer s.endSession(c)
 
-	p := resp.NewReader(nc, s.readLimits(c))
+	p := resp.NewReader(countingReader{nc, &s.net.in}, s.readLimits(c))
 	for {
 		args, err := p.Next()
 		if err != nil {
@@ -155,6 +163,10 @@ func (s *Server) serveConn(nc net.Conn) {
 		}
 		if args == nil {
 			// The pipeline is drained: answer it, then wait for more.
+			if c.sub != nil {
+				c.reply.w.Next()
+				c.takePushes()
+			}
 			if len(c.reply.w.Pending()) > 0 && !s.flush(c) {
 				return
 			}
@@ -163,8 +175,20 @@ func (s *Server) serveConn(nc net.Conn) {
 			}
 			if t := s.idleTimeout(); t > 0 {
 				nc.SetReadDeadline(time.Now().Add(t))
+			} else if c.sub != nil {
+				nc.SetReadDeadline(time.Time{}) // after a wake-up
 			}
-			if err := p.Fill(); err != nil {
+			if c.pushPending() {
+				continue // queued before the deadline was set: send it now
+			}
+			err := p.Fill()
+			if err != nil && woken.Swap(false) {
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					continue // PUBLISH woke it: send the messages
+				}
+			}
+			if err != nil {
 				if errors.Is(err, resp.ErrQueryLimit) {
 					c.reply.w.Next()
 					c.reply.Error("ERR Protocol error: request larger than the query buffer limit")
@@ -180,12 +204,31 @@ func (s *Server) serveConn(nc net.Conn) {
 			continue
 		}
 		wasAuthed := c.authed
+		if c.sub != nil {
+			// Messages published before this command go out before its reply.
+			c.reply.w.Next()
+			c.takePushes()
+		}
 		c.reply.w.Next()
 		s.Do(c, args, &c.reply)
 		c.batched++
 		if c.wait != nil {
-			<-c.wait // a BF.MERGE finishing in the background
+			<-c.wait // a BF.MERGE finishing in the background, or WAIT
 			c.wait = nil
+			if c.deferred != nil {
+				c.reply.w.Raw(c.deferred)
+				c.deferred = nil
+			}
+		}
+		if c.handoff != nil {
+			// SYNC or PSYNC: the replies before it go out, then the
+			// connection serves a replica until it is gone.
+			if !s.flush(c) {
+				return
+			}
+			nc.SetDeadline(time.Time{})
+			s.serveReplica(c, nc, append([]byte(nil), p.Unread()...))
+			return
 		}
 		if c.authed != wasAuthed {
 			p.SetLimits(s.readLimits(c))
@@ -225,8 +268,11 @@ func (s *Server) flush(c *Session) bool {
 		return true
 	}
 	c.conn.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
-	_, err := c.conn.Write(c.reply.w.Pending())
+	c.setUnsent(len(c.reply.w.Pending()))
+	n, err := c.conn.Write(c.reply.w.Pending())
+	s.net.out.Add(int64(n))
 	c.reply.w.Drain()
+	c.setUnsent(0)
 	if err != nil {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
@@ -244,6 +290,7 @@ func (s *Server) endSession(c *Session) {
 	delete(s.sessions, c.ID)
 	s.smu.Unlock()
 	s.endMulti(c) // a queue left behind no longer counts
+	s.endSubscriber(c)
 	s.clients.Add(-1)
 }
 

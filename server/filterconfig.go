@@ -136,7 +136,8 @@ func (fc *filterConfig) with(i int, v string) (*filterConfig, error) {
 	return &next, nil
 }
 
-// replayFilterConfig is what commands see while the log is replayed:
+// replayFilterConfig is what commands see while the log is replayed
+// (and while a replica applies its master's stream):
 // RedisBloom's defaults, which a command logged without its filter's
 // options was run with (one run with others was logged with them), and
 // the widest limits, so that nothing acknowledged is refused because the
@@ -150,7 +151,8 @@ var replayFilterConfig = func() *filterConfig {
 
 // filterConfig is the parameters in force for the command being run.
 func (s *Server) filterConfig() *filterConfig {
-	if s.db.Loading() {
+	if s.db.Loading() || s.db.Following() {
+		// Replaying the log, or applying a master's stream.
 		return replayFilterConfig
 	}
 	return s.set.filter.Load()

@@ -198,3 +198,26 @@ func TestFilterParamsConfigFile(t *testing.T) {
 		t.Error("New accepted an unknown filter parameter")
 	}
 }
+
+// A replica whose parameters differ from its master's builds the
+// master's filters byte for byte: what the stream carries does not
+// depend on the configuration of the server that applies it.
+func TestFilterParamsReplica(t *testing.T) {
+	m := startServer(t, Config{FilterParams: map[string]string{"bf-initial-size": "300", "cf-bucket-size": "4", "bf-expansion-factor": "0"}})
+	mc := dialRaw(t, m.Addr())
+	r := startReplica(t, m, Config{FilterParams: map[string]string{"bf-error-rate": "0.2", "cf-initial-size": "64", "cf-max-expansions": "1"}})
+	rc := dialRaw(t, r.Addr())
+	waitSynced(t, mc, rc)
+	mc.do("BF.ADD", "b", "x")
+	mc.do("BF.RESERVE", "r", "0.01", "50")
+	mc.do("CF.ADD", "c", "x")
+	mc.do("CF.RESERVE", "cr", "100")
+	mc.do("CONFIG", "SET", "bf-initial-size", "100", "cf-bucket-size", "2", "bf-expansion-factor", "2")
+	mc.do("BF.MADD", "b2", "x", "y") // RedisBloom's defaults again: logged as sent
+	for i := 0; i < 2000; i++ {
+		mc.do("CF.ADD", "c", "item"+itoa(int64(i))) // grows past the replica's cf-max-expansions
+	}
+	if !sameData(t, m, r, mc, rc) {
+		t.Fatal("the replica's filters differ from the master's")
+	}
+}

@@ -14,7 +14,7 @@ import (
 // size) need a pass over each filter's arrays: a popcount of a 1 GiB Bloom
 // filter takes about half a second. They are therefore computed outside
 // the keyspace lock's long holds: the keys are picked under the lock in
-// O(maxFilterSeries) from the scan order, and each filter's arrays are
+// O(Config.MetricsKeys) from the scan order, and each filter's arrays are
 // counted in chunks of filterStatsChunk bytes, the lock taken for one
 // chunk at a time (about 50 µs), so commands run between chunks. A filter
 // that changes between chunks gives a count that mixes moments, which is
@@ -55,9 +55,12 @@ func (f *filterStats) get(s *Server) []filterRow {
 }
 
 func (s *Server) computeFilterStats() []filterRow {
-	keys := make([]string, 0, 64)
+	if s.cfg.MetricsKeys <= 0 {
+		return []filterRow{}
+	}
+	keys := make([]string, 0, min(s.cfg.MetricsKeys, 64))
 	s.db.Lock()
-	keys = s.db.FirstKeys(keys, maxFilterSeries)
+	keys = s.db.FirstKeys(keys, s.cfg.MetricsKeys)
 	s.db.Unlock()
 	rows := make([]filterRow, 0, len(keys))
 	for _, k := range keys {

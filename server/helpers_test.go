@@ -132,7 +132,7 @@ func readReply(r *bufio.Reader) (string, error) {
 			return "", err
 		}
 		return strconv.Quote(string(buf[:n])), nil
-	case '*', '%', '~':
+	case '*', '%', '~', '>':
 		n, _ := strconv.Atoi(body)
 		if n < 0 {
 			return "nil", nil
@@ -158,6 +158,8 @@ func readReply(r *bufio.Reader) (string, error) {
 			return "{" + strings.Join(kv, " ") + "}", nil
 		case '~':
 			return "~[" + strings.Join(parts, " ") + "]", nil
+		case '>':
+			return ">[" + strings.Join(parts, " ") + "]", nil
 		}
 		return "[" + strings.Join(parts, " ") + "]", nil
 	}

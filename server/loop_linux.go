@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -43,6 +44,7 @@ type eventLoop struct {
 	mu     sync.Mutex
 	newc   []*loopConn // handed over by the acceptor
 	resume []*loopConn // clients whose held replies may go now (mu)
+	pushed []*loopConn // clients PUBLISH queued messages for (mu)
 	conns  map[int]*loopConn
 	dirty  []*loopConn // clients with replies to send this round
 	rerun  []*loopConn // clients with requests left in their buffer
@@ -51,11 +53,18 @@ type eventLoop struct {
 	now    int64                                             // monoNow at the end of the last round
 	pf     []prefetchItem
 	beat   atomic.Int64 // monoNow at the start of the last round (/livez)
+	// net counts the bytes this loop read from and wrote to its clients
+	// (INFO total_net_input_bytes/total_net_output_bytes): one counter
+	// per loop, written by the loop alone, so no cache line is shared.
+	net netCounters
 }
 
 // lastBeat is when the loop last went round (it does at least every
 // 100 ms, idle or not).
 func (l *eventLoop) lastBeat() int64 { return l.beat.Load() }
+
+// netBytes is what the loop's clients sent and were sent.
+func (l *eventLoop) netBytes() (in, out int64) { return l.net.in.Load(), l.net.out.Load() }
 
 // loopConn is one client of an event loop.
 type loopConn struct {
@@ -73,8 +82,12 @@ type loopConn struct {
 	lastWrite     int64
 }
 
-// fdReader reads from a non-blocking descriptor for requestReader.fill.
-type fdReader struct{ fd int }
+// fdReader reads from a non-blocking descriptor for requestReader.fill,
+// counting the bytes in in.
+type fdReader struct {
+	fd int
+	in *atomic.Int64
+}
 
 var errAgain = errors.New("EAGAIN")
 
@@ -91,6 +104,7 @@ func (r fdReader) Read(p []byte) (int, error) {
 		case n == 0:
 			return 0, io.EOF
 		}
+		r.in.Add(int64(n))
 		return n, nil
 	}
 }
@@ -220,7 +234,15 @@ func (s *Server) adoptable(nc net.Conn, c *Session) *loopConn {
 	now := monoNow()
 	l := s.loops[int(c.ID)%len(s.loops)]
 	c.setKill(l.wakeUp)
-	return &loopConn{loop: l, fd: fd, sess: c, rd: resp.NewReader(fdReader{fd}, s.readLimits(c)), lastRead: now, lastWrite: now}
+	lc := &loopConn{loop: l, fd: fd, sess: c, rd: resp.NewReader(fdReader{fd, &l.net.in}, s.readLimits(c)), lastRead: now, lastWrite: now}
+	notify := func() {
+		l.mu.Lock()
+		l.pushed = append(l.pushed, lc)
+		l.mu.Unlock()
+		l.wakeUp()
+	}
+	c.notify.Store(&notify)
+	return lc
 }
 
 // hand gives a prepared connection to its loop.
@@ -316,11 +338,14 @@ func (l *eventLoop) woken() {
 		}
 	}
 	l.mu.Lock()
-	newc, resume := l.newc, l.resume
-	l.newc, l.resume = nil, nil
+	newc, resume, pushed := l.newc, l.resume, l.pushed
+	l.newc, l.resume, l.pushed = nil, nil, nil
 	l.mu.Unlock()
 	for _, c := range resume {
 		l.release(c)
+	}
+	for _, c := range pushed {
+		l.sendPushes(c)
 	}
 	for _, c := range newc {
 		if err := l.ctl(l.epfd, unix.EPOLL_CTL_ADD, c.fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(c.fd)}); err != nil {
@@ -336,6 +361,23 @@ func (l *eventLoop) woken() {
 			l.close(c)
 		}
 	}
+}
+
+// sendPushes moves the messages PUBLISH queued for c to its output, to
+// be written at the end of this round.
+func (l *eventLoop) sendPushes(c *loopConn) {
+	if l.conns[c.fd] != c || c.closeAfter {
+		return
+	}
+	c.sess.reply.w.Next()
+	if !c.sess.takePushes() {
+		return
+	}
+	if c.sess.batched == 0 {
+		// Nothing waits for the log: the messages may go at once.
+		c.checked = len(c.sess.reply.w.Pending())
+	}
+	l.markDirty(c)
 }
 
 // read reads what the client sent and runs its complete requests.
@@ -398,6 +440,11 @@ func (l *eventLoop) runRequests(c *loopConn) {
 		}
 		sess := c.sess
 		wasAuthed := sess.authed
+		if sess.sub != nil {
+			// Messages published before this command go out before its reply.
+			sess.reply.w.Next()
+			sess.takePushes()
+		}
 		sess.reply.w.Next()
 		s.Do(sess, args, &sess.reply)
 		sess.batched++
@@ -405,6 +452,10 @@ func (l *eventLoop) runRequests(c *loopConn) {
 			c.rd.SetLimits(s.readLimits(sess))
 		}
 		l.markDirty(c)
+		if sess.handoff != nil {
+			l.handOff(c)
+			return
+		}
 		if sess.wait != nil {
 			l.hold(c)
 			return
@@ -441,6 +492,13 @@ func (l *eventLoop) release(c *loopConn) {
 		return
 	}
 	c.sess.wait = nil
+	if d := c.sess.deferred; d != nil {
+		// WAIT's answer, known now: its place is after the replies
+		// already held (nothing after it ran).
+		c.sess.reply.w.Raw(d)
+		c.sess.deferred = nil
+		c.sess.batched++
+	}
 	ev := uint32(unix.EPOLLIN)
 	if c.watchOut {
 		ev = unix.EPOLLOUT
@@ -497,6 +555,7 @@ func (l *eventLoop) write(c *loopConn) {
 	for c.wpos < len(buf) {
 		n, err := rawWrite(c.fd, buf[c.wpos:])
 		if n > 0 {
+			l.net.out.Add(int64(n))
 			c.wpos += n
 			c.lastWrite = l.now
 		}
@@ -504,6 +563,9 @@ func (l *eventLoop) write(c *loopConn) {
 			continue
 		}
 		if err == unix.EAGAIN {
+			if c.sess.sub != nil {
+				c.sess.setUnsent(len(c.sess.reply.w.Pending()) - c.wpos)
+			}
 			if !c.watchOut {
 				// Unwatched for writability, the client would never get
 				// the rest of its replies: it is disconnected instead.
@@ -525,6 +587,9 @@ func (l *eventLoop) write(c *loopConn) {
 	// normally) for the next round.
 	c.sess.reply.w.Consume(c.checked)
 	c.wpos, c.checked = 0, 0
+	if c.sess.sub != nil {
+		c.sess.setUnsent(len(c.sess.reply.w.Pending()))
+	}
 	if c.closeAfter {
 		l.close(c)
 		return
@@ -589,4 +654,69 @@ func (l *eventLoop) shutdown() {
 	l.closeFD(l.epfd, "epoll")
 	l.closeFD(l.wake[0], "wake-up pipe")
 	l.closeFD(l.wake[1], "wake-up pipe")
+}
+
+// handOff gives a client that sent SYNC or PSYNC to a goroutine that
+// serves it as a replica (serveReplica): the loop stops watching it, its
+// pending replies are written first, and its socket becomes a blocking
+// net.Conn.
+func (l *eventLoop) handOff(c *loopConn) {
+	s := l.s
+	sess := c.sess
+	delete(l.conns, c.fd)
+	if err := l.ctl(l.epfd, unix.EPOLL_CTL_DEL, c.fd, nil); err != nil {
+		s.log.Warn("event loop: epoll_ctl DEL of a replica failed", "addr", sess.Addr, "err", err)
+	}
+	var out []byte
+	if sess.batched > 0 {
+		if err := s.endBatch(sess); err != nil {
+			sess.reply.w.Replace(appendInDoubt(sess.reply.w.Pending()[:c.checked], sess.batched, err))
+		}
+		sess.batched = 0
+	}
+	out = append(out, sess.reply.w.Pending()[c.wpos:]...)
+	sess.reply.w.Drain()
+	rest := append([]byte(nil), c.rd.Unread()...)
+	fail := func(err error) {
+		s.log.Warn("event loop: cannot hand a replica's connection over; disconnecting it", "addr", sess.Addr, "err", err)
+		l.closeFD(c.fd, "client")
+		s.endSession(sess)
+	}
+	if err := unix.SetNonblock(c.fd, false); err != nil {
+		fail(err)
+		return
+	}
+	f := os.NewFile(uintptr(c.fd), "replica")
+	nc, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		s.endSession(sess)
+		s.log.Warn("event loop: cannot hand a replica's connection over; disconnecting it", "addr", sess.Addr, "err", err)
+		return
+	}
+	s.lifeMu.Lock()
+	if s.closed.Load() {
+		s.lifeMu.Unlock()
+		nc.Close()
+		s.endSession(sess)
+		return
+	}
+	s.connWG.Add(1)
+	s.lifeMu.Unlock()
+	sess.hmu.Lock()
+	sess.kill = nil // CLIENT KILL and shutdown close the connection now
+	sess.hmu.Unlock()
+	sess.setConn(nc)
+	go func() {
+		defer s.connWG.Done()
+		defer s.endSession(sess)
+		defer nc.Close()
+		if len(out) > 0 {
+			nc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+			if _, err := nc.Write(out); err != nil {
+				return
+			}
+		}
+		s.serveReplica(sess, nc, rest)
+	}()
 }

@@ -15,3 +15,4 @@ func (s *Server) adoptable(net.Conn, *Session) *loopConn { return nil }
 func (c *loopConn) hand()                                {}
 func (l *eventLoop) stop()                               {}
 func (l *eventLoop) lastBeat() int64                     { return monoNow() }
+func (l *eventLoop) netBytes() (in, out int64)           { return 0, 0 }

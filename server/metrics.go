@@ -16,9 +16,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// maxFilterSeries bounds the per-filter metric series (the first N keys in
-// scan order, the order of SCAN 0, are exported).
-const maxFilterSeries = 1000
+// MaxMetricsKeys bounds Config.MetricsKeys: each key exported costs a pass
+// over its filter at every scrape (cached for filterStatsTTL) and four
+// series in every Prometheus server that scrapes.
+const MaxMetricsKeys = 10000
 
 // metrics is the Prometheus registry. Per-command counters and latencies
 // are counted by serverStats (tallies) and turned into metrics when
@@ -70,10 +71,13 @@ var (
 	descCommands = prometheus.NewDesc("bloomkit_commands_total", "Commands processed, by command.", []string{"cmd"}, nil)
 	descErrors   = prometheus.NewDesc("bloomkit_command_errors_total", "Commands answered with an error reply, by command.", []string{"cmd"}, nil)
 	descLatency  = prometheus.NewDesc("bloomkit_command_duration_seconds", "Time to execute a command (excluding network I/O), by command.", []string{"cmd"}, nil)
+	descRefused  = prometheus.NewDesc("bloomkit_writes_refused_total", "Writes refused: reason misconf (the log or a snapshot failed: disk full, I/O error), maxmemory, readonly (a replica), min-replicas.", []string{"reason"}, nil)
 )
 
-// commandCollector exports the per-command tallies: every command, with
-// zeros for those never called, and "unknown" for unknown commands.
+// commandCollector exports the per-command tallies of the commands that
+// ran ("unknown" for unknown command names): a command never called has
+// no series, so an idle server does not export a histogram of empty
+// buckets for each of its commands.
 type commandCollector struct{ s *Server }
 
 // Describe implements prometheus.Collector.
@@ -81,12 +85,19 @@ func (c *commandCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descCommands
 	ch <- descErrors
 	ch <- descLatency
+	ch <- descRefused
 }
 
 // Collect implements prometheus.Collector.
 func (c *commandCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, reason := range refusalLabels {
+		ch <- prometheus.MustNewConstMetric(descRefused, prometheus.CounterValue, float64(c.s.stats.refusedBy(reason)), reason)
+	}
 	t := c.s.tallies()
 	for i := range t {
+		if t[i].calls == 0 {
+			continue
+		}
 		name := "unknown"
 		if i < len(commandList) {
 			name = commandList[i].name
@@ -292,10 +303,14 @@ func (s *Server) readyProblem() string {
 	return ""
 }
 
-// replicaLinkProblem is the hook for replication: a replica whose link to
-// its primary is down is not ready. There are no replicas yet, so it is
-// always "".
-func (s *Server) replicaLinkProblem() string { return "" }
+// replicaLinkProblem is why a replica is not ready: its link to its
+// master is down (it serves stale data, or refuses with MASTERDOWN).
+func (s *Server) replicaLinkProblem() string {
+	if l := s.currentLink(); l != nil && !l.up() {
+		return "replica: link with master " + l.host + ":" + l.port + " is down"
+	}
+	return ""
+}
 
 // Alive reports whether the server is alive as /livez does: nil while it
 // serves and its event loops and background work go round. A service

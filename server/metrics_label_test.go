@@ -14,7 +14,7 @@ import (
 // another's escape) cannot break the scrape. A key "\xffkey" used to make
 // /metrics answer HTTP 500 for every metric.
 func TestMetricsKeyNames(t *testing.T) {
-	s := startServer(t, Config{NoPersistence: true, MetricsAddr: "127.0.0.1:0"})
+	s := startServer(t, Config{NoPersistence: true, MetricsAddr: "127.0.0.1:0", MetricsKeys: 100})
 	rc := dialRaw(t, s.Addr())
 	for _, k := range []string{"\xffkey", `\xffkey`, "ok", "a\xc3", "line\nbreak\"q"} {
 		if got := rc.do("BF.ADD", k, "x"); got != ":1" {

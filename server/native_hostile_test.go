@@ -253,7 +253,7 @@ func TestNativeMemoryAccounting(t *testing.T) {
 func TestNativeConcurrentSnapshots(t *testing.T) {
 	clock := newFakeClock(time.Unix(1_800_000_000, 0))
 	dir := t.TempDir()
-	s := startServer(t, Config{Dir: dir, AppendFsync: "no", Now: clock.Now})
+	s := startServer(t, Config{Dir: dir, AppendFsync: "no", Now: clock.Now, MetricsKeys: 100})
 	ctx := context.Background()
 	setup := goRedis(t, s)
 	for _, cmd := range []string{

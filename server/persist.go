@@ -121,9 +121,9 @@ func (s *Server) load() error {
 	if s.aof, err = chain.OpenLog(policy, s.doubt.add); err != nil {
 		return err
 	}
+	s.aof.SetLatencyHook(s.latency.add)
 	s.persist.nextGen = chain.Next()
 	s.persist.gen.Store(chain.Snapshot)
-	s.db.OnExpire = func(key string) { s.logCommand(nil, [][]byte{[]byte("DEL"), []byte(key)}) }
 	s.db.Loaded()
 	if s.cfg.dataDir == nil {
 		s.warnForeign(s.cfg.Dir, s.db.Len())
@@ -150,10 +150,10 @@ func (s *Server) replayCommand(c *Session, args [][]byte, r *Reply) error {
 	return nil
 }
 
-// logCommand appends a write to the log, or to the transaction being
-// executed (db.mu held). It returns the log position the write is at.
+// logCommand appends a write to the log and to the replication stream,
+// or to the transaction being executed (db.mu held).
 func (s *Server) logCommand(c *Session, args [][]byte) {
-	if s.aof == nil || s.db.Loading() || s.cfg.NoAppendLog {
+	if s.db.Loading() {
 		return
 	}
 	if s.txn != nil {
@@ -164,13 +164,16 @@ func (s *Server) logCommand(c *Session, args [][]byte) {
 		s.txn = append(s.txn, cp)
 		return
 	}
-	s.aof.Append(func(b []byte) []byte { return aof.EncodeRecord(b, args) })
+	if s.aof != nil && !s.cfg.NoAppendLog {
+		s.aof.Append(func(b []byte) []byte { return aof.EncodeRecord(b, args) })
+	}
+	s.feed([][][]byte{args}, false)
 }
 
 // logCommands appends writes that one command made as one record, so
 // that a crash replays all or none of them (db.mu held).
 func (s *Server) logCommands(c *Session, cmds ...[][]byte) {
-	if s.aof == nil || s.db.Loading() || s.cfg.NoAppendLog {
+	if s.db.Loading() {
 		return
 	}
 	if s.txn != nil {
@@ -179,7 +182,10 @@ func (s *Server) logCommands(c *Session, cmds ...[][]byte) {
 		}
 		return
 	}
-	s.aof.Append(func(b []byte) []byte { return aof.EncodeTransaction(b, cmds) })
+	if s.aof != nil && !s.cfg.NoAppendLog {
+		s.aof.Append(func(b []byte) []byte { return aof.EncodeTransaction(b, cmds) })
+	}
+	s.feed(cmds, true)
 }
 
 // rewrite moves to a new generation: a snapshot of the keyspace as it is
@@ -225,12 +231,14 @@ func (s *Server) rewrite0(gen uint64) error {
 	// finish any started since with the lock held.
 	s.db.WaitMerges()
 	s.db.Lock()
+	stallStart := time.Now()
 	s.db.FinishMerges(nil)
 	failedBefore := s.aof.Failure() != nil
 	snap := s.db.BeginSnapshot(gen)
 	s.aof.Rotate(lf)
 	dirty := s.db.Dirty()
 	s.db.Unlock()
+	s.noteSnapshotStart(time.Since(stallStart))
 	p.current.Store(snap)
 	err = s.inBackgroundThread(func() error { return s.writeSnapshotFile(snap) })
 	s.db.Lock()

@@ -53,6 +53,9 @@ func (r *Reply) NullArray() { r.w.NullArray() }
 // Array writes an array header of n elements.
 func (r *Reply) Array(n int) { r.w.Array(n) }
 
+// Push writes a RESP3 push header of n elements (an array under RESP2).
+func (r *Reply) Push(n int) { r.w.Push(n) }
+
 // Map writes a map header of n pairs (a flat array of 2n under RESP2).
 func (r *Reply) Map(n int) { r.w.Map(n) }
 

@@ -236,7 +236,7 @@ func TestExpiry(t *testing.T) {
 }
 
 func TestMetricsAndHealth(t *testing.T) {
-	s := startServer(t, Config{NoPersistence: true, MetricsAddr: "127.0.0.1:0"})
+	s := startServer(t, Config{NoPersistence: true, MetricsAddr: "127.0.0.1:0", MetricsKeys: 100})
 	rc := dialRaw(t, s.Addr())
 	rc.do("BF.MADD", "urls", "a", "b", "c")
 	rc.do("CF.ADD", "c", "x")

@@ -52,6 +52,7 @@ import (
 	"github.com/bloomkit/bloomkit/internal/memlimit"
 	"github.com/bloomkit/bloomkit/server/internal/acl"
 	"github.com/bloomkit/bloomkit/server/internal/aof"
+	"github.com/bloomkit/bloomkit/server/internal/backlog"
 	"github.com/bloomkit/bloomkit/server/internal/keyspace"
 )
 
@@ -83,6 +84,12 @@ type Config struct {
 	// LatencyMonitorThreshold is LATENCY's threshold in milliseconds
 	// (nil or 0: the latency monitor is off).
 	LatencyMonitorThreshold *int64
+	// LatencyTracking is "yes" (the default, "") or "no": per-command
+	// latency histograms for INFO latencystats and LATENCY HISTOGRAM.
+	LatencyTracking string
+	// LatencyPercentiles are the percentiles INFO latencystats reports
+	// (nil: 50, 99 and 99.9; empty: none).
+	LatencyPercentiles []float64
 	// LogLevel, LogFile, PidFile and Supervised carry a config file's
 	// loglevel, logfile, pidfile and supervised directives to the program
 	// that builds the logger and runs the process (bloom serve); the
@@ -130,10 +137,26 @@ type Config struct {
 	MaxMemory uint64
 	// MetricsAddr, when set, serves Prometheus /metrics and /healthz.
 	MetricsAddr string
+	// MetricsKeys is how many keys get per-filter series on /metrics
+	// (fill ratio, estimated false-positive rate, items, size, labelled
+	// by key name): at most MaxMetricsKeys, 0 (the default) none. The
+	// keys are the first in SCAN order (by a fixed hash of the name), so
+	// the same keys are chosen on every scrape and every start. It is
+	// bounded and off by default because every key is a set of series in
+	// every Prometheus server that scrapes (cardinality), a pass over the
+	// filter at each scrape, and a key name, which may hold personal data,
+	// copied into the monitoring system.
+	MetricsKeys int
 	// SlowlogLogSlowerThan is the slow log's threshold in microseconds
 	// (nil: 10000; negative: off; 0: every command); SlowlogMaxLen its
 	// length (nil: 128).
 	SlowlogLogSlowerThan, SlowlogMaxLen *int64
+	// ClientOutputBufferLimit is Redis's client-output-buffer-limit:
+	// "class hard soft seconds" groups (classes normal, replica or slave,
+	// pubsub; sizes with units). Classes not named keep Redis's defaults:
+	// none for normal clients, "pubsub 32mb 8mb 60" (a subscriber whose
+	// unsent messages pass 32 MiB, or 8 MiB for 60 s, is disconnected).
+	ClientOutputBufferLimit string
 	// ConfigFile is the file the settings were read from, if any: CONFIG
 	// REWRITE writes the settings changed by CONFIG SET back to it.
 	ConfigFile string
@@ -173,6 +196,38 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
+
+	// ReplicaOf is "host port": the server starts as that master's
+	// replica (Redis's replicaof directive and --replicaof).
+	ReplicaOf string
+	// MasterAuth and MasterUser authenticate this replica to its master.
+	MasterAuth, MasterUser string
+	// ReplicaReadOnly ("yes", the default, or "no") refuses clients'
+	// writes on a replica with READONLY.
+	ReplicaReadOnly string
+	// ReplicaServeStaleData ("yes", the default, or "no"): with no, a
+	// replica whose link is down answers MASTERDOWN.
+	ReplicaServeStaleData string
+	// ReplBacklogSize is the replication backlog (default 1 MiB).
+	ReplBacklogSize int64
+	// MinReplicasToWrite and MinReplicasMaxLag (seconds, default 10):
+	// writes are refused with NOREPLICAS unless that many replicas
+	// acknowledged within the lag (0: no check).
+	MinReplicasToWrite int
+	MinReplicasMaxLag  *int
+	// ReplicaPriority is reported to Sentinel (default 100; 0: never promoted).
+	ReplicaPriority *int
+	// ReplicaAnnounced ("yes", the default, or "no"), ReplicaAnnounceIP
+	// and ReplicaAnnouncePort: what this replica tells its master and
+	// Sentinel about itself.
+	ReplicaAnnounced    string
+	ReplicaAnnounceIP   string
+	ReplicaAnnouncePort int
+	// ReplTimeout is repl-timeout (default 60 s).
+	ReplTimeout time.Duration
+	// replicaOutLimit replaces client-output-buffer-limit replica
+	// (default 256 MiB hard, 64 MiB for 60 s soft).
+	replicaOutLimit *backlog.Limits
 
 	// dataDir replaces the data directory (fault-injection tests).
 	dataDir aof.Dir
@@ -305,6 +360,56 @@ type Session struct {
 	// their replies (wait, closed when it is done) instead of the lock.
 	canWait bool
 	wait    <-chan struct{}
+
+	// sub is the pub/sub state (nil until the first subscription; see
+	// pubsub.go); notify wakes the connection's owner to send what
+	// PUBLISH queued for it (nil: no network connection).
+	sub    *subscriber
+	notify atomic.Pointer[func()]
+	// nsub and npsub count its channels and patterns for other sessions
+	// (CLIENT LIST sub= and psub=, CLIENT KILL TYPE pubsub).
+	nsub, npsub atomic.Int64
+	// replRole is what the connection is to replication: a replica's
+	// link on its master (roleReplica: CLIENT LIST flag S, type replica)
+	// or the master's link on a replica (roleMaster: flag M, type master).
+	replRole atomic.Int32
+	// deferred is a reply computed while the connection held its
+	// replies (wait): WAIT's answer, appended when wait is closed.
+	deferred []byte
+
+	// Replication: a replica's handshake (REPLCONF), the SYNC or PSYNC
+	// that hands the connection over (handoff), the stream offset after
+	// this client's last write (WAIT), and whether this is the session
+	// applying a master's stream.
+	replPort   int
+	replIP     string
+	rdbOnly    bool
+	handoff    *replHandoff
+	woff       int64
+	fromMaster bool
+}
+
+// Replication roles of a connection (Session.replRole).
+const (
+	roleNone int32 = iota
+	roleReplica
+	roleMaster
+)
+
+// clientType is the connection's class for CLIENT KILL TYPE and CLIENT
+// LIST TYPE, as Redis classifies it: master, slave (a replica), pubsub
+// (subscribed to something), or normal.
+func (c *Session) clientType() string {
+	switch c.replRole.Load() {
+	case roleMaster:
+		return "master"
+	case roleReplica:
+		return "slave"
+	}
+	if c.nsub.Load()+c.npsub.Load() > 0 {
+		return "pubsub"
+	}
+	return "normal"
 }
 
 // Server is a bloomkit server. Its methods are safe for concurrent use.
@@ -351,9 +456,16 @@ type Server struct {
 	// aclChanged is set once ACL SETUSER or DELUSER ran: CONFIG REWRITE
 	// then writes the users to the config file (without an aclfile).
 	aclChanged atomic.Bool
+	// pubsub holds the channel and pattern subscriptions.
+	pubsub pubsubHub
+	// slowSubscribers counts subscribers disconnected past their output
+	// limit (INFO client_output_buffer_limit_disconnections).
+	slowSubscribers atomic.Int64
 	// txn collects the writes of the MULTI/EXEC block being executed, to
 	// be logged as one record (db.mu held).
 	txn [][][]byte
+	// repl is replication: roles, the stream and its backlog, replicas.
+	repl replState
 
 	started       time.Time
 	nextID        atomic.Int64
@@ -363,9 +475,22 @@ type Server struct {
 	rejectedConns atomic.Int64
 	protoErrors   atomic.Int64
 	slowClients   atomic.Int64
-	connWG        sync.WaitGroup
-	lifeMu        sync.Mutex // closed, and adding to connWG
-	loops         []*eventLoop
+	// net counts the bytes of clients served by a goroutine (TLS, and
+	// systems without the event loops); each loop counts its own.
+	net, netBase netCounters // netBase: the totals at CONFIG RESETSTAT
+	// rates samples what INFO's instantaneous_* fields average; peak
+	// is used_memory_peak; snapStall the last snapshot's start pause.
+	rates     rateMeter
+	peakMem   atomic.Uint64
+	snapStall snapStall
+	// latency is the latency monitor (LATENCY); track the percentiles
+	// INFO latencystats reports.
+	latency latencyMonitor
+	track   latencyTracking
+
+	connWG sync.WaitGroup
+	lifeMu sync.Mutex // closed, and adding to connWG
+	loops  []*eventLoop
 
 	smu      sync.Mutex
 	sessions map[int64]*Session
@@ -405,6 +530,12 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
+	if err := checkLatencyConfig(&cfg); err != nil {
+		return nil, err
+	}
+	if cfg.MetricsKeys < 0 || cfg.MetricsKeys > MaxMetricsKeys {
+		return nil, fmt.Errorf("server: metrics-keys must be from 0 to %d, not %d", MaxMetricsKeys, cfg.MetricsKeys)
+	}
 	if len(cfg.IgnoredDirectives) > 0 {
 		cfg.Logger.Warn("config file directives ignored: "+strings.Join(cfg.IgnoredDirectives, "; "), "file", cfg.ConfigFile)
 	}
@@ -430,7 +561,16 @@ func New(cfg Config) (*Server, error) {
 
 		shutdownReq: make(chan struct{}),
 	}
+	if cfg.ClientOutputBufferLimit != "" {
+		if _, err := parseOutputLimits(cfg.ClientOutputBufferLimit, defaultOutputLimits); err != nil {
+			return nil, fmt.Errorf("server: client-output-buffer-limit: %w", err)
+		}
+	}
 	s.set.init(&cfg, filter)
+	s.set.limit.Store(limit)
+	s.initReplication(&cfg)
+	s.db.OnExpire = func(key string) { s.logCommand(nil, [][]byte{[]byte("DEL"), []byte(key)}) }
+	s.initLatency(&cfg)
 	s.slowlog.maxLen = int(s.set.slowMaxLen.Load())
 	s.configFile = cfg.ConfigFile
 	s.runID = newRunID()
@@ -590,6 +730,7 @@ func (s *Server) Serve() error {
 		s.log.Warn("event loops unavailable; serving each client with a goroutine", "err", err)
 	}
 	s.lifeMu.Unlock()
+	s.startReplication()
 	errs := make(chan error, len(s.extraLns))
 	for _, l := range s.extraLns {
 		go func() { errs <- s.acceptLoop(l) }()
@@ -654,6 +795,7 @@ func (s *Server) closeListeners() {
 	for _, c := range s.sessionList() {
 		c.disconnect()
 	}
+	s.stopReplication()
 	for _, l := range s.loops {
 		l.stop()
 	}
@@ -698,6 +840,7 @@ func (s *Server) background() {
 			s.bgBeat.Store(monoNow())
 		}
 		ticks++
+		s.sampleRates()
 		s.expireCycle()
 		// Memory recount: a pass at most every 10 s, in steps of about
 		// a millisecond of lock per tick.
@@ -760,7 +903,9 @@ func (s *Server) savePointDue() bool {
 // expireCycle removes expired keys, sampling like Redis's active expiry,
 // for at most 1 ms with the keyspace locked at a time and 25 ms a cycle.
 func (s *Server) expireCycle() {
-	deadline := time.Now().Add(25 * time.Millisecond)
+	began := time.Now()
+	defer func() { s.latency.add("expire-cycle", time.Since(began)) }()
+	deadline := began.Add(25 * time.Millisecond)
 	for time.Now().Before(deadline) {
 		s.db.Lock()
 		stop := time.Now().Add(time.Millisecond)
@@ -885,6 +1030,21 @@ func (s *Server) do(c *Session, args [][]byte, r *Reply) {
 		s.reject(cmd, start, r)
 		return
 	}
+	if !cmd.txnControl && !c.fromMaster {
+		if msg := s.replicaRefuses(c, cmd); msg != "" {
+			if c.multi != nil {
+				c.multiErr = true
+			}
+			r.Error(msg)
+			s.reject(cmd, start, r)
+			return
+		}
+	}
+	if msg := subscribedRefusal(c, cmd, args); msg != "" {
+		r.Error(msg)
+		s.reject(cmd, start, r)
+		return
+	}
 	if c.multi != nil && !cmd.txnControl {
 		if cmd.noMulti {
 			c.multiErr = true
@@ -939,6 +1099,11 @@ func (s *Server) reject(cmd *command, start int64, r *Reply) {
 // executed adds a command that ran and took d to the slow log (INFO
 // commandstats and /metrics counted it already).
 func (s *Server) executed(c *Session, cmd *command, args [][]byte, start int64, d time.Duration, r *Reply) {
+	if cmd.fast {
+		s.latency.add("fast-command", d)
+	} else {
+		s.latency.add("command", d)
+	}
 	if t := s.set.slowerThan.Load(); t >= 0 && d.Microseconds() >= t && !cmd.noSlowlog {
 		s.slowlog.add(c, args, monoTime(start), d, int(s.set.slowMaxLen.Load()))
 	}
@@ -953,6 +1118,7 @@ func (s *Server) executed(c *Session, cmd *command, args [][]byte, start int64, 
 func (s *Server) locked(c *Session, cmd *command, args [][]byte, r *Reply, start int64) (d time.Duration) {
 	defer func() {
 		if p := recover(); p != nil {
+			s.db.CountReads(false)
 			s.log.Error("panic in command", "cmd", cmd.name, "panic", p, "stack", string(debug.Stack()))
 			if cmd.write {
 				panic(fmt.Sprintf("bloomkit: panic in write command %s: %v", cmd.name, p))
@@ -985,29 +1151,14 @@ func monoTime(ns int64) time.Time { return monoBase.Add(time.Duration(ns)) }
 // of the keys a write names for a running snapshot, and logs a write that
 // succeeded. The connection's replies then wait for everything it saw.
 func (s *Server) run(c *Session, cmd *command, args [][]byte, r *Reply) {
-	if s.db.Merging() {
-		// A merge in the background took effect when it was logged:
-		// whoever names its keys sees it done (internal/keyspace/merge.go).
-		forKeys(cmd, args, s.db.FinishMergesNamed)
-	}
-	if cmd.write && s.db.Recounting() {
-		forKeys(cmd, args, s.db.Touch)
-	}
-	if cmd.write && s.db.Snapshotting() {
-		forKeys(cmd, args, func(k []byte) {
-			if e := s.db.Lookup(string(k)); e != nil {
-				s.db.Preserve(e)
-			}
-		})
-	}
+	s.beforeWrite(cmd, args)
 	c.skipLog, c.logArgs, c.logBefore = false, nil, nil
+	s.db.CountReads(!cmd.write) // keyspace_hits/misses count the lookups of reads
 	cmd.fn(s, c, args, r)
-	if s.aof == nil {
-		return
-	}
-	logged := false
+	s.db.CountReads(false)
+	var la [][]byte
 	if cmd.write && !r.w.Failed() && !c.skipLog {
-		la := args
+		la = args
 		if c.logArgs != nil {
 			la = c.logArgs
 		}
@@ -1016,6 +1167,13 @@ func (s *Server) run(c *Session, cmd *command, args [][]byte, r *Reply) {
 		} else {
 			s.logCommand(c, la)
 		}
+		c.woff = s.repl.offset()
+	}
+	if s.aof == nil {
+		return
+	}
+	logged := false
+	if la != nil {
 		c.pendingWrite, logged = true, true
 		if s.txn == nil && s.aof.Failed() {
 			// Appended after the log failed: in doubt, and its reply
@@ -1031,6 +1189,27 @@ func (s *Server) run(c *Session, cmd *command, args [][]byte, r *Reply) {
 		// became visible): do not reveal a write that may not survive.
 		r.Reset(c.resp3)
 		r.Error("IOERR the append-only log failed; the state of this key is in doubt until a snapshot succeeds")
+	}
+}
+
+// beforeWrite readies the keys a command names (db.mu held): background
+// merges of them finish, a memory recount and a running snapshot see
+// them before they change.
+func (s *Server) beforeWrite(cmd *command, args [][]byte) {
+	if s.db.Merging() {
+		// A merge in the background took effect when it was logged:
+		// whoever names its keys sees it done (internal/keyspace/merge.go).
+		forKeys(cmd, args, s.db.FinishMergesNamed)
+	}
+	if cmd.write && s.db.Recounting() {
+		forKeys(cmd, args, s.db.Touch)
+	}
+	if cmd.write && s.db.Snapshotting() {
+		forKeys(cmd, args, func(k []byte) {
+			if e := s.db.Lookup(string(k)); e != nil {
+				s.db.Preserve(e)
+			}
+		})
 	}
 }
 
@@ -1077,11 +1256,15 @@ func (s *Server) exec(c *Session, r *Reply) {
 		s.db.Now = clock
 		if len(s.txn) > 0 {
 			cmds := s.txn
-			s.aof.Append(func(b []byte) []byte { return aof.EncodeTransaction(b, cmds) })
-			c.pendingWrite = true
-			if s.aof.Failed() {
-				s.doubt.add(aof.EncodeTransaction(nil, cmds))
+			if s.aof != nil && !s.cfg.NoAppendLog {
+				s.aof.Append(func(b []byte) []byte { return aof.EncodeTransaction(b, cmds) })
+				c.pendingWrite = true
+				if s.aof.Failed() {
+					s.doubt.add(aof.EncodeTransaction(nil, cmds))
+				}
 			}
+			s.feed(cmds, true)
+			c.woff = s.repl.offset()
 		}
 		s.txn = nil
 		if s.aof != nil {

@@ -25,6 +25,12 @@ type settings struct {
 	filter      atomic.Pointer[filterConfig]
 	// aclLogMaxLen is acllog-max-len.
 	aclLogMaxLen atomic.Int64
+	// limit mirrors the memory limit in force (db.Limit) for CONFIG GET,
+	// which may run inside EXEC, where the keyspace lock is held.
+	limit atomic.Uint64
+	// outLimits is client-output-buffer-limit, by class (nil: Redis's
+	// defaults).
+	outLimits atomic.Pointer[[3]outputLimit]
 }
 
 func (st *settings) init(cfg *Config, filter *filterConfig) {
@@ -49,6 +55,11 @@ func (st *settings) init(cfg *Config, filter *filterConfig) {
 		st.aclLogMaxLen.Store(max(*cfg.ACLLogMaxLen, 0))
 	}
 	st.protected.Store(!strings.EqualFold(cfg.ProtectedMode, "no"))
+	if cfg.ClientOutputBufferLimit != "" {
+		if l, err := parseOutputLimits(cfg.ClientOutputBufferLimit, defaultOutputLimits); err == nil {
+			st.outLimits.Store(&l)
+		}
+	}
 }
 
 // appendFsync is the appendfsync policy in force.

@@ -19,6 +19,9 @@ type cmdStats struct {
 	calls, usec, failed    int64 // db.mu held
 	ucalls, uusec, ufailed atomic.Int64
 	rejected               atomic.Int64
+	// hist (db.mu) and uhist (tmu) are the latency histograms of INFO
+	// latencystats and LATENCY HISTOGRAM: nil until the command runs.
+	hist, uhist *latencyHist
 }
 
 // maxErrorCodes bounds the distinct error codes INFO errorstats tracks
@@ -41,6 +44,12 @@ type serverStats struct {
 	tally  []cmdTally
 	tmu    sync.Mutex
 	utally []cmdTally
+	// refused counts the writes refused, by refusalReasons (never
+	// reset: a Prometheus counter).
+	refused [len(refusalReasons)]atomic.Int64
+	// tracking is latency-tracking: the per-command latency histograms
+	// are kept while it is on (the default).
+	tracking atomic.Bool
 }
 
 // latencyBounds are the upper bounds of bloomkit_command_duration_seconds'
@@ -83,8 +92,10 @@ func (t *cmdTally) merge(o *cmdTally) {
 }
 
 func newServerStats() *serverStats {
-	return &serverStats{perCmd: make([]cmdStats, len(commandList)), errors: map[string]int64{},
+	st := &serverStats{perCmd: make([]cmdStats, len(commandList)), errors: map[string]int64{},
 		tally: make([]cmdTally, len(commandList)+1), utally: make([]cmdTally, len(commandList)+1)}
+	st.tracking.Store(true)
+	return st
 }
 
 // executedLocked counts one execution of cmd that took d and answered r
@@ -94,10 +105,16 @@ func (st *serverStats) executedLocked(cmd *command, d time.Duration, r *Reply) {
 	st.executedInTxn(cmd, d, r)
 }
 
-// executedInTxn counts a command EXEC ran, for INFO commandstats only (in
-// /metrics, EXEC counts as one command), db.mu held.
+// executedInTxn counts a command EXEC ran, for INFO commandstats and
+// latencystats only (in /metrics, EXEC counts as one command), db.mu held.
 func (st *serverStats) executedInTxn(cmd *command, d time.Duration, r *Reply) {
 	cs := &st.perCmd[cmd.idx]
+	if st.tracking.Load() {
+		if cs.hist == nil {
+			cs.hist = &latencyHist{}
+		}
+		cs.hist.record(d)
+	}
 	cs.calls++
 	cs.usec += d.Microseconds()
 	if r.w.Failed() {
@@ -108,10 +125,16 @@ func (st *serverStats) executedInTxn(cmd *command, d time.Duration, r *Reply) {
 
 // executed counts one execution of a command run without the lock.
 func (st *serverStats) executed(cmd *command, d time.Duration, r *Reply) {
+	cs := &st.perCmd[cmd.idx]
 	st.tmu.Lock()
 	st.utally[cmd.idx].add(d, r.w.Failed())
+	if st.tracking.Load() {
+		if cs.uhist == nil {
+			cs.uhist = &latencyHist{}
+		}
+		cs.uhist.record(d)
+	}
 	st.tmu.Unlock()
-	cs := &st.perCmd[cmd.idx]
 	cs.ucalls.Add(1)
 	cs.uusec.Add(d.Microseconds())
 	if r.w.Failed() {
@@ -162,6 +185,7 @@ func (st *serverStats) countError(r *Reply) {
 	for end < len(b) && b[end] != ' ' && b[end] != '\r' {
 		end++
 	}
+	st.countRefusal(b)
 	st.emu.Lock()
 	if n, ok := st.errors[string(b[:end])]; ok {
 		st.errors[string(b[:end])] = n + 1
@@ -176,11 +200,17 @@ func (st *serverStats) reset() {
 	for i := range st.perCmd {
 		cs := &st.perCmd[i]
 		cs.calls, cs.usec, cs.failed = 0, 0, 0
+		cs.hist = nil
 		cs.ucalls.Store(0)
 		cs.uusec.Store(0)
 		cs.ufailed.Store(0)
 		cs.rejected.Store(0)
 	}
+	st.tmu.Lock()
+	for i := range st.perCmd {
+		st.perCmd[i].uhist = nil
+	}
+	st.tmu.Unlock()
 	st.errorsTotal.Store(0)
 	st.emu.Lock()
 	st.errors = map[string]int64{}
@@ -220,4 +250,43 @@ func (st *serverStats) errorLines() []string {
 	st.emu.Unlock()
 	sort.Strings(out)
 	return out
+}
+
+// refusalReasons label bloomkit_writes_refused_total: the error replies
+// that refuse a write for a reason an operator must fix, by their code.
+var refusalReasons = [...]struct{ reason, prefix string }{
+	{"misconf", "MISCONF "},                  // the log or a snapshot failed (disk full, I/O error)
+	{"maxmemory", "OOM "},                    // over maxmemory
+	{"maxmemory", "ERR Insufficient memory"}, // a filter that would pass maxmemory
+	{"readonly", "READONLY "},                // a read-only replica
+	{"min-replicas", "NOREPLICAS "},          // too few replicas (min-replicas-to-write)
+	{"misconf", "EXECABORT Transaction discarded because of: MISCONF"},
+	{"maxmemory", "EXECABORT Transaction discarded because of: OOM"},
+	{"readonly", "EXECABORT Transaction discarded because of: READONLY"},
+	{"min-replicas", "EXECABORT Transaction discarded because of: NOREPLICAS"},
+}
+
+// refusalLabels are the distinct reasons, in the order metrics list them.
+var refusalLabels = []string{"misconf", "maxmemory", "readonly", "min-replicas"}
+
+// countRefusal counts an error reply (b, without its '-') that refuses a
+// write.
+func (st *serverStats) countRefusal(b []byte) {
+	for i, rr := range refusalReasons {
+		if len(b) >= len(rr.prefix) && string(b[:len(rr.prefix)]) == rr.prefix {
+			st.refused[i].Add(1)
+			return
+		}
+	}
+}
+
+// refusedBy is the writes refused for reason.
+func (st *serverStats) refusedBy(reason string) int64 {
+	var n int64
+	for i, rr := range refusalReasons {
+		if rr.reason == reason {
+			n += st.refused[i].Load()
+		}
+	}
+	return n
 }

@@ -82,14 +82,34 @@ var multiCases = map[string][][]string{
 	"client": {{"CLIENT", "SETNAME", "n"}, {"CLIENT", "GETNAME"}, {"CLIENT", "ID"}, {"CLIENT", "SETINFO", "LIB-NAME", "x"},
 		{"CLIENT", "INFO"}, {"CLIENT", "LIST"}, {"CLIENT", "KILL", "ID", "999999"}, {"CLIENT", "NO-EVICT", "on"},
 		{"CLIENT", "REPLY", "ON"}, {"CLIENT", "HELP"}},
-	"reset":  {{"RESET"}},
-	"config": {{"CONFIG", "GET", "maxmemory"}, {"CONFIG", "SET", "slowlog-max-len", "128"}, {"CONFIG", "REWRITE"}, {"CONFIG", "RESETSTAT"}},
+	"reset": {{"RESET"}},
+	"config": {{"CONFIG", "GET", "maxmemory"}, {"CONFIG", "SET", "slowlog-max-len", "128"}, {"CONFIG", "SET", "maxmemory", "0"},
+		{"CONFIG", "REWRITE"}, {"CONFIG", "RESETSTAT"}},
+	"latency": {{"LATENCY", "LATEST"}, {"LATENCY", "HISTORY", "command"}, {"LATENCY", "RESET"}, {"LATENCY", "DOCTOR"}, {"LATENCY", "HISTOGRAM"}, {"LATENCY", "HELP"}},
 	"acl": {{"ACL", "WHOAMI"}, {"ACL", "USERS"}, {"ACL", "LIST"}, {"ACL", "CAT"}, {"ACL", "CAT", "bloom"}, {"ACL", "GETUSER", "default"},
 		{"ACL", "SETUSER", "txnuser", "on", ">pw"}, {"ACL", "DELUSER", "txnuser"}, {"ACL", "LOG"}, {"ACL", "LOG", "RESET"},
 		{"ACL", "GENPASS"}, {"ACL", "DRYRUN", "default", "GET", "k"}, {"ACL", "LOAD"}, {"ACL", "SAVE"}, {"ACL", "HELP"}},
 	"slowlog": {{"SLOWLOG", "GET"}, {"SLOWLOG", "LEN"}, {"SLOWLOG", "RESET"}, {"SLOWLOG", "HELP"}},
 	"info":    {{"INFO"}, {"INFO", "all"}},
 	"dbsize":  {{"DBSIZE"}},
+	// Redis Sentinel sends REPLICAOF/SLAVEOF inside MULTI with CONFIG
+	// REWRITE and CLIENT KILL: they must queue.
+	"replicaof": {{"REPLICAOF", "NO", "ONE"}},
+	"slaveof":   {{"SLAVEOF", "NO", "ONE"}},
+	"role":      {{"ROLE"}},
+	"wait":      {{"WAIT", "0", "0"}},
+	"replconf":  {{"REPLCONF", "listening-port", "1"}},
+	"sync":      {{"SYNC"}},
+	"psync":     {{"PSYNC", "?", "-1"}},
+	// Pub/sub runs inside MULTI as in Redis 7 (the confirmations are
+	// EXEC's elements).
+	"subscribe":    {{"SUBSCRIBE", "ch"}},
+	"unsubscribe":  {{"UNSUBSCRIBE"}, {"UNSUBSCRIBE", "ch"}},
+	"psubscribe":   {{"PSUBSCRIBE", "c*"}},
+	"punsubscribe": {{"PUNSUBSCRIBE"}},
+	"publish":      {{"PUBLISH", "ch", "m"}},
+	"pubsub":       {{"PUBSUB", "CHANNELS"}, {"PUBSUB", "NUMSUB", "ch"}, {"PUBSUB", "NUMPAT"}, {"PUBSUB", "HELP"}},
+	"script":       {{"SCRIPT", "KILL"}, {"SCRIPT", "HELP"}},
 }
 
 // TestEveryCommandInMulti queues every command of the table (each

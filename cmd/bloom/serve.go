@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -71,11 +72,14 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	appendonly := fs.String("appendonly", env("BLOOMKIT_APPENDONLY", "yes"), "yes: log every write (durable as --appendfsync says); no: snapshots only (SAVE, BGSAVE, save points, shutdown), as Redis's appendonly no")
 	fsync := fs.String("appendfsync", env("BLOOMKIT_APPENDFSYNC", "everysec"), "fsync the log: always, everysec or no")
 	pass := fs.String("requirepass", env("BLOOMKIT_REQUIREPASS", ""), "password clients must AUTH with")
+	replicaOf := fs.String("replicaof", env("BLOOMKIT_REPLICAOF", ""), `start as the replica of this master, "host port" (as Redis's --replicaof)`)
+	masterAuth := fs.String("masterauth", env("BLOOMKIT_MASTERAUTH", ""), "password this replica gives its master")
 	cert := fs.String("tls-cert", env("BLOOMKIT_TLS_CERT", ""), "TLS certificate (PEM); with --tls-key enables TLS")
 	key := fs.String("tls-key", env("BLOOMKIT_TLS_KEY", ""), "TLS private key (PEM)")
 	maxmem := fs.String("maxmemory", env("BLOOMKIT_MAXMEMORY", "0"), "memory limit for filters, e.g. 4GiB, 512mb (0: 90% of RAM)")
 	metrics := fs.String("metrics-addr", env("BLOOMKIT_METRICS_ADDR", ""), "serve Prometheus /metrics and /healthz here")
 	pprofAddr := fs.String("pprof-addr", env("BLOOMKIT_PPROF_ADDR", ""), "serve Go's /debug/pprof profiles here (no auth: bind it to loopback)")
+	metricsKeys := fs.Int("metrics-keys", envInt("BLOOMKIT_METRICS_KEYS", 0), fmt.Sprintf("export per-filter series (labelled by key name) on /metrics for at most this many keys, the first in SCAN order (0: none; at most %d)", server.MaxMetricsKeys))
 	metricsPass := fs.String("metrics-password", env("BLOOMKIT_METRICS_PASSWORD", ""), "require HTTP basic auth with this password for /metrics")
 	maxclients := fs.Int("maxclients", envInt("BLOOMKIT_MAXCLIENTS", 10000), "maximum open client connections")
 	timeout := new(time.Duration)
@@ -122,7 +126,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		"proto-max-bulk-len": "BLOOMKIT_PROTO_MAX_BULK_LEN", "client-query-buffer-limit": "BLOOMKIT_CLIENT_QUERY_BUFFER_LIMIT",
 		"log-level": "BLOOMKIT_LOG_LEVEL", "logfile": "BLOOMKIT_LOGFILE", "pidfile": "BLOOMKIT_PIDFILE",
 		"protected-mode": "BLOOMKIT_PROTECTED_MODE", "supervised": "BLOOMKIT_SUPERVISED", "tls-cert": "BLOOMKIT_TLS_CERT", "tls-key": "BLOOMKIT_TLS_KEY",
-		"appendonly": "BLOOMKIT_APPENDONLY"} {
+		"appendonly": "BLOOMKIT_APPENDONLY", "replicaof": "BLOOMKIT_REPLICAOF", "masterauth": "BLOOMKIT_MASTERAUTH"} {
 		if _, ok := os.LookupEnv(envName); ok {
 			given[name] = true
 		}
@@ -196,6 +200,9 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	default:
 		return usageErr(stderr, "serve", "--appendonly must be yes or no, not %q", *appendonly)
 	}
+	if *metricsKeys < 0 || *metricsKeys > server.MaxMetricsKeys {
+		return usageErr(stderr, "serve", "--metrics-keys must be from 0 to %d, not %d", server.MaxMetricsKeys, *metricsKeys)
+	}
 	if (*cert == "") != (*key == "") {
 		return usageErr(stderr, "serve", "--tls-cert and --tls-key go together")
 	}
@@ -204,7 +211,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		TLSCert: *cert, TLSKey: *key, MaxMemory: limit, MetricsAddr: *metrics, Logger: logger,
 		MetricsPassword: *metricsPass, MaxClients: *maxclients, Timeout: *timeout,
 		WriteTimeout: *writeTimeout, MaxBulk: int(bulk), MaxQuery: int(query), EventLoops: *loops,
-		NoAppendLog: noAppendLog,
+		NoAppendLog: noAppendLog, ReplicaOf: *replicaOf, MasterAuth: *masterAuth, MetricsKeys: *metricsKeys,
 	}
 	if *config != "" {
 		// The file's settings, unless a flag or environment variable says
@@ -212,9 +219,12 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		cfg.ConfigFile = fc.ConfigFile
 		cfg.SlowlogLogSlowerThan, cfg.SlowlogMaxLen = fc.SlowlogLogSlowerThan, fc.SlowlogMaxLen
 		cfg.LatencyMonitorThreshold = fc.LatencyMonitorThreshold
+		cfg.LatencyTracking, cfg.LatencyPercentiles = fc.LatencyTracking, fc.LatencyPercentiles
 		cfg.NoPersistence = fc.NoPersistence
 		cfg.TCPKeepAlive, cfg.AutoSaveLogBytes = fc.TCPKeepAlive, fc.AutoSaveLogBytes
 		cfg.IgnoredDirectives = fc.IgnoredDirectives
+		cfg.ReplicaOf = fc.ReplicaOf
+		cfg.ClientOutputBufferLimit = fc.ClientOutputBufferLimit
 		if !given["appendonly"] {
 			cfg.NoAppendLog = fc.NoAppendLog
 		}
@@ -242,6 +252,13 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if !given["maxclients"] && fc.MaxClients != 0 {
 			cfg.MaxClients = fc.MaxClients
 		}
+		if !given["replicaof"] && fc.ReplicaOf != "" {
+			cfg.ReplicaOf = fc.ReplicaOf
+		}
+		if !given["masterauth"] && fc.MasterAuth != "" {
+			cfg.MasterAuth = fc.MasterAuth
+		}
+		server.CopyReplicationSettings(&cfg, &fc)
 		if !given["timeout"] && fc.Timeout != 0 {
 			cfg.Timeout = fc.Timeout
 		}

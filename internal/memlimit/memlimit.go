@@ -53,6 +53,10 @@ func (s System) Available() (avail uint64, source string, ok bool) {
 	return avail, source, ok
 }
 
+// Total is the machine's memory (MemTotal in /proc/meminfo), whatever the
+// cgroup allows; ok is false when it cannot be read.
+func (s System) Total() (total uint64, ok bool) { return s.meminfo("MemTotal:") }
+
 // meminfo reads one field of /proc/meminfo, in bytes.
 func (s System) meminfo(field string) (uint64, bool) {
 	f, err := os.Open(s.path("/proc/meminfo"))

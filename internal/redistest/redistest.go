@@ -525,3 +525,37 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// Kill stops the server with SIGKILL, as a crash would, and waits for it.
+func (s *Server) Kill() {
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.done
+}
+
+// Port is the server's TCP port.
+func (s *Server) Port() int {
+	_, p, _ := net.SplitHostPort(s.Addr)
+	n, _ := strconv.Atoi(p)
+	return n
+}
+
+// StartAt runs redis-server on the given port with its working directory
+// dir (made if missing): a server restarted where an earlier one ran, or
+// one whose port must be known before it starts. extra as for Start.
+func StartAt(t testing.TB, dir string, port int, extra ...string) (*Server, error) {
+	t.Helper()
+	b := Require(t)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return startOn(t, b, dir, port, extra...)
+}
+
+// FreePort returns a loopback port that is free now (and whose port +
+// 10000 is free too), for a server that must know its port in advance.
+func FreePort() (int, error) { return freePort() }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // The append-only log.
@@ -205,7 +206,16 @@ type Log struct {
 
 	syncMu sync.Mutex // serialises fsyncs
 	synced atomic.Int64
+	// onLatency is told how long each write(2) ("aof-write") and each
+	// fsync under appendfsync always ("aof-fsync-always") took: Redis's
+	// latency-monitor events. Set before the log is used.
+	onLatency func(event string, d time.Duration)
 }
+
+// SetLatencyHook makes the log report the time its writes and its fsyncs
+// under appendfsync always take (events "aof-write", "aof-fsync-always").
+// Call it before the log is used.
+func (a *Log) SetLatencyHook(f func(event string, d time.Duration)) { a.onLatency = f }
 
 // pendingBuf is a written buffer ending at log position end.
 type pendingBuf struct {
@@ -435,6 +445,9 @@ func (a *Log) writeFile(lf *LogFile, p []byte) error {
 	if len(p) == 0 {
 		return nil
 	}
+	if a.onLatency != nil {
+		defer func(t time.Time) { a.onLatency("aof-write", time.Since(t)) }(time.Now())
+	}
 	if _, err := lf.f.Write(p); err != nil {
 		lf.f.Truncate(lf.size)
 		return fmt.Errorf("write %s: %w", a.dir.Path(lf.name), err)
@@ -515,7 +528,12 @@ func (a *Log) syncTo(pos int64) error {
 		}
 	}
 	if err == nil && (len(retired) > 0 || target > a.synced.Load()) {
-		if e := cur.f.Sync(); e != nil {
+		t := time.Now()
+		e := cur.f.Sync()
+		if a.onLatency != nil && a.Policy() == Always {
+			a.onLatency("aof-fsync-always", time.Since(t))
+		}
+		if e != nil {
 			err = fmt.Errorf("fsync %s: %w", a.dir.Path(cur.name), e)
 		}
 	}

@@ -110,11 +110,21 @@ type DB struct {
 	Now     func() time.Time
 	dirty   uint64 // mutations since start (changes whenever state changes)
 	expired uint64 // keys removed by expiry
+	// hits and misses count the lookups of read commands (INFO
+	// keyspace_hits/keyspace_misses): Get and GetBytes count while
+	// countReads is set, which the server sets around a command that does
+	// not write (Redis counts lookups for reading, not those for writing).
+	hits, misses uint64
+	countReads   bool
 	// loadLimit is the limit BeginLoad lifted.
 	loadLimit uint64
 	// loading is set while the log is replayed: keys do not expire then
 	// (as in Redis), so replay reproduces the original history.
 	loading bool
+	// following is set on a replica: its master's DELs remove expired
+	// keys, so reads treat them as absent without removing them (as a
+	// Redis replica does), and the active expiry does nothing.
+	following bool
 	// onExpire is told about each key removed by expiry (the server logs
 	// a DEL so that a later replay does not depend on the clock).
 	OnExpire func(key string)
@@ -205,12 +215,18 @@ func (db *DB) AllowFn() func(uint64) error { return db.allowFn }
 // get returns the live entry for key, removing it first if expired.
 func (db *DB) Get(key string) *Entry {
 	e, ok := db.keys[key]
-	if !ok {
-		return nil
+	if ok && e.ExpireAt != 0 && !db.loading && e.ExpireAt <= db.NowMs() {
+		if !db.following {
+			db.expire(key, e)
+		}
+		e, ok = nil, false
 	}
-	if e.ExpireAt != 0 && !db.loading && e.ExpireAt <= db.NowMs() {
-		db.expire(key, e)
-		return nil
+	if db.countReads {
+		if ok {
+			db.hits++
+		} else {
+			db.misses++
+		}
 	}
 	return e
 }
@@ -226,11 +242,15 @@ func (db *DB) expire(key string, e *Entry) {
 // getb is get for a key given as bytes, without allocating.
 func (db *DB) GetBytes(key []byte) *Entry {
 	e, ok := db.keys[string(key)]
-	if !ok {
-		return nil
-	}
-	if e.ExpireAt != 0 {
+	if ok && e.ExpireAt != 0 {
 		return db.Get(string(key))
+	}
+	if db.countReads {
+		if ok {
+			db.hits++
+		} else {
+			db.misses++
+		}
 	}
 	return e
 }
@@ -487,6 +507,9 @@ func freeAll(keys map[string]*Entry) {
 // expireSome removes up to max expired keys, sampling like Redis's active
 // expiry; it reports how many were removed.
 func (db *DB) ExpireSome(max int) int {
+	if db.following {
+		return 0
+	}
 	now := db.NowMs()
 	n, seen := 0, 0
 	for k, e := range db.keys { // map order is random
@@ -607,8 +630,20 @@ func (db *DB) Changed() { db.dirty++ }
 // Expired is the number of keys removed by expiry.
 func (db *DB) Expired() uint64 { return db.expired }
 
-// ResetExpired zeroes Expired (CONFIG RESETSTAT).
-func (db *DB) ResetExpired() { db.expired = 0 }
+// ResetExpired zeroes Expired, Hits and Misses (CONFIG RESETSTAT).
+func (db *DB) ResetExpired() { db.expired, db.hits, db.misses = 0, 0, 0 }
+
+// CountReads makes Get and GetBytes count hits and misses (on) or not:
+// the server turns it on while a command that only reads runs.
+func (db *DB) CountReads(on bool) { db.countReads = on }
+
+// Hits and Misses count the lookups made while CountReads was on that
+// found a live key, and that did not (INFO keyspace_hits and
+// keyspace_misses).
+func (db *DB) Hits() uint64 { return db.hits }
+
+// Misses: see Hits.
+func (db *DB) Misses() uint64 { return db.misses }
 
 // Expires is the number of keys with an expiry.
 func (db *DB) Expires() int { return db.expires }
@@ -618,6 +653,37 @@ func (db *DB) Len() int { return len(db.keys) }
 
 // Lookup returns the entry under key whether or not it has expired, or nil.
 func (db *DB) Lookup(key string) *Entry { return db.keys[key] }
+
+// SetFollowing makes the keyspace a replica's (true) or a master's: a
+// replica removes no expired key by its own clock (its master's DEL does),
+// while reads still treat such keys as absent.
+func (db *DB) SetFollowing(on bool) { db.following = on }
+
+// Following reports what SetFollowing set.
+func (db *DB) Following() bool { return db.following }
+
+// PrepareFor readies src, a keyspace a snapshot was read into, to become
+// db's contents (TakeOver): its scan order, memory count and allocation
+// checks (db's). It does not touch db, so db need not be locked.
+func (src *DB) PrepareFor(db *DB) {
+	src.Reindex()
+	src.Recount()
+	for _, e := range src.keys {
+		db.attach(e) // reads only db.allowFn, made once by New
+	}
+}
+
+// TakeOver replaces the keyspace's contents with src's, prepared by
+// PrepareFor (a replica's full resync, loaded into a fresh keyspace and
+// swapped in when complete), in O(1): the old entries are released as
+// FLUSHALL releases them. src must not be used afterwards.
+func (db *DB) TakeOver(src *DB) {
+	db.Flush()
+	db.keys, db.order, db.expires = src.keys, src.order, src.expires
+	db.used = src.used
+	db.dirty++
+	db.pass = recountPass{id: db.pass.id}
+}
 
 // Loading reports whether the log is being replayed.
 func (db *DB) Loading() bool { return db.loading }

@@ -60,6 +60,10 @@ func NewReader(rd io.Reader, lim Limits) *Reader {
 // that authenticated gets the configured ones).
 func (p *Reader) SetLimits(lim Limits) { p.lim = lim }
 
+// Unread returns the bytes received but not parsed yet (a connection
+// handed over to another reader passes them on). They alias the buffer.
+func (p *Reader) Unread() []byte { return p.buf[p.r:p.w] }
+
 // Buffered reports whether unread bytes remain (a pipeline continues).
 func (p *Reader) Buffered() bool { return p.r < p.w }
 

@@ -219,6 +219,20 @@ func (r *Writer) Array(n int) {
 	r.buf = append(r.buf, '\r', '\n')
 }
 
+// Push writes the header of an out-of-band message of n elements: a RESP3
+// push (>), or an array under RESP2, where a subscribed connection gets
+// nothing but messages and subscription replies.
+func (r *Writer) Push(n int) {
+	if !r.resp3 {
+		r.Array(n)
+		return
+	}
+	r.mark()
+	r.buf = append(r.buf, '>')
+	r.buf = strconv.AppendInt(r.buf, int64(n), 10)
+	r.buf = append(r.buf, '\r', '\n')
+}
+
 // Map writes a map header of n pairs (a flat array of 2n under RESP2).
 func (r *Writer) Map(n int) {
 	if !r.resp3 {

@@ -1,0 +1,703 @@
+package server
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bloomkit/bloomkit/server/internal/aof"
+	"github.com/bloomkit/bloomkit/server/internal/keyspace"
+	"github.com/bloomkit/bloomkit/server/internal/resp"
+)
+
+// A replica's side: the link to its master (one goroutine, follow), which
+// connects, shakes hands as a Redis replica does (PING, AUTH, REPLCONF
+// listening-port, REPLCONF capa, PSYNC), loads a full sync's snapshot into
+// a fresh keyspace that replaces the old one only once it is complete and
+// its checksum verified, then applies the stream and acknowledges it once
+// a second. Any failure closes the link and it is tried again a second
+// later; the keyspace is never left half-loaded.
+
+// Link states, as ROLE names them.
+const (
+	linkConnect int32 = iota
+	linkConnecting
+	linkSync
+	linkConnected
+)
+
+// masterLink is a replica's link to its master.
+type masterLink struct {
+	host, port string
+	stopc      chan struct{}
+	once       sync.Once
+	mu         sync.Mutex // conn, err, cachedID
+	conn       net.Conn
+	err        string
+	// cachedID is set once this server holds a history its PSYNC can
+	// continue (a full sync's, or its own as a master; "" for none).
+	cachedID string
+
+	state     atomic.Int32
+	lastIO    atomic.Int64 // unix seconds
+	downSince atomic.Int64 // unix seconds
+	syncing   atomic.Bool
+	syncTotal atomic.Int64
+	syncRead  atomic.Int64
+	wmu       sync.Mutex // writes to conn once streaming (ACKs)
+}
+
+func newMasterLink(host, port string) *masterLink {
+	l := &masterLink{host: host, port: port, stopc: make(chan struct{})}
+	l.downSince.Store(time.Now().Unix())
+	return l
+}
+
+func (l *masterLink) up() bool { return l.state.Load() == linkConnected }
+
+func (l *masterLink) roleState() string {
+	switch l.state.Load() {
+	case linkConnecting:
+		return "connecting"
+	case linkSync:
+		return "sync"
+	case linkConnected:
+		return "connected"
+	}
+	return "connect"
+}
+
+func (l *masterLink) lastIOAgo() int64 {
+	if t := l.lastIO.Load(); t > 0 {
+		return time.Now().Unix() - t
+	}
+	return -1
+}
+
+func (l *masterLink) downSeconds() int64 {
+	if t := l.downSince.Load(); t > 0 {
+		return time.Now().Unix() - t
+	}
+	return -1
+}
+
+func (l *masterLink) lastError() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+func (l *masterLink) setErr(msg string) {
+	l.mu.Lock()
+	l.err = msg
+	l.mu.Unlock()
+}
+
+func (l *masterLink) stopped() bool {
+	select {
+	case <-l.stopc:
+		return true
+	default:
+		return false
+	}
+}
+
+// close stops the link (REPLICAOF elsewhere, REPLICAOF NO ONE, shutdown).
+func (l *masterLink) close() {
+	l.once.Do(func() {
+		close(l.stopc)
+		l.mu.Lock()
+		if l.conn != nil {
+			l.conn.Close()
+		}
+		l.mu.Unlock()
+	})
+}
+
+func (l *masterLink) setConn(nc net.Conn) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped() {
+		return false
+	}
+	l.conn = nc
+	return true
+}
+
+var errLinkStopped = errors.New("the link to the master was stopped")
+
+// follow keeps the link up until it is stopped.
+func (s *Server) follow(l *masterLink) {
+	addr := net.JoinHostPort(l.host, l.port)
+	s.log.Info("connecting to MASTER", "master", addr)
+	for {
+		err := s.syncWith(l)
+		wasUp := l.state.Swap(linkConnect) == linkConnected
+		l.syncing.Store(false)
+		if wasUp {
+			l.downSince.Store(time.Now().Unix())
+		}
+		if l.stopped() {
+			return
+		}
+		if err != nil {
+			l.setErr(err.Error())
+			s.log.Warn("replication link to the master failed; retrying in a second", "master", addr, "err", err)
+		}
+		select {
+		case <-l.stopc:
+			return
+		case <-s.stop:
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// linkCurrent reports whether l is still the server's link (keyspace lock
+// held: role changes take it).
+func (s *Server) linkCurrent(l *masterLink) bool {
+	s.repl.mu.Lock()
+	defer s.repl.mu.Unlock()
+	return s.repl.link == l
+}
+
+// deadlineReader renews the connection's read deadline before each read
+// and counts what it reads as I/O from the master.
+type deadlineReader struct {
+	nc      net.Conn
+	r       io.Reader
+	timeout time.Duration
+	l       *masterLink
+}
+
+func (d *deadlineReader) Read(p []byte) (int, error) {
+	d.nc.SetReadDeadline(time.Now().Add(d.timeout))
+	n, err := d.r.Read(p)
+	if n > 0 {
+		d.l.lastIO.Store(time.Now().Unix())
+	}
+	return n, err
+}
+
+// syncWith runs one connection to the master: handshake, sync, stream.
+func (s *Server) syncWith(l *masterLink) error {
+	timeout := s.replTimeout()
+	nc, err := net.DialTimeout("tcp", net.JoinHostPort(l.host, l.port), min(timeout, 10*time.Second))
+	if err != nil {
+		return fmt.Errorf("connecting: %w", err)
+	}
+	defer nc.Close()
+	if !l.setConn(nc) {
+		return errLinkStopped
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	l.state.Store(linkConnecting)
+	l.lastIO.Store(time.Now().Unix())
+	dr := &deadlineReader{nc: nc, r: nc, timeout: timeout, l: l}
+	br := bufio.NewReaderSize(dr, 64<<10)
+	send := func(args ...string) (string, error) {
+		b := make([][]byte, len(args))
+		for i, a := range args {
+			b[i] = []byte(a)
+		}
+		nc.SetWriteDeadline(time.Now().Add(timeout))
+		if _, err := nc.Write(appendRESP(nil, b)); err != nil {
+			return "", err
+		}
+		line, err := readLine(br)
+		if err != nil {
+			return "", fmt.Errorf("reading the master's reply to %s: %w", args[0], err)
+		}
+		return line, nil
+	}
+	line, err := send("PING")
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(line, "+") && !strings.HasPrefix(line, "-NOAUTH") && !strings.HasPrefix(line, "-NOPERM") &&
+		!strings.HasPrefix(line, "-ERR operation not permitted") {
+		return fmt.Errorf("error reply to PING from master: %q", line)
+	}
+	if pass := *s.repl.masterAuth.Load(); pass != "" {
+		args := []string{"AUTH", pass}
+		if user := *s.repl.masterUser.Load(); user != "" {
+			args = []string{"AUTH", user, pass}
+		}
+		if line, err = send(args...); err != nil {
+			return err
+		}
+		if !strings.HasPrefix(line, "+") {
+			return fmt.Errorf("unable to AUTH to MASTER: %s", line)
+		}
+	}
+	port := s.repl.announcePort.Load()
+	if port == 0 {
+		if _, ps, err := net.SplitHostPort(s.Addr()); err == nil {
+			port, _ = strconv.ParseInt(ps, 10, 64)
+		}
+	}
+	if line, err = send("REPLCONF", "listening-port", strconv.FormatInt(port, 10)); err != nil {
+		return err
+	}
+	if strings.HasPrefix(line, "-NOAUTH") {
+		return fmt.Errorf("master requires authentication (masterauth): %s", line)
+	}
+	if ip := *s.repl.announceIP.Load(); ip != "" {
+		if line, err = send("REPLCONF", "ip-address", ip); err != nil {
+			return err
+		}
+	}
+	if _, err = send("REPLCONF", "capa", "eof", "capa", "psync2"); err != nil {
+		return err
+	}
+	// Not Redis's: a bloomkit master refuses its own run ID (REPLICAOF
+	// to itself); Redis answers an error that is ignored.
+	if line, err = send("REPLCONF", "bloomkit-run-id", s.runID); err != nil {
+		return err
+	}
+	if strings.Contains(line, "replica of itself") {
+		return errors.New("REPLICAOF points at this server itself")
+	}
+	// The history this server holds: its replication ID and offset,
+	// once it has one (a full sync, or this server's own as a master).
+	l.mu.Lock()
+	id := l.cachedID
+	l.mu.Unlock()
+	var off int64
+	if id != "" {
+		s.db.Lock()
+		s.repl.mu.Lock()
+		id, off = s.repl.replid, s.repl.offset()
+		s.repl.mu.Unlock()
+		s.db.Unlock()
+	}
+	psync := []string{"PSYNC", "?", "-1"}
+	if id != "" {
+		psync = []string{"PSYNC", id, strconv.FormatInt(off+1, 10)}
+	}
+	if line, err = send(psync...); err != nil {
+		return err
+	}
+	// A master preparing the payload may send newlines first.
+	for line == "" {
+		if line, err = readLine(br); err != nil {
+			return err
+		}
+	}
+	switch {
+	case strings.HasPrefix(line, "+FULLRESYNC"):
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			return fmt.Errorf("bad +FULLRESYNC reply from master: %q", line)
+		}
+		moff, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil || len(f[1]) != replidLen {
+			return fmt.Errorf("bad +FULLRESYNC reply from master: %q", line)
+		}
+		if err := s.loadFullSync(l, br, f[1], moff); err != nil {
+			return err
+		}
+	case strings.HasPrefix(line, "+CONTINUE"):
+		f := strings.Fields(line)
+		if err := s.continueFrom(l, f); err != nil {
+			return err
+		}
+		s.log.Info("MASTER <-> REPLICA sync: master accepted a partial resynchronization", "master", net.JoinHostPort(l.host, l.port))
+	default:
+		return fmt.Errorf("unexpected reply to PSYNC from master: %q", line)
+	}
+	l.setErr("")
+	l.state.Store(linkConnected)
+	return s.applyStream(l, nc, br)
+}
+
+// readLine reads one CRLF- (or LF-) terminated line, at most 64 KiB.
+func readLine(br *bufio.Reader) (string, error) {
+	line, err := br.ReadSlice('\n')
+	if err != nil {
+		if errors.Is(err, bufio.ErrBufferFull) {
+			return "", errors.New("line from master too long")
+		}
+		return "", err
+	}
+	return strings.TrimRight(string(line), "\r\n"), nil
+}
+
+// continueFrom takes the master's +CONTINUE [replid]: the stream goes on
+// from this server's offset; a new replication ID means the master was
+// promoted, and the one this server had becomes replid2.
+func (s *Server) continueFrom(l *masterLink, f []string) error {
+	s.db.Lock()
+	defer s.db.Unlock()
+	if !s.linkCurrent(l) {
+		return errLinkStopped
+	}
+	rs := &s.repl
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if len(f) == 2 && f[1] != rs.replid {
+		rs.replid2 = rs.replid
+		rs.second = rs.offset() + 1
+		rs.replid = f[1]
+	}
+	// Replicas of this server continue with the new ID too.
+	for _, rp := range rs.detachReplicas() {
+		rp.close()
+	}
+	l.mu.Lock()
+	l.cachedID = rs.replid
+	l.mu.Unlock()
+	return nil
+}
+
+// loadFullSync reads the master's payload ($<len>, the snapshot) into a
+// fresh keyspace and swaps it in when it is complete and verified. With a
+// data directory, the payload becomes the next generation's snapshot
+// first, so the directory holds either the old chain or the new one at
+// every instant.
+func (s *Server) loadFullSync(l *masterLink, br *bufio.Reader, replid string, moff int64) error {
+	l.state.Store(linkSync)
+	line := ""
+	var err error
+	for line == "" {
+		if line, err = readLine(br); err != nil {
+			return fmt.Errorf("reading the sync payload's length: %w", err)
+		}
+	}
+	if strings.HasPrefix(line, "$EOF:") {
+		return errors.New("the master sent a diskless Redis RDB stream: it is a Redis server, not bloom serve; only bloom serve can be bloom serve's master (the payload is bloomkit's snapshot format)")
+	}
+	if !strings.HasPrefix(line, "$") {
+		return fmt.Errorf("bad sync payload header from master: %q", line)
+	}
+	size, err := strconv.ParseInt(line[1:], 10, 64)
+	if err != nil || size < 28 {
+		return fmt.Errorf("bad sync payload length from master: %q", line)
+	}
+	if head, err := br.Peek(5); err == nil && string(head) == "REDIS" {
+		return errors.New("the master sent a Redis RDB file: it is a Redis server, not bloom serve; only bloom serve can be bloom serve's master (the payload is bloomkit's snapshot format)")
+	}
+	if head, err := br.Peek(8); err != nil || string(head) != "BKSNAP02" {
+		return fmt.Errorf("the sync payload is not a bloomkit snapshot (it starts %q)", head)
+	}
+	s.log.Info("MASTER <-> REPLICA sync: receiving the snapshot", "bytes", size, "master_replid", replid, "offset", moff)
+	l.syncing.Store(true)
+	l.syncTotal.Store(size)
+	l.syncRead.Store(0)
+	defer l.syncing.Store(false)
+	start := time.Now()
+	src := &countReader{r: io.LimitReader(br, size), n: &l.syncRead}
+	fresh := keyspace.New(0, s.cfg.Now)
+	if s.aof == nil {
+		if _, _, err := fresh.ReadSnapshot(&payloadFile{src, size}, "(sync payload from the master)"); err != nil {
+			if got := l.syncRead.Load(); got < size {
+				return fmt.Errorf("full sync: sync payload truncated (%d of %d bytes): %w", got, size, err)
+			}
+			return fmt.Errorf("full sync: %w", err)
+		}
+		fresh.PrepareFor(s.db)
+		return s.swapIn(l, fresh, replid, moff, nil, 0)
+	}
+	p := &s.persist
+	p.saveMu.Lock()
+	defer p.saveMu.Unlock()
+	gen := p.nextGen
+	p.nextGen++
+	lf, err := aof.CreateLog(s.dir, gen)
+	if err != nil {
+		return fmt.Errorf("full sync: new log: %w", err)
+	}
+	undo := func() {
+		lf.Close()
+		s.dir.Remove(SnapshotName(gen))
+		s.dir.Remove(LogName(gen))
+		s.dir.Sync()
+	}
+	if _, err := aof.WriteSnapshot(s.dir, gen, func(w io.Writer) error { return copyPayload(w, src, size, gen) }); err != nil {
+		undo()
+		return fmt.Errorf("full sync: %w", err)
+	}
+	f, err := s.dir.Open(SnapshotName(gen))
+	if err != nil {
+		undo()
+		return fmt.Errorf("full sync: %w", err)
+	}
+	_, _, err = fresh.ReadSnapshot(f, s.dir.Path(SnapshotName(gen)))
+	f.Close()
+	if err != nil {
+		undo()
+		return fmt.Errorf("full sync: %w", err)
+	}
+	fresh.PrepareFor(s.db)
+	if err := s.swapIn(l, fresh, replid, moff, lf, gen); err != nil {
+		undo()
+		return err
+	}
+	p.gen.Store(gen)
+	p.lastSave.Store(time.Now().Unix())
+	if names, err := s.dir.List(); err == nil {
+		aof.RemoveOlder(s.dir, s.log, names, gen)
+	}
+	s.log.Info("MASTER <-> REPLICA sync: snapshot loaded", "bytes", size, "keys", s.db.Len(), "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// swapIn makes fresh the keyspace, and the master's history this
+// server's (keyspace lock taken): the log moves to generation gen (lf)
+// at the same instant.
+func (s *Server) swapIn(l *masterLink, fresh *keyspace.DB, replid string, moff int64, lf *aof.LogFile, gen uint64) error {
+	s.db.WaitMerges()
+	s.db.Lock()
+	defer s.db.Unlock()
+	if !s.linkCurrent(l) {
+		return errLinkStopped
+	}
+	s.db.FinishMerges(nil)
+	s.db.TakeOver(fresh)
+	if lf != nil {
+		s.aof.Rotate(lf)
+	}
+	rs := &s.repl
+	rs.mu.Lock()
+	rs.replid = replid
+	rs.replid2 = strings.Repeat("0", replidLen)
+	rs.second = -1
+	b := rs.ensureBacklog()
+	b.Reset(moff)
+	reps := rs.detachReplicas()
+	rs.mu.Unlock()
+	for _, rp := range reps {
+		rp.close()
+	}
+	l.mu.Lock()
+	l.cachedID = replid
+	l.mu.Unlock()
+	return nil
+}
+
+// countReader counts the bytes read through it.
+type countReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// payloadFile is the sync payload as the snapshot reader's file.
+type payloadFile struct {
+	io.Reader
+	size int64
+}
+
+func (p *payloadFile) Close() error { return nil }
+func (p *payloadFile) Size() int64  { return p.size }
+
+var castagnoliTable = crc32.MakeTable(crc32.Castagnoli)
+
+// copyPayload copies a snapshot of size bytes from r to w as generation
+// gen's: the header's generation is rewritten and the checksum with it;
+// the master's checksum is verified on the way.
+func copyPayload(w io.Writer, r io.Reader, size int64, gen uint64) error {
+	head := make([]byte, 24)
+	if _, err := io.ReadFull(r, head); err != nil {
+		return fmt.Errorf("sync payload truncated: %w", err)
+	}
+	if string(head[:8]) != "BKSNAP02" {
+		return fmt.Errorf("the sync payload is not a bloomkit snapshot (it starts %q)", head[:8])
+	}
+	orig := crc32.New(castagnoliTable)
+	orig.Write(head)
+	binary.LittleEndian.PutUint64(head[8:], gen)
+	ours := crc32.New(castagnoliTable)
+	ours.Write(head)
+	if _, err := w.Write(head); err != nil {
+		return err
+	}
+	buf := make([]byte, 1<<20)
+	for left := size - 28; left > 0; {
+		n, err := r.Read(buf[:min(int64(len(buf)), left)])
+		if n > 0 {
+			orig.Write(buf[:n])
+			ours.Write(buf[:n])
+			if _, err := w.Write(buf[:n]); err != nil {
+				return err
+			}
+			left -= int64(n)
+		}
+		if err != nil && left > 0 {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("sync payload truncated: %w", err)
+		}
+	}
+	var sum [4]byte
+	if _, err := io.ReadFull(r, sum[:]); err != nil {
+		return fmt.Errorf("sync payload truncated: %w", err)
+	}
+	if binary.LittleEndian.Uint32(sum[:]) != orig.Sum32() {
+		return errors.New("sync payload checksum mismatch: damaged in transit or not a bloomkit snapshot")
+	}
+	_, err := w.Write(binary.LittleEndian.AppendUint32(nil, ours.Sum32()))
+	return err
+}
+
+// respSize is the size of a command in canonical RESP (how a bloomkit
+// master encodes the stream, appendRESP).
+func respSize(args [][]byte) int64 {
+	n := 1 + len(strconv.Itoa(len(args))) + 2
+	for _, a := range args {
+		n += 1 + len(strconv.Itoa(len(a))) + 2 + len(a) + 2
+	}
+	return int64(n)
+}
+
+// applyStream applies the master's stream until the link fails or stops.
+func (s *Server) applyStream(l *masterLink, nc net.Conn, br *bufio.Reader) error {
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				s.sendAck(l, nc)
+			}
+		}
+	}()
+	sess := &Session{authed: true, fromMaster: true, Addr: nc.RemoteAddr().String()}
+	p := resp.NewReader(br, resp.Limits{MaxArgs: s.cfg.MaxArgs, MaxBulk: s.cfg.MaxBulk, MaxInline: 64 << 10, MaxQuery: s.cfg.MaxQuery})
+	var txn [][][]byte
+	for {
+		args, err := p.Next()
+		if err != nil {
+			return fmt.Errorf("bad stream from master: %w", err)
+		}
+		if args == nil {
+			if err := p.Fill(); err != nil {
+				if l.stopped() {
+					return errLinkStopped
+				}
+				return fmt.Errorf("reading the stream: %w", err)
+			}
+			continue
+		}
+		if len(args) == 0 {
+			continue
+		}
+		switch name := strings.ToLower(string(args[0])); {
+		case name == "multi":
+			txn = [][][]byte{}
+		case name == "exec":
+			if err := s.applyFromMaster(l, sess, txn, true); err != nil {
+				return err
+			}
+			txn = nil
+		case txn != nil:
+			txn = append(txn, copyArgs(args))
+		case name == "replconf":
+			if err := s.applyFromMaster(l, sess, [][][]byte{args}, false); err != nil {
+				return err
+			}
+			if len(args) > 1 && strings.EqualFold(string(args[1]), "getack") {
+				s.sendAck(l, nc)
+			}
+		default:
+			if err := s.applyFromMaster(l, sess, [][][]byte{args}, false); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func copyArgs(args [][]byte) [][]byte {
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		out[i] = append([]byte(nil), a...)
+	}
+	return out
+}
+
+// sendAck tells the master how far this server has applied the stream,
+// once its log holds it (written to the system: a kill -9 of this
+// process loses none of it).
+func (s *Server) sendAck(l *masterLink, nc net.Conn) {
+	if s.aof != nil {
+		s.aof.Commit(s.aof.Appended())
+	}
+	off := s.repl.offset()
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	nc.SetWriteDeadline(time.Now().Add(s.replTimeout()))
+	nc.Write(appendRESP(nil, [][]byte{[]byte("REPLCONF"), []byte("ACK"), []byte(strconv.FormatInt(off, 10))}))
+}
+
+// applyFromMaster applies commands of the stream (a transaction's
+// together) exactly as the log's replay does, logs them, and feeds them,
+// byte for byte, to this server's own backlog.
+func (s *Server) applyFromMaster(l *masterLink, sess *Session, cmds [][][]byte, txn bool) error {
+	s.db.Lock()
+	defer s.db.Unlock()
+	if !s.linkCurrent(l) {
+		return errLinkStopped
+	}
+	var writes [][][]byte
+	var reply Reply
+	s.db.BeginLoad()
+	for _, args := range cmds {
+		cmd, ok := lookupCommand(args[0])
+		if !ok || !cmd.write {
+			// PING, SELECT, REPLCONF: part of the stream, no effect.
+			continue
+		}
+		reply.Reset(false)
+		s.beforeWrite(cmd, args)
+		sess.skipLog, sess.logArgs = false, nil
+		cmd.fn(s, sess, args, &reply)
+		if reply.w.Failed() {
+			s.log.Warn("a command from the master failed on this replica", "cmd", strings.ToUpper(string(args[0])), "err", strings.TrimSpace(string(reply.Bytes())))
+			continue
+		}
+		writes = append(writes, args)
+	}
+	s.db.EndLoad()
+	if s.aof != nil && !s.cfg.NoAppendLog && len(writes) > 0 {
+		if txn {
+			s.aof.Append(func(b []byte) []byte { return aof.EncodeTransaction(b, writes) })
+		} else {
+			s.aof.Append(func(b []byte) []byte { return aof.EncodeRecord(b, writes[0]) })
+		}
+	}
+	buf := s.repl.enc[:0]
+	if txn {
+		buf = appendRESP(buf, argMulti)
+	}
+	for _, c := range cmds {
+		buf = appendRESP(buf, c)
+	}
+	if txn {
+		buf = appendRESP(buf, argExec)
+	}
+	s.repl.ensureBacklog().Append(buf)
+	s.repl.enc = buf[:0]
+	return nil
+}
