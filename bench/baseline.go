@@ -30,6 +30,13 @@ type limits struct {
 	// i-th p): the least any one-line-per-key filter with that hash costs
 	// in a loop of single-key calls.
 	oneLine128, oneLine64 []ref
+	// pipe128[i]: a batch lookup that touches one random cache line and
+	// nothing else, in an array the size of bloomkit's blocked filter at
+	// the i-th p (huge pages): hash the key with XXH3-128, prefetch the line
+	// it picks, load one word of the line prefetched 32 keys earlier. What
+	// any blocked batch lookup with this file format's hash must do: the
+	// batch limit of goal (c).
+	pipe128 []ref
 }
 
 // ref is a reference time in ns per operation: the median wall-clock and
@@ -148,6 +155,21 @@ func measureLimits(n uint64, rates []float64, hits []string, reps int) limits {
 				h := xxh3.HashString128(k)
 				b, _ := bits.Mul64(h.Hi, lines)
 				acc += w[b*8] >> (h.Lo & 63)
+			}
+			floorSink += acc
+			return uint64(len(hits))
+		}))
+		l.pipe128 = append(l.pipe128, med(func() uint64 {
+			var ring [64]uint64
+			var acc uint64
+			for i, k := range hits {
+				h := xxh3.HashString128(k)
+				b, _ := bits.Mul64(h.Hi, lines)
+				prefetch(&w[b*8])
+				ring[i%64] = b*8 + h.Lo&7
+				if i >= 32 {
+					acc += w[ring[(i-32)%64]]
+				}
 			}
 			floorSink += acc
 			return uint64(len(hits))

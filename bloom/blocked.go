@@ -9,6 +9,7 @@ import (
 
 	"github.com/bloomkit/bloomkit/internal/bitcount"
 	"github.com/bloomkit/bloomkit/internal/mem"
+	"github.com/zeebo/xxh3"
 )
 
 // Blocked is a blocked Bloom filter: the bits are cut into 512-bit blocks,
@@ -66,30 +67,76 @@ func alignedWords(n uint64) []uint64 {
 // Params returns the filter's size, probe count, seed and plan.
 func (f *Blocked) Params() Params { return f.params }
 
-// block returns the block the key hashed to (_, hi) falls in.
+// block returns the block the key hashed to (_, hi) falls in; f is not
+// the zero Blocked. It is small enough to inline, so that a lookup is one
+// call (plus the hash's): a zero check here, with its panic, made it too
+// large, and single-key lookups then paid three more calls each
+// (bench/SPEED.md). Writers check with mustBlock.
 func (f *Blocked) block(hi uint64) *[8]uint64 {
-	if f.blocks == 0 {
-		panicZero("Blocked")
-	}
 	b, _ := bits.Mul64(hi, f.blocks)
 	return (*[8]uint64)(f.words[b*8 : b*8+8])
 }
 
+// mustBlock is block for the methods that write: an add to the zero
+// Blocked, which has no bits to set, panics with ErrZero.
+func (f *Blocked) mustBlock(hi uint64) *[8]uint64 {
+	if f.blocks == 0 {
+		panicZero("Blocked")
+	}
+	return f.block(hi)
+}
+
 // Add inserts key.
-func (f *Blocked) Add(key []byte) { f.add(hashBytes(key, f.params.Seed)) }
+func (f *Blocked) Add(key []byte) {
+	var h xxh3.Uint128
+	if f.params.Seed == 0 {
+		h = xxh3.Hash128(key)
+	} else {
+		h = xxh3.Hash128Seed(key, f.params.Seed)
+	}
+	f.add(h.Lo, h.Hi)
+}
 
 // AddString inserts key without copying it.
-func (f *Blocked) AddString(key string) { f.add(hashString(key, f.params.Seed)) }
+func (f *Blocked) AddString(key string) {
+	var h xxh3.Uint128
+	if f.params.Seed == 0 {
+		h = xxh3.HashString128(key)
+	} else {
+		h = xxh3.HashString128Seed(key, f.params.Seed)
+	}
+	f.add(h.Lo, h.Hi)
+}
 
 // AddHash inserts the key whose hash is h (see Hash).
 func (f *Blocked) AddHash(h KeyHash) { f.add(h.Lo, h.Hi) }
 
 // Test reports whether key may have been added. False means it certainly
 // was not; true means it probably was.
-func (f *Blocked) Test(key []byte) bool { return f.test(hashBytes(key, f.params.Seed)) }
+//
+// Test and TestString call xxh3 themselves and inline the rest, so that a
+// lookup is two calls deep: in a loop over keys the next key's hash then
+// starts while this key's cache line is still loading (bench/SPEED.md).
+func (f *Blocked) Test(key []byte) bool {
+	var h xxh3.Uint128
+	if f.params.Seed == 0 {
+		h = xxh3.Hash128(key)
+	} else {
+		h = xxh3.Hash128Seed(key, f.params.Seed)
+	}
+	return f.test(h.Lo, h.Hi)
+}
 
 // TestString is Test for a string key, without copying it.
-func (f *Blocked) TestString(key string) bool { return f.test(hashString(key, f.params.Seed)) }
+func (f *Blocked) TestString(key string) bool {
+	var h xxh3.Uint128
+	if f.params.Seed == 0 {
+		h = xxh3.HashString128(key)
+	} else {
+		h = xxh3.HashString128Seed(key, f.params.Seed)
+	}
+	return f.test(h.Lo, h.Hi)
+}
 
 // TestHash is Test for the key whose hash is h (see Hash).
 func (f *Blocked) TestHash(h KeyHash) bool { return f.test(h.Lo, h.Hi) }
@@ -113,7 +160,7 @@ func (f *Blocked) Sync() Sync { return Sync{f} }
 // amd64 both are one MOV, but the compiler orders atomic loads with each
 // other, and that measured 1.5 times slower at 10 million keys.
 
-func (f *Blocked) add(lo, hi uint64) { f.addIn(f.block(hi), lo) }
+func (f *Blocked) add(lo, hi uint64) { f.addIn(f.mustBlock(hi), lo) }
 
 func (f *Blocked) test(lo, hi uint64) bool {
 	return f.blocks != 0 && f.testIn(f.block(hi), lo) // the zero Blocked holds nothing
@@ -221,7 +268,7 @@ func (f *Blocked) testInUnrolled(blk *[8]uint64, lo uint64) bool {
 }
 
 func (f *Blocked) testAndAdd(lo, hi uint64) bool {
-	blk := f.block(hi)
+	blk := f.mustBlock(hi)
 	var miss uint64
 	for _, s := range blockSalts[:f.params.K] {
 		pos := (lo * s) >> 55
@@ -249,7 +296,7 @@ func (f *Blocked) testSync(lo, hi uint64) bool {
 }
 
 func (f *Blocked) testAndAddSync(lo, hi uint64) bool {
-	blk := f.block(hi)
+	blk := f.mustBlock(hi)
 	present := true
 	for _, s := range blockSalts[:f.params.K] {
 		pos := (lo * s) >> 55

@@ -459,6 +459,7 @@ func (s *Server) resetStats(c *Session) {
 	unlock := s.lockDB(c) // held already inside EXEC
 	s.stats.reset()
 	s.db.ResetExpired()
+	s.peakMem.Store(s.db.Used()) // used_memory_peak starts again from now
 	unlock()
 	s.totalCmds.Store(0)
 	s.totalConns.Store(0)

@@ -1,6 +1,9 @@
 package server
 
 import (
+	"encoding/binary"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,3 +63,36 @@ func (s *Server) warnForeign(dir string, keys int) {
 		s.log.Warn("the data directory holds something that is not bloomkit's", attrs...)
 	}
 }
+
+// misnamedSnapshot refuses to start an empty server beside a bloomkit
+// snapshot it would not load: a backup restored under another name (its
+// backup file's name, dump.rdb, …). Starting empty would look like lost
+// data; the error says the name to give it.
+func misnamedSnapshot(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() || aof.IsOwnFile(e.Name()) {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		f, err := os.Open(p)
+		if err != nil {
+			continue
+		}
+		var head [24]byte
+		n, _ := io.ReadFull(f, head[:])
+		f.Close()
+		if n == len(head) && string(head[:8]) == snapshotMagic {
+			gen := binary.LittleEndian.Uint64(head[8:16])
+			return fmt.Errorf("server: %s is a bloomkit snapshot (generation %d, %d keys), but the server loads a snapshot only under the name %s; to restore it, rename it so (with nothing else of bloomkit's in %s); to start empty, move it out of the directory",
+				p, gen, binary.LittleEndian.Uint64(head[16:24]), SnapshotName(gen), dir)
+		}
+	}
+	return nil
+}
+
+// snapshotMagic starts every snapshot (server/internal/keyspace writes it).
+const snapshotMagic = "BKSNAP02"

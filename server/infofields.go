@@ -120,15 +120,13 @@ func (s *Server) notePeak(used uint64) {
 	}
 }
 
-// resetInfoExtra is CONFIG RESETSTAT for the counters above: traffic
-// counts from now, the peak from the memory in use.
+// resetInfoExtra is CONFIG RESETSTAT for the traffic counters: they count
+// from now. It takes no keyspace lock (CONFIG RESETSTAT may run inside
+// EXEC, which holds it); resetStats resets the memory peak under it.
 func (s *Server) resetInfoExtra() {
 	in, out := s.netBytes(false)
 	s.netBase.in.Store(in)
 	s.netBase.out.Store(out)
-	s.db.Lock()
-	s.peakMem.Store(s.db.Used())
-	s.db.Unlock()
 }
 
 // noteSnapshotStart records a snapshot's start pause.

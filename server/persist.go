@@ -81,6 +81,13 @@ func (s *Server) load() error {
 	if err != nil {
 		return err
 	}
+	if chain.Snapshot == 0 && len(chain.Logs) == 0 && s.cfg.dataDir == nil {
+		// Nothing to load: a restored snapshot under another name would
+		// be ignored, and the server would start empty.
+		if err := misnamedSnapshot(s.cfg.Dir); err != nil {
+			return err
+		}
+	}
 
 	// Exact replay: no limit that can change between runs applies.
 	s.db.BeginLoad()
@@ -96,7 +103,7 @@ func (s *Server) load() error {
 			return fmt.Errorf("server: %w", err)
 		}
 		if gen != snapGen {
-			return fmt.Errorf("server: snapshot %s says it is generation %d: %w", d.Path(SnapshotName(snapGen)), gen, ErrCorrupt)
+			return fmt.Errorf("server: snapshot %s says it is generation %d (a restored backup must be named %s): %w", d.Path(SnapshotName(snapGen)), gen, SnapshotName(gen), ErrCorrupt)
 		}
 		s.persist.loadedKeys.Store(int64(n))
 		s.log.Info("snapshot loaded", "file", d.Path(SnapshotName(snapGen)), "keys", n)

@@ -46,6 +46,9 @@ type SentinelConfig struct {
 	// not start a new failover of the same master within twice this
 	// time of the last one.
 	FailoverTimeout time.Duration
+	// AuthPass, when set, is the password the sentinels give the
+	// instances (sentinel auth-pass).
+	AuthPass string
 }
 
 func (c *SentinelConfig) defaults() {
@@ -126,8 +129,14 @@ func SentinelConf(port int, dir string, cfg SentinelConfig) string {
 		fmt.Sprintf("sentinel down-after-milliseconds %s %d", cfg.MasterName, cfg.DownAfter.Milliseconds()),
 		fmt.Sprintf("sentinel failover-timeout %s %d", cfg.MasterName, cfg.FailoverTimeout.Milliseconds()),
 		fmt.Sprintf("sentinel parallel-syncs %s 1", cfg.MasterName),
-		"",
-	}, "\n")
+	}, "\n") + authPassLine(cfg) + "\n"
+}
+
+func authPassLine(cfg SentinelConfig) string {
+	if cfg.AuthPass == "" {
+		return ""
+	}
+	return fmt.Sprintf("\nsentinel auth-pass %s %s", cfg.MasterName, cfg.AuthPass)
 }
 
 func startSentinel(bin, dir string, port int, cfg SentinelConfig) (*Sentinel, error) {
