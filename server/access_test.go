@@ -265,7 +265,7 @@ func TestACLLog(t *testing.T) {
 	if got := admin.do("ACL", "LOG", "1"); strings.Count(got, "reason") != 1 {
 		t.Errorf("ACL LOG 1: %s", got)
 	}
-	if info := admin.do("INFO", "stats"); !strings.Contains(info, "acl_access_denied_auth:1\r\nacl_access_denied_cmd:2\r\nacl_access_denied_key:1\r\nacl_access_denied_channel:0\r\n") {
+	if info := admin.do("INFO", "stats"); !strings.Contains(info, `acl_access_denied_auth:1\r\nacl_access_denied_cmd:2\r\nacl_access_denied_key:1\r\nacl_access_denied_channel:0\r\n`) {
 		t.Errorf("INFO stats: %s", info)
 	}
 	mustDo(t, admin, "+OK", "ACL", "LOG", "RESET")
