@@ -275,6 +275,18 @@ func TestACLLog(t *testing.T) {
 	mustDo(t, admin, "[]", "ACL", "LOG")
 }
 
+// TestACLSlowlogRedacts: ACL SETUSER's rules (passwords) never reach the
+// slow log, as in Redis.
+func TestACLSlowlogRedacts(t *testing.T) {
+	s := startServer(t, Config{NoPersistence: true})
+	rc := dialRaw(t, s.Addr())
+	mustDo(t, rc, "+OK", "CONFIG", "SET", "slowlog-log-slower-than", "0")
+	mustDo(t, rc, "+OK", "ACL", "SETUSER", "sl", "on", ">hunter2")
+	if got := rc.do("SLOWLOG", "GET", "2"); strings.Contains(got, "hunter2") || !strings.Contains(got, `"ACL" "SETUSER" "(redacted)" "(redacted)" "(redacted)"`) {
+		t.Fatalf("SLOWLOG: %s", got)
+	}
+}
+
 // TestACLMulti: a refused command is refused when queued and EXEC aborts;
 // rules changed after queueing are applied when EXEC runs the command.
 func TestACLMulti(t *testing.T) {
