@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bloomkit/bloomkit/server/internal/acl"
 	"github.com/bloomkit/bloomkit/server/internal/resp"
 )
 
@@ -267,7 +268,7 @@ func clientKill(s *Server, c *Session, args [][]byte, r *Reply) {
 			laddr = string(v)
 		case "user":
 			user = string(v)
-			if user != "default" {
+			if s.users.Get(user) == nil {
 				r.Error("ERR No such user '" + trimArg(v) + "'")
 				return
 			}
@@ -308,6 +309,7 @@ func clientKill(s *Server, c *Session, args [][]byte, r *Reply) {
 		switch {
 		case id != 0 && sc.ID != id,
 			addr != "" && sc.Addr != addr,
+			user != "" && sessionUser(sc) != user,
 			laddr != "" && sc.LocalAddr != laddr,
 			typ != "" && sc.clientType() != typ,
 			maxAge != 0 && int64(now.Sub(sc.created).Seconds()) < maxAge,
@@ -374,7 +376,15 @@ func (s *Server) clientLine(me, c *Session) string {
 	b.WriteString(" age=" + itoa(age) + " idle=" + itoa(max(idle, 0)))
 	b.WriteString(" flags=" + flags + " db=0 sub=" + itoa(nsub) + " psub=" + itoa(npsub) + " ssub=0 multi=" + multi)
 	b.WriteString(" qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0")
-	b.WriteString(" events=r cmd=" + cmd + " user=default redir=-1 resp=" + resp)
+	b.WriteString(" events=r cmd=" + cmd + " user=" + sessionUser(c) + " redir=-1 resp=" + resp)
 	b.WriteString(" lib-name=" + c.LibName + " lib-ver=" + c.LibVer)
 	return b.String()
+}
+
+// sessionUser is the name of the user c runs as.
+func sessionUser(c *Session) string {
+	if u := c.user.Load(); u != nil {
+		return u.Name()
+	}
+	return acl.DefaultUser
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bloomkit/bloomkit/internal/version"
+	"github.com/bloomkit/bloomkit/server/internal/acl"
 	"github.com/bloomkit/bloomkit/server/internal/resp"
 )
 
@@ -67,46 +68,23 @@ const (
 	errNoAuth    = "NOAUTH Authentication required."
 )
 
-func (s *Server) checkPass(user, pass string) bool {
-	pw := s.requirePass()
-	return user == "default" && pw != "" && constantTimeEq(pass, pw)
-}
-
-func constantTimeEq(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	var v byte
-	for i := 0; i < len(a); i++ {
-		v |= a[i] ^ b[i]
-	}
-	return v == 0
-}
-
+// AUTH password | AUTH user password: the connection becomes the user.
 func cmdAuth(s *Server, c *Session, args [][]byte, r *Reply) {
 	if len(args) > 3 {
 		r.Error("ERR syntax error")
 		return
 	}
-	user, pass := "default", string(args[1])
+	user, pass := []byte(acl.DefaultUser), args[1]
 	if len(args) == 3 {
-		user, pass = string(args[1]), string(args[2])
-	}
-	if s.requirePass() == "" && len(args) == 2 {
+		user, pass = args[1], args[2]
+	} else if s.users.Default().Rules().NoPass() {
 		r.Error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 		return
 	}
-	if s.requirePass() == "" && user == "default" {
-		c.authed = true
-		r.OK()
-		return
-	}
-	if !s.checkPass(user, pass) {
-		s.metrics.authFailures.Inc()
+	if !s.authenticate(c, user, pass, args[0]) {
 		r.Error(errWrongPass)
 		return
 	}
-	c.authed = true
 	r.OK()
 }
 
@@ -134,15 +112,11 @@ func cmdHello(s *Server, c *Session, args [][]byte, r *Reply) {
 		opt := strings.ToUpper(string(args[i]))
 		switch {
 		case opt == "AUTH" && i+2 < len(args):
-			if s.requirePass() == "" && string(args[i+1]) == "default" {
-				authed = true
-			} else if !s.checkPass(string(args[i+1]), string(args[i+2])) {
-				s.metrics.authFailures.Inc()
+			if !s.authenticate(c, args[i+1], args[i+2], args[0]) {
 				r.Error(errWrongPass)
 				return
-			} else {
-				authed = true
 			}
+			authed = true
 			i += 2
 		case opt == "SETNAME" && i+1 < len(args):
 			name = args[i+1]
@@ -153,7 +127,7 @@ func cmdHello(s *Server, c *Session, args [][]byte, r *Reply) {
 			return
 		}
 	}
-	if s.requirePass() != "" && !authed {
+	if !authed && s.authRequired() {
 		r.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
 		return
 	}
@@ -201,7 +175,7 @@ func cmdReset(s *Server, c *Session, args [][]byte, r *Reply) {
 	c.Name = ""
 	c.noEvict = false
 	c.resp3 = false
-	c.authed = s.requirePass() == ""
+	s.startSession(c) // back to the default user
 	s.db.Unlock()
 	r.w.SetRESP3(false)
 	r.Simple("RESET")

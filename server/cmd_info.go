@@ -4,6 +4,7 @@ package server
 
 import (
 	"fmt"
+	"github.com/bloomkit/bloomkit/server/internal/acl"
 	"os"
 	"runtime"
 	"strconv"
@@ -140,6 +141,10 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 			"pubsub_channels:" + strconv.Itoa(channels),
 			"pubsub_patterns:" + strconv.Itoa(patterns),
 			"pubsubshard_channels:0",
+			"acl_access_denied_auth:" + itoa(s.aclCounts[acl.DeniedAuth].Load()),
+			"acl_access_denied_cmd:" + itoa(s.aclCounts[acl.DeniedCommand].Load()),
+			"acl_access_denied_key:" + itoa(s.aclCounts[acl.DeniedKey].Load()),
+			"acl_access_denied_channel:" + itoa(s.aclCounts[acl.DeniedChannel].Load()),
 		}, append(s.replStatsLines(), s.statsInfoExtra()...)...)
 	})
 	section("Replication", s.replicationInfo)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bloomkit/bloomkit/server/internal/glob"
 	"github.com/bloomkit/bloomkit/server/internal/keyspace"
 	"github.com/bloomkit/bloomkit/server/internal/resp"
 )
@@ -50,7 +51,7 @@ func cmdKeys(s *Server, c *Session, args [][]byte, r *Reply) {
 	// so its replies come in that order, without a sort. Each key costs at
 	// most O(len(pattern) × len(key)) to match (glob.go).
 	s.db.Scan(0, s.db.Len(), func(k string, e *keyspace.Entry) {
-		if pat == "*" || globMatch(pat, k) {
+		if pat == "*" || glob.Match(pat, k) {
 			out = append(out, k)
 		}
 	})
@@ -105,7 +106,7 @@ func cmdScan(s *Server, c *Session, args [][]byte, r *Reply) {
 	}
 	var out []string
 	next := s.db.Scan(cur, int(min(count, maxScanCount)), func(k string, e *keyspace.Entry) {
-		if usePat && !globMatch(pat, k) {
+		if usePat && !glob.Match(pat, k) {
 			return
 		}
 		if typ != "" && strings.ToLower(e.Kind.String()) != typ {

@@ -4,6 +4,7 @@ package server
 // Redis 7 answers them (pubsub.go delivers the messages).
 
 import (
+	"github.com/bloomkit/bloomkit/server/internal/glob"
 	"sort"
 	"strings"
 )
@@ -89,7 +90,7 @@ func cmdPubsub(s *Server, c *Session, args [][]byte, r *Reply) {
 		h.mu.RLock()
 		var out []string
 		for ch := range h.channels {
-			if len(args) == 2 || globMatch(string(args[2]), ch) {
+			if len(args) == 2 || glob.Match(string(args[2]), ch) {
 				out = append(out, ch)
 			}
 		}

@@ -49,6 +49,9 @@ func isFilterCommand(name string) bool {
 
 // categories is the command's ACL categories in Redis's order.
 func (c *command) categories() []string {
+	if cats, ok := containerCategories[c.name]; ok {
+		return strings.Fields(cats)
+	}
 	set := map[string]bool{}
 	d := commandDocs[c.name]
 	for _, f := range strings.Fields(d.categories) {
@@ -195,6 +198,7 @@ var commandDocs = map[string]cmdDoc{
 	"shutdown":     {group: "server", since: "1.0.0", summary: "Saves a snapshot and shuts down the server", complexity: "O(N) when saving, where N is the total number of keys"},
 	"config":       {group: "server", since: "2.0.0", summary: "A container for server configuration commands", complexity: "Depends on subcommand."},
 	"slowlog":      {group: "server", since: "2.2.12", summary: "A container for slow log commands", complexity: "Depends on subcommand."},
+	"acl":          {group: "server", since: "6.0.0", summary: "A container for Access List Control commands", complexity: "Depends on subcommand."},
 	"info":         {group: "server", since: "1.0.0", summary: "Returns information and statistics about the server", complexity: "O(1)", categories: "dangerous"},
 	"replicaof":    {group: "server", since: "5.0.0", summary: "Makes the server a replica of another server, or promotes it to master", complexity: "O(1)"},
 	"slaveof":      {group: "server", since: "1.0.0", summary: "Makes the server a replica of another server, or promotes it to master (an old name of REPLICAOF)", complexity: "O(1)"},

@@ -122,6 +122,7 @@ func init() {
 		{name: "latency", arity: -2, flags: []string{"admin", "noscript", "loading", "stale"}, unlocked: true, hasSubcommands: true, fn: cmdLatency},
 		{name: "slowlog", arity: -2, flags: []string{"admin", "random", "loading", "stale"}, unlocked: true, hasSubcommands: true, fn: cmdSlowlog},
 		{name: "info", arity: -1, flags: []string{"loading", "stale"}, fn: cmdInfo},
+		{name: "acl", arity: -2, flags: []string{"noscript", "loading", "stale"}, unlocked: true, fn: cmdACL},
 		{name: "dbsize", arity: 1, flags: []string{"readonly", "fast"}, fn: cmdDBSize},
 		// Replication (replication.go, repl_master.go).
 		{name: "replicaof", arity: 3, flags: []string{"admin", "noscript", "stale", "no_async_loading"}, unlocked: true, fn: cmdReplicaOf},

@@ -77,6 +77,7 @@ type configReader struct {
 	port     string
 	portZero bool
 	tlsPort  string
+	line     int               // the line being read, for user directives' messages
 	ignored  map[string]string // directive → why it has no effect
 }
 
@@ -104,7 +105,6 @@ func init() {
 	ignore("the backlog is kept while the server runs", "repl-backlog-ttl")
 	ignore("a replica applies its master's writes whatever its own maxmemory", "replica-ignore-maxmemory", "slave-ignore-maxmemory")
 	ignore("a command from the master that fails on a replica is logged and skipped", "propagation-error-behavior")
-	ignore("no ACL users; requirepass is the password", "acllog-max-len", "aclfile", "user")
 	ignore("memory is freed as it is released", "lazyfree-lazy-eviction", "lazyfree-lazy-expire", "lazyfree-lazy-server-del",
 		"lazyfree-lazy-user-del", "lazyfree-lazy-user-flush", "activedefrag", "active-defrag-ignore-bytes",
 		"active-defrag-threshold-lower", "active-defrag-threshold-upper", "active-defrag-cycle-min", "active-defrag-cycle-max",
@@ -157,6 +157,7 @@ func (r *configReader) file(path string, depth int) error {
 			continue
 		}
 		name := strings.ToLower(args[0])
+		r.line = n
 		if err := r.directive(name, args[1:], path, depth); err != nil {
 			return fmt.Errorf("server: %s:%d: %v", path, n, err)
 		}
@@ -241,6 +242,14 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 		r.cfg.ReplicaOf = args[0] + " " + args[1]
 		return nil
 	}
+	if name == "user" {
+		// user <name> <rules...>: checked when the server starts.
+		if len(args) < 1 {
+			return fmt.Errorf("user: want a name and rules")
+		}
+		cfg.Users = append(cfg.Users, UserRule{Name: args[0], Rules: args[1:], Where: fmt.Sprintf("%s:%d", path, r.line)})
+		return nil
+	}
 	if len(args) != 1 {
 		if name == "save" || name == "oom-score-adj-values" {
 			return nil
@@ -316,6 +325,22 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 			return bad("want always, everysec or no")
 		}
 		cfg.AppendFsync = v
+	case "aclfile":
+		if len(args) != 1 {
+			return fmt.Errorf("aclfile takes one file")
+		}
+		cfg.ACLFile = args[0]
+		return nil
+	case "acllog-max-len":
+		if len(args) != 1 {
+			return fmt.Errorf("acllog-max-len takes one value")
+		}
+		n, err := strconv.ParseInt(args[0], 10, 64)
+		if err != nil || n < 0 || n > 1<<31-1 {
+			return fmt.Errorf("acllog-max-len must be a number from 0 to 2147483647, not %q", args[0])
+		}
+		cfg.ACLLogMaxLen = &n
+		return nil
 	case "requirepass":
 		cfg.RequirePass = v
 	case "maxmemory":
@@ -508,7 +533,7 @@ func init() {
 		replica-read-only slave-read-only replica-serve-stale-data slave-serve-stale-data replica-announced repl-backlog-size
 		min-replicas-to-write min-slaves-to-write min-replicas-max-lag min-slaves-max-lag replica-priority slave-priority
 		replica-announce-ip slave-announce-ip replica-announce-port slave-announce-port repl-timeout repl-ping-replica-period
-		repl-ping-slave-period`) {
+		repl-ping-slave-period aclfile acllog-max-len user`) {
 		directiveNames[n] = struct{}{}
 	}
 }

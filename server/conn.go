@@ -122,7 +122,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	}
 	s.totalConns.Add(1)
 	c := &Session{ID: s.nextID.Add(1), Addr: nc.RemoteAddr().String(), LocalAddr: nc.LocalAddr().String(), created: time.Now()}
-	c.authed = s.requirePass() == ""
+	s.startSession(c)
 	c.canWait = true
 	c.lastCmd.Store(c.created.UnixMilli())
 	lc := s.adoptable(nc, c)

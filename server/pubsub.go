@@ -21,6 +21,7 @@ package server
 // past a limit the subscriber is disconnected and its queue freed.
 
 import (
+	"github.com/bloomkit/bloomkit/server/internal/glob"
 	"sort"
 	"strconv"
 	"sync"
@@ -261,7 +262,7 @@ func (s *Server) publish(channel, message []byte) int64 {
 		}
 	}
 	for pat, set := range h.patterns {
-		if !globMatch(pat, string(channel)) {
+		if !glob.Match(pat, string(channel)) {
 			continue
 		}
 		body := appendBulk(appendBulk(appendBulk(appendBulk(nil, []byte("pmessage")), []byte(pat)), channel), message)

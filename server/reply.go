@@ -35,6 +35,9 @@ func (r *Reply) Uint(n uint64) { r.w.Uint(n) }
 // Bool writes a RESP3 boolean, or integer 0/1 under RESP2.
 func (r *Reply) Bool(v bool) { r.w.Bool(v) }
 
+// Double writes a floating-point number (a bulk string in RESP2).
+func (r *Reply) Double(v float64) { r.w.Double(v) }
+
 // Bulk writes a bulk string.
 func (r *Reply) Bulk(b []byte) { r.w.Bulk(b) }
 

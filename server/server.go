@@ -50,6 +50,7 @@ import (
 
 	"github.com/bloomkit/bloomkit/internal/confval"
 	"github.com/bloomkit/bloomkit/internal/memlimit"
+	"github.com/bloomkit/bloomkit/server/internal/acl"
 	"github.com/bloomkit/bloomkit/server/internal/aof"
 	"github.com/bloomkit/bloomkit/server/internal/backlog"
 	"github.com/bloomkit/bloomkit/server/internal/keyspace"
@@ -117,8 +118,16 @@ type Config struct {
 	NoAppendLog bool
 	// AppendFsync is "always", "everysec" (default) or "no".
 	AppendFsync string
-	// RequirePass, when set, makes clients AUTH before other commands.
+	// RequirePass, when set, makes clients AUTH before other commands: it
+	// is the default user's password (Redis's requirepass).
 	RequirePass string
+	// ACLFile is the file ACL users are loaded from at start and by ACL
+	// LOAD, and written to by ACL SAVE (Redis's aclfile).
+	ACLFile string
+	// Users are a config file's user directives (not with ACLFile).
+	Users []UserRule
+	// ACLLogMaxLen bounds the ACL log (nil: 128, Redis's acllog-max-len).
+	ACLLogMaxLen *int64
 	// TLSCert and TLSKey enable TLS on Addr when both are set.
 	TLSCert, TLSKey string
 	// MaxMemory caps the bytes of filters and keys (0: 90% of the memory the
@@ -295,8 +304,11 @@ type Session struct {
 	lastCmd atomic.Int64            // unix ms of the last command (CLIENT LIST idle)
 	curCmd  atomic.Pointer[command] // the last command (CLIENT LIST cmd)
 
-	resp3   bool
-	authed  bool
+	resp3  bool
+	authed bool
+	// user is the ACL user the connection runs as (nil: anything may run,
+	// the log's replay); other sessions read it (CLIENT LIST, DELUSER).
+	user    atomic.Pointer[acl.User]
 	quit    bool
 	created time.Time
 	// noEvict is CLIENT NO-EVICT (reported; there is no client eviction).
@@ -432,6 +444,18 @@ type Server struct {
 	// against maxmemory when more is queued, as Redis counts client
 	// buffers in used_memory.
 	queuedBytes atomic.Int64
+	// users are the ACL users; acllog the refusals and failed logins.
+	users  *acl.Users
+	acllog acl.Log
+	// aclCounts are INFO's acl_access_denied_* counters (by acl.Reason);
+	// aclLogged is the second of the last ACL server-log line and
+	// aclSuppressed the lines left out since (one a second at most).
+	aclCounts     aclStats
+	aclLogged     atomic.Int64
+	aclSuppressed atomic.Int64
+	// aclChanged is set once ACL SETUSER or DELUSER ran: CONFIG REWRITE
+	// then writes the users to the config file (without an aclfile).
+	aclChanged atomic.Bool
 	// pubsub holds the channel and pattern subscriptions.
 	pubsub pubsubHub
 	// slowSubscribers counts subscribers disconnected past their output
@@ -550,6 +574,9 @@ func New(cfg Config) (*Server, error) {
 	s.slowlog.maxLen = int(s.set.slowMaxLen.Load())
 	s.configFile = cfg.ConfigFile
 	s.runID = newRunID()
+	if err := s.initUsers(&cfg); err != nil {
+		return nil, err
+	}
 	s.metrics.register(s)
 	s.persist.lastSave.Store(time.Now().Unix())
 	s.persist.lastOK.Store(true)
@@ -693,7 +720,7 @@ func (s *Server) Serve() error {
 		}
 	}()
 	s.log.Info("serving", "addr", strings.Join(s.ListenAddrs(), " "), "dir", s.cfg.Dir, "appendfsync", s.appendFsync(),
-		"tls", s.cfg.TLSCert != "", "auth", s.requirePass() != "", "maxmemory", s.db.Limit(), "metrics", s.MetricsAddr())
+		"tls", s.cfg.TLSCert != "", "auth", s.authRequired(), "maxmemory", s.db.Limit(), "metrics", s.MetricsAddr())
 	s.lifeMu.Lock()
 	if s.closed.Load() {
 		s.lifeMu.Unlock()
@@ -979,7 +1006,7 @@ func (s *Server) do(c *Session, args [][]byte, r *Reply) {
 	}
 	s.totalCmds.Add(1)
 	if !c.authed && !cmd.noauth {
-		if s.requirePass() != "" {
+		if s.authRequired() {
 			r.Error(errNoAuth)
 			s.reject(cmd, start, r)
 			return
@@ -991,6 +1018,15 @@ func (s *Server) do(c *Session, args [][]byte, r *Reply) {
 			c.multiErr = true
 		}
 		r.Error(wrongArity(cmd.name))
+		s.reject(cmd, start, r)
+		return
+	}
+	// ACL: refused before it runs or is queued (a refused command in
+	// MULTI makes EXEC abort, as in Redis).
+	if !s.checkAccess(c, cmd, args, r) {
+		if c.multi != nil {
+			c.multiErr = true
+		}
 		s.reject(cmd, start, r)
 		return
 	}
@@ -1244,6 +1280,12 @@ func (s *Server) exec(c *Session, r *Reply) {
 	defer func() { c.inExec = false }()
 	for _, e := range q[1:] {
 		sub.Reset(c.resp3)
+		if !s.checkAccess(c, e.cmd, e.args, &sub) {
+			// The user's rules changed since the command was queued:
+			// Redis checks again when EXEC runs it.
+			r.w.Raw(sub.w.Pending())
+			continue
+		}
 		t := time.Now()
 		s.run(c, e.cmd, e.args, &sub)
 		s.stats.executedInTxn(e.cmd, time.Since(t), &sub)

@@ -23,6 +23,8 @@ type settings struct {
 	maxMemory   atomic.Uint64 // as configured (0: 90% of RAM); db.limit is in force
 	protected   atomic.Bool   // protected-mode yes
 	filter      atomic.Pointer[filterConfig]
+	// aclLogMaxLen is acllog-max-len.
+	aclLogMaxLen atomic.Int64
 	// limit mirrors the memory limit in force (db.Limit) for CONFIG GET,
 	// which may run inside EXEC, where the keyspace lock is held.
 	limit atomic.Uint64
@@ -48,6 +50,10 @@ func (st *settings) init(cfg *Config, filter *filterConfig) {
 		st.slowMaxLen.Store(max(*cfg.SlowlogMaxLen, 0))
 	}
 	st.maxMemory.Store(cfg.MaxMemory)
+	st.aclLogMaxLen.Store(128)
+	if cfg.ACLLogMaxLen != nil {
+		st.aclLogMaxLen.Store(max(*cfg.ACLLogMaxLen, 0))
+	}
 	st.protected.Store(!strings.EqualFold(cfg.ProtectedMode, "no"))
 	if cfg.ClientOutputBufferLimit != "" {
 		if l, err := parseOutputLimits(cfg.ClientOutputBufferLimit, defaultOutputLimits); err == nil {
@@ -76,7 +82,7 @@ const deniedProtected = "-DENIED Redis is running in protected mode because prot
 // loopback interface (as Redis: only clients on the machine's loopback
 // may reach a server nobody secured).
 func (s *Server) protectedRefuses(remote net.Addr) bool {
-	if !s.set.protected.Load() || s.requirePass() != "" {
+	if !s.set.protected.Load() || s.authRequired() {
 		return false
 	}
 	ta, ok := remote.(*net.TCPAddr)

@@ -89,7 +89,8 @@ func (l *slowlog) add(c *Session, args [][]byte, start time.Time, d time.Duratio
 }
 
 // redact hides passwords, as Redis does in its slow log: the arguments of
-// AUTH, HELLO's AUTH pair and CONFIG SET requirepass's value.
+// AUTH, HELLO's AUTH pair, CONFIG SET requirepass's value, and those of
+// ACL SETUSER, DELUSER and GETUSER (rules hold passwords).
 func redact(args []string) {
 	if len(args) == 0 {
 		return
@@ -104,6 +105,15 @@ func redact(args []string) {
 			if strings.EqualFold(args[i], "AUTH") {
 				for j := i + 1; j < len(args) && j <= i+2; j++ {
 					args[j] = "(redacted)"
+				}
+			}
+		}
+	case "acl":
+		if len(args) > 2 {
+			switch strings.ToLower(args[1]) {
+			case "setuser", "deluser", "getuser":
+				for i := 2; i < len(args); i++ {
+					args[i] = "(redacted)"
 				}
 			}
 		}

@@ -140,6 +140,19 @@ func (r *Writer) Uint(n uint64) {
 	r.Int(int64(n))
 }
 
+// Double writes a floating-point number: a RESP3 double, or in RESP2 a
+// bulk string of its shortest exact decimal form (Redis's addReplyDouble).
+func (r *Writer) Double(v float64) {
+	if !r.resp3 {
+		r.BulkString(strconv.FormatFloat(v, 'g', -1, 64))
+		return
+	}
+	r.mark()
+	r.buf = append(r.buf, ',')
+	r.buf = strconv.AppendFloat(r.buf, v, 'g', -1, 64)
+	r.buf = append(r.buf, "\r\n"...)
+}
+
 // Bool writes a RESP3 boolean, or integer 0/1 under RESP2.
 func (r *Writer) Bool(v bool) {
 	if !r.resp3 {

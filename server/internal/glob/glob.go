@@ -1,6 +1,5 @@
-package server
-
-// Glob patterns (KEYS, SCAN MATCH, CONFIG GET) with the rules of Redis's
+// Package glob matches glob patterns (KEYS, SCAN MATCH, CONFIG GET, ACL
+// key and channel patterns) with the rules of Redis's
 // stringmatchlen: * any run of bytes, ? one byte, [abc] [^abc] [a-z] a
 // class (a reversed range counts, \x escapes inside it, an unclosed class
 // runs to the end of the pattern), \x the byte x. One of Redis's corner
@@ -14,16 +13,17 @@ package server
 // This is correct because a star can absorb whatever an earlier star
 // would: if the rest of the pattern after the latest star matches nowhere
 // from here, no longer match for an earlier star can help.
+package glob
 
-// globMatch reports whether s matches the glob pattern p.
-func globMatch(p, s string) bool {
-	ok, _ := globMatchSteps(p, s)
+// Match reports whether s matches the glob pattern p.
+func Match(p, s string) bool {
+	ok, _ := MatchSteps(p, s)
 	return ok
 }
 
-// globMatchSteps is globMatch that also reports the steps it took (tests
+// MatchSteps is Match that also reports the steps it took (tests
 // bound the work by it, not by the clock).
-func globMatchSteps(p, s string) (match bool, steps int) {
+func MatchSteps(p, s string) (match bool, steps int) {
 	if len(s) == 0 {
 		return len(p) == 0, 0
 	}

@@ -1,4 +1,4 @@
-package server
+package glob
 
 import (
 	"math/rand"
@@ -104,8 +104,8 @@ func TestGlobCases(t *testing.T) {
 		{"user:*:name", "user:42:name", true}, {"user:*:name", "user:42:names", false},
 	}
 	for _, c := range cases {
-		if got := globMatch(c.p, c.s); got != c.want {
-			t.Errorf("globMatch(%q, %q) = %v, want %v", c.p, c.s, got, c.want)
+		if got := Match(c.p, c.s); got != c.want {
+			t.Errorf("Match(%q, %q) = %v, want %v", c.p, c.s, got, c.want)
 		}
 		if got := refGlob(c.p, c.s); got != c.want {
 			t.Errorf("refGlob(%q, %q) = %v, want %v (the reference is wrong)", c.p, c.s, got, c.want)
@@ -129,8 +129,8 @@ func TestGlobRandom(t *testing.T) {
 	}
 	for i := 0; i < 200000; i++ {
 		p, s := gen(pAlpha, 8), gen(sAlpha, 8)
-		if got, want := globMatch(p, s), refGlob(p, s); got != want {
-			t.Fatalf("globMatch(%q, %q) = %v, reference %v", p, s, got, want)
+		if got, want := Match(p, s), refGlob(p, s); got != want {
+			t.Fatalf("Match(%q, %q) = %v, reference %v", p, s, got, want)
 		}
 	}
 }
@@ -141,7 +141,7 @@ func TestGlobWorkBound(t *testing.T) {
 	key := strings.Repeat("a", 60)
 	for stars := 1; stars <= 30; stars++ {
 		p := strings.Repeat("a*", stars) + "b" // never matches: worst case
-		ok, steps := globMatchSteps(p, key)
+		ok, steps := MatchSteps(p, key)
 		if ok {
 			t.Fatalf("%q matched %q", p, key)
 		}
@@ -151,44 +151,18 @@ func TestGlobWorkBound(t *testing.T) {
 	}
 }
 
-// TestKeysManyStars: KEYS and SCAN MATCH with a pattern of many stars
-// against a 60-byte key answer (the recursive matcher needed seconds for
-// 6 stars and did not answer for 12, holding the keyspace lock).
-func TestKeysManyStars(t *testing.T) {
-	s := startServer(t, Config{NoPersistence: true})
-	rc := dialRaw(t, s.Addr())
-	key := strings.Repeat("a", 60)
-	rc.do("SET", key, "v")
-	p := strings.Repeat("a*", 20) + "b"
-	if got := rc.do("KEYS", p); got != "[]" {
-		t.Fatalf("KEYS: %s", got)
-	}
-	if got := rc.do("SCAN", "0", "MATCH", p, "COUNT", "100"); got != `["0" []]` {
-		t.Fatalf("SCAN: %s", got)
-	}
-	if got := rc.do("KEYS", strings.Repeat("a*", 20)); got != `["`+key+`"]` {
-		t.Fatalf("KEYS: %s", got)
-	}
-	if got := rc.do("CONFIG", "GET", strings.Repeat("*", 40)+"m*m*o*r*y*z"); got != "[]" {
-		t.Fatalf("CONFIG GET: %s", got)
-	}
-	if got := rc.do("PING"); got != "+PONG" {
-		t.Fatal(got)
-	}
-}
-
 // FuzzGlob checks the matcher against the reference and the work bound.
 func FuzzGlob(f *testing.F) {
 	f.Add("a*b?c[^d-f]\\*", "axxbycg*")
 	f.Add("[a", "a")
 	f.Fuzz(func(t *testing.T, p, s string) {
-		ok, steps := globMatchSteps(p, s)
+		ok, steps := MatchSteps(p, s)
 		if bound := (len(p) + 1) * (len(s) + 1); steps > bound {
 			t.Fatalf("%q vs %q: %d steps > %d", p, s, steps, bound)
 		}
 		if len(p) <= 12 && len(s) <= 12 && strings.Count(p, "*") <= 4 {
 			if want := refGlob(p, s); ok != want {
-				t.Fatalf("globMatch(%q, %q) = %v, reference %v", p, s, ok, want)
+				t.Fatalf("Match(%q, %q) = %v, reference %v", p, s, ok, want)
 			}
 		}
 	})
