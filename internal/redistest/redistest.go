@@ -150,17 +150,24 @@ func (s *Server) Log() string { return s.log.String() }
 // It is called by t.Cleanup; calling it earlier, to test a client's
 // reaction to a lost server, is allowed.
 func (s *Server) Stop() {
+	stopProcess(s.cmd, s.done)
+}
+
+// stopProcess stops a process this package started (SIGINT, then
+// SIGKILL after 5 s) and waits until done is closed; a stopped one is
+// left alone.
+func stopProcess(cmd *exec.Cmd, done <-chan struct{}) {
 	select {
-	case <-s.done:
+	case <-done:
 		return
 	default:
 	}
-	_ = s.cmd.Process.Signal(os.Interrupt)
+	_ = cmd.Process.Signal(os.Interrupt)
 	select {
-	case <-s.done:
+	case <-done:
 	case <-time.After(5 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.done
+		_ = cmd.Process.Kill()
+		<-done
 	}
 }
 

@@ -182,18 +182,7 @@ func (s *Sentinel) Log() string { return s.log.String() }
 
 // Stop stops the sentinel and waits for it.
 func (s *Sentinel) Stop() {
-	select {
-	case <-s.done:
-		return
-	default:
-	}
-	_ = s.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-s.done:
-	case <-time.After(5 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.done
-	}
+	stopProcess(s.cmd, s.done)
 }
 
 // Client returns a go-redis client of the sentinel (SENTINEL commands).
