@@ -36,7 +36,7 @@ func TestCompletion(t *testing.T) {
 		if shell != "bash" {
 			continue
 		}
-		// What bash offers after "bloom b" and "bloom build --st".
+		// What bash offers after "bloom b", "bloom bu" and "bloom build --st".
 		complete := func(words ...string) string {
 			probe := `source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _bloom; echo "${COMPREPLY[*]}"`
 			out, err := exec.Command(sh, append([]string{"-c", probe, "bash", script}, words...)...).CombinedOutput()
@@ -45,8 +45,11 @@ func TestCompletion(t *testing.T) {
 			}
 			return strings.TrimSpace(string(out))
 		}
-		if got := complete("bloom", "b"); got != "build" {
-			t.Errorf("bloom b<TAB>: %q, want build", got)
+		if got := complete("bloom", "b"); got != "build backup" {
+			t.Errorf("bloom b<TAB>: %q, want build backup", got)
+		}
+		if got := complete("bloom", "bu"); got != "build" {
+			t.Errorf("bloom bu<TAB>: %q, want build", got)
 		}
 		if got := complete("bloom", "build", "--st"); got != "--static --strict" {
 			t.Errorf("bloom build --st<TAB>: %q, want --static --strict", got)
