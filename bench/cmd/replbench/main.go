@@ -17,7 +17,7 @@
 // RedisBloom module in $REDISBLOOM_SO (Redis is skipped with a note
 // without it).
 //
-//	cd bench && REDISBLOOM_SO=/path/to/redisbloom.so go run ./cmd/replbench -gib 1 -reps 3
+//	cd bench && REDISBLOOM_SO="$REDISBLOOM_SO" go run ./cmd/replbench -gib 1 -reps 3
 package main
 
 import (
