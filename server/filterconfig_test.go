@@ -164,8 +164,8 @@ func TestFilterParamsConfigFile(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct{ conf, err string }{
 		{"bf-error-rate 0.02\nbf-initial-size 200\ncf-max-expansions 3\n", ""},
-		{"loadmodule /usr/lib/redis/modules/redisbloom.so ERROR_RATE 0.02 INITIAL_SIZE 200 CF_MAX_EXPANSIONS 3\n", ""},
-		{"loadmodule /opt/redis-stack/lib/redisbloom.so bf-error-rate 0.02 bf-initial-size 200 cf-max-expansions 3\n", ""},
+		{"loadmodule modules/redisbloom.so ERROR_RATE 0.02 INITIAL_SIZE 200 CF_MAX_EXPANSIONS 3\n", ""},
+		{"loadmodule lib/rebloom.so bf-error-rate 0.02 bf-initial-size 200 cf-max-expansions 3\n", ""},
 		{"bf-error-rate 2\n", "bf-error-rate"},
 		{"loadmodule redisbloom.so CF_BUCKET_SIZE 3\n", "unrecognized option"},
 		{"loadmodule redisbloom.so ERROR_RATE\n", "invalid number of arguments"},

@@ -45,7 +45,7 @@ the newest snapshot to FILE, checked and written atomically. FILE holds every
 write acknowledged before the backup began. To restore, copy FILE into an
 empty data directory under the name it prints (dump.N.bkdb) and start the
 server there; docs/operations.md, "Backups and restore".`,
-		examples: `bloom backup /backups/bloomkit-$(date +%F).bkdb
+		examples: `bloom backup "bloomkit-$(date +%F).bkdb"
 bloom backup --addr 127.0.0.1:6479 --timeout 30m nightly.bkdb`,
 	}
 	fs := newFlags("backup")
