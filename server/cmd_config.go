@@ -18,11 +18,25 @@ import (
 	"github.com/bloomkit/bloomkit/server/internal/glob"
 )
 
-// setting is one CONFIG parameter. set is nil for a read-only one.
+// setting is one CONFIG parameter. set is nil for a read-only one. A tls
+// setting's set only records the value: once every pair of a CONFIG SET is
+// recorded, the TLS configuration is built from all of them (applyTLS).
 type setting struct {
 	name string
 	get  func(s *Server) string
 	set  func(s *Server, v string) error
+	tls  bool
+}
+
+func init() {
+	for _, name := range TLSSettingNames() {
+		settingList = append(settingList, setting{name: name, tls: true,
+			get: func(s *Server) string { return s.tlsSetting(name) },
+			set: func(s *Server, v string) error { return s.setTLSSetting(name, v) }})
+	}
+	// The listening ports cannot change while the server runs (CONFIG SET
+	// answers "can't set immutable config"): restart with the new ones.
+	settingList = append(settingList, setting{name: "tls-port", get: func(s *Server) string { return s.tlsPort() }})
 }
 
 // errConfigValue is a CONFIG SET value error; its text follows Redis's
@@ -71,7 +85,7 @@ var settingList = []setting{
 	}},
 	{name: "maxmemory", get: func(s *Server) string { return strconv.FormatUint(s.set.limit.Load(), 10) }, set: setMaxMemory},
 	{name: "maxmemory-policy", get: func(s *Server) string { return "noeviction" }},
-	{name: "port", get: func(s *Server) string { _, p := splitHostPort(s.Addr()); return p }},
+	{name: "port", get: func(s *Server) string { return s.plainPort() }},
 	{name: "protected-mode", get: func(s *Server) string { return confval.FormatBool(s.set.protected.Load()) }, set: func(s *Server, v string) error {
 		b, err := confval.ParseBool(v)
 		if err != nil {
@@ -272,13 +286,29 @@ func configSet(s *Server, c *Session, args [][]byte, r *Reply) {
 	for i, st := range sets {
 		old[i] = st.get(s)
 	}
+	rollback := func(n int) {
+		for j := n - 1; j >= 0; j-- {
+			sets[j].set(s, old[j])
+		}
+	}
 	for i, st := range sets {
 		if err := st.set(s, string(args[3+2*i])); err != nil {
-			for j := i - 1; j >= 0; j-- {
-				sets[j].set(s, old[j])
-			}
+			rollback(i)
 			r.Error("ERR CONFIG SET failed (possibly related to argument '" + st.name + "') - " + err.Error())
 			return
+		}
+	}
+	// Then the TLS configuration, from all its settings at once (as
+	// Redis's applyTlsCfg): if a file is bad, every value goes back and
+	// the configuration in use stays.
+	for _, st := range sets {
+		if st.tls {
+			if err := s.applyTLS(); err != nil {
+				rollback(len(sets))
+				r.Error("ERR CONFIG SET failed (possibly related to argument '" + st.name + "') - Unable to update TLS configuration: " + err.Error())
+				return
+			}
+			break
 		}
 	}
 	if s.cfgSet == nil {
@@ -294,7 +324,7 @@ func configSet(s *Server, c *Session, args [][]byte, r *Reply) {
 }
 
 func redactValue(name, v string) string {
-	if name == "requirepass" {
+	if name == "requirepass" || strings.HasSuffix(name, "-pass") {
 		return "(redacted)"
 	}
 	return v

@@ -128,8 +128,22 @@ type Config struct {
 	Users []UserRule
 	// ACLLogMaxLen bounds the ACL log (nil: 128, Redis's acllog-max-len).
 	ACLLogMaxLen *int64
-	// TLSCert and TLSKey enable TLS on Addr when both are set.
+	// TLSAddr, when set, serves TLS there (Redis's tls-port), beside the
+	// plain-text listener on Addr; with Addr empty, TLS only (Redis's
+	// port 0). TLSExtraAddrs are more TLS addresses (bind's other
+	// addresses, "-" before one: it may be missing).
+	TLSAddr       string
+	TLSExtraAddrs []string
+	// TLSCert and TLSKey are the server's certificate (chain) and key,
+	// PEM (Redis's tls-cert-file and tls-key-file). As in Redis they are
+	// read only when there is a TLS listener or tls-replication is yes:
+	// they do not make Addr serve TLS.
 	TLSCert, TLSKey string
+	// TLSParams are Redis's other tls-* settings by name (TLSSettingNames:
+	// tls-auth-clients, yes by default, with tls-ca-cert-file or
+	// tls-ca-cert-dir; tls-protocols, tls-ciphers, tls-replication, ...).
+	// A bad name or value makes New fail; files are read by Listen.
+	TLSParams map[string]string
 	// MaxMemory caps the bytes of filters and keys (0: 90% of the memory the
 	// process may use — its cgroup's limit in a container, else the
 	// machine's — so that one huge BF.RESERVE is refused instead of getting
@@ -243,7 +257,7 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
-	if c.Addr == "" {
+	if c.Addr == "" && c.TLSAddr == "" {
 		c.Addr = DefaultAddr
 	}
 	if c.Dir == "" && !c.NoPersistence {
@@ -495,13 +509,17 @@ type Server struct {
 	smu      sync.Mutex
 	sessions map[int64]*Session
 
-	ln       net.Listener
-	extraLns []net.Listener // ExtraAddrs
-	addr     atomic.Value   // string
-	httpSrv  *http.Server
-	httpLn   net.Listener
-	stop     chan struct{}
-	stopOnce sync.Once
+	lns     []net.Listener // Addr, ExtraAddrs, TLSAddr, TLSExtraAddrs
+	addr    atomic.Value   // string: the first plain-text listener's address
+	tlsAddr atomic.Value   // string: the first TLS listener's address
+	// tlsParams are the tls-* settings in force (CONFIG SET changes them);
+	// tlsConf what was last built from them (nil: TLS not in use).
+	tlsParams atomic.Pointer[tlsParams]
+	tlsConf   atomic.Pointer[tlsConfigs]
+	httpSrv   *http.Server
+	httpLn    net.Listener
+	stop      chan struct{}
+	stopOnce  sync.Once
 	// shutdownReq is closed by the SHUTDOWN command.
 	shutdownReq  chan struct{}
 	shutdownOnce sync.Once
@@ -577,6 +595,9 @@ func New(cfg Config) (*Server, error) {
 	if err := s.initUsers(&cfg); err != nil {
 		return nil, err
 	}
+	if err := s.initTLS(&cfg); err != nil {
+		return nil, err
+	}
 	s.metrics.register(s)
 	s.persist.lastSave.Store(time.Now().Unix())
 	s.persist.lastOK.Store(true)
@@ -601,12 +622,42 @@ func defaultMemoryLimit(sys memlimit.System) (uint64, string) {
 	return limit / 10 * 9, source
 }
 
-// Addr is the address the server listens on (after Serve started).
+// Addr is the address the server listens on for plain-text clients
+// (after Listen); with TLS only, the TLS listener's.
 func (s *Server) Addr() string {
 	if a, ok := s.addr.Load().(string); ok {
 		return a
 	}
+	if s.cfg.Addr == "" {
+		return s.TLSAddr()
+	}
 	return s.cfg.Addr
+}
+
+// plainPort is CONFIG GET port: the plain-text listener's port, 0 for none.
+func (s *Server) plainPort() string {
+	if s.cfg.Addr == "" {
+		return "0"
+	}
+	a, ok := s.addr.Load().(string)
+	if !ok {
+		a = s.cfg.Addr
+	}
+	_, p := splitHostPort(a)
+	return p
+}
+
+// tlsPort is CONFIG GET tls-port: the TLS listener's port, 0 for none.
+func (s *Server) tlsPort() string {
+	a := s.TLSAddr()
+	if a == "" {
+		a = s.cfg.TLSAddr
+	}
+	if a == "" {
+		return "0"
+	}
+	_, p := splitHostPort(a)
+	return p
 }
 
 // MetricsAddr is the metrics listener's address, if any.
@@ -617,56 +668,59 @@ func (s *Server) MetricsAddr() string {
 	return ""
 }
 
-// Listen opens the listeners (Redis protocol on Addr and ExtraAddrs,
-// metrics) without serving yet.
+// Listen opens the listeners (Redis protocol on Addr and ExtraAddrs, TLS
+// on TLSAddr and TLSExtraAddrs, metrics) without serving yet. The TLS
+// files are read here.
 func (s *Server) Listen() error {
-	var tlsCfg *tls.Config
-	if s.cfg.TLSCert != "" || s.cfg.TLSKey != "" {
-		cert, err := tls.LoadX509KeyPair(s.cfg.TLSCert, s.cfg.TLSKey)
+	p := *s.tlsParams.Load()
+	if s.tlsInUse(p) {
+		c, err := buildTLS(p)
 		if err != nil {
-			return fmt.Errorf("server: TLS certificate: %w", err)
+			return fmt.Errorf("server: TLS: %w", err)
 		}
-		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		s.tlsConf.Store(c)
 	}
 	lc := net.ListenConfig{KeepAlive: s.cfg.TCPKeepAlive}
-	listen := func(addr string) (net.Listener, error) {
-		ln, err := lc.Listen(context.Background(), "tcp", addr)
-		if err != nil {
-			return nil, fmt.Errorf("server: listen %s: %w", addr, err)
-		}
-		if tlsCfg != nil {
-			ln = tls.NewListener(ln, tlsCfg)
-		}
-		return ln, nil
-	}
 	closeAll := func() {
-		for _, l := range s.extraLns {
+		for _, l := range s.lns {
 			l.Close()
 		}
-		s.extraLns = nil
-		if s.ln != nil {
-			s.ln.Close()
-			s.ln = nil
-		}
+		s.lns = nil
 	}
-	ln, err := listen(s.cfg.Addr)
-	if err != nil {
-		return err
-	}
-	s.ln = ln
-	s.addr.Store(ln.Addr().String())
-	for _, a := range s.cfg.ExtraAddrs {
-		optional := strings.HasPrefix(a, "-")
-		l, err := listen(strings.TrimPrefix(a, "-"))
-		if err != nil {
-			if optional {
-				s.log.Warn("optional bind address unavailable", "addr", a[1:], "err", err)
-				continue
+	listen := func(addrs []string, useTLS bool) error {
+		for i, a := range addrs {
+			optional := i > 0 && strings.HasPrefix(a, "-")
+			a = strings.TrimPrefix(a, "-")
+			ln, err := lc.Listen(context.Background(), "tcp", a)
+			if err != nil {
+				if optional {
+					s.log.Warn("optional bind address unavailable", "addr", a, "err", err)
+					continue
+				}
+				closeAll()
+				return fmt.Errorf("server: listen %s: %w", a, err)
 			}
-			closeAll()
+			if i == 0 && useTLS {
+				s.tlsAddr.Store(ln.Addr().String())
+			} else if i == 0 {
+				s.addr.Store(ln.Addr().String())
+			}
+			if useTLS {
+				ln = tls.NewListener(ln, s.serverTLS())
+			}
+			s.lns = append(s.lns, ln)
+		}
+		return nil
+	}
+	if s.cfg.Addr != "" {
+		if err := listen(append([]string{s.cfg.Addr}, s.cfg.ExtraAddrs...), false); err != nil {
 			return err
 		}
-		s.extraLns = append(s.extraLns, l)
+	}
+	if s.cfg.TLSAddr != "" {
+		if err := listen(append([]string{s.cfg.TLSAddr}, s.cfg.TLSExtraAddrs...), true); err != nil {
+			return err
+		}
 	}
 	if s.cfg.MetricsAddr != "" {
 		hl, err := net.Listen("tcp", s.cfg.MetricsAddr)
@@ -680,10 +734,11 @@ func (s *Server) Listen() error {
 	return nil
 }
 
-// ListenAddrs are the addresses the server listens on for clients.
+// ListenAddrs are the addresses the server listens on for clients
+// (plain-text ones first, then TLS ones).
 func (s *Server) ListenAddrs() []string {
-	out := []string{s.Addr()}
-	for _, l := range s.extraLns {
+	var out []string
+	for _, l := range s.lns {
 		out = append(out, l.Addr().String())
 	}
 	return out
@@ -692,7 +747,7 @@ func (s *Server) ListenAddrs() []string {
 // Serve serves clients until Close or Shutdown; Listen must have been called
 // (ListenAndServe does both).
 func (s *Server) Serve() error {
-	if s.ln == nil {
+	if len(s.lns) == 0 {
 		return errors.New("server: Serve before Listen")
 	}
 	if s.httpSrv != nil {
@@ -719,8 +774,8 @@ func (s *Server) Serve() error {
 		case <-s.stop:
 		}
 	}()
-	s.log.Info("serving", "addr", strings.Join(s.ListenAddrs(), " "), "dir", s.cfg.Dir, "appendfsync", s.appendFsync(),
-		"tls", s.cfg.TLSCert != "", "auth", s.authRequired(), "maxmemory", s.db.Limit(), "metrics", s.MetricsAddr())
+	s.log.Info("serving", "addr", strings.Join(s.ListenAddrs(), " "), "tls", s.TLSAddr(), "dir", s.cfg.Dir, "appendfsync", s.appendFsync(),
+		"auth", s.authRequired(), "maxmemory", s.db.Limit(), "metrics", s.MetricsAddr())
 	s.lifeMu.Lock()
 	if s.closed.Load() {
 		s.lifeMu.Unlock()
@@ -731,19 +786,18 @@ func (s *Server) Serve() error {
 	}
 	s.lifeMu.Unlock()
 	s.startReplication()
-	errs := make(chan error, len(s.extraLns))
-	for _, l := range s.extraLns {
+	// One accept loop per listener; the first to fail closes the others.
+	errs := make(chan error, len(s.lns))
+	for _, l := range s.lns {
 		go func() { errs <- s.acceptLoop(l) }()
 	}
-	err := s.acceptLoop(s.ln)
-	if err != nil {
-		for _, l := range s.extraLns {
-			l.Close()
-		}
-	}
-	for range s.extraLns {
-		if e := <-errs; err == nil {
+	var err error
+	for range s.lns {
+		if e := <-errs; e != nil && err == nil {
 			err = e
+			for _, l := range s.lns {
+				l.Close()
+			}
 		}
 	}
 	return err
@@ -786,10 +840,7 @@ func (s *Server) closeListeners() {
 	s.closed.Store(true)
 	s.lifeMu.Unlock()
 	s.stopOnce.Do(func() { close(s.stop) })
-	if s.ln != nil {
-		s.ln.Close()
-	}
-	for _, l := range s.extraLns {
+	for _, l := range s.lns {
 		l.Close()
 	}
 	for _, c := range s.sessionList() {
