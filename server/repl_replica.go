@@ -198,12 +198,16 @@ func (s *Server) syncWith(l *masterLink) error {
 		return fmt.Errorf("connecting: %w", err)
 	}
 	defer nc.Close()
+	if !l.setConn(nc) {
+		return errLinkStopped
+	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
 	if tc := s.tlsConf.Load(); tc != nil && tc.params["tls-replication"] == "yes" {
 		// tls-replication: the link is TLS, the master's certificate
-		// checked against the CA (as a client of its tls-port).
+		// checked against the CA (as a client of its tls-port). Stopping
+		// the link closes nc, which ends a handshake in progress.
 		tconn := tls.Client(nc, tc.client)
 		tconn.SetDeadline(time.Now().Add(min(timeout, 10*time.Second)))
 		if err := tconn.Handshake(); err != nil {
@@ -212,9 +216,9 @@ func (s *Server) syncWith(l *masterLink) error {
 		tconn.SetDeadline(time.Time{})
 		nc = tconn
 		defer nc.Close()
-	}
-	if !l.setConn(nc) {
-		return errLinkStopped
+		if !l.setConn(nc) {
+			return errLinkStopped
+		}
 	}
 	l.state.Store(linkConnecting)
 	l.lastIO.Store(time.Now().Unix())

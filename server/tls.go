@@ -219,7 +219,7 @@ func checkTLS13Suites(v string) error {
 		got[strings.ToUpper(w)] = true
 	}
 	if len(got) != len(all) {
-		return fmt.Errorf("Go's TLS cannot restrict TLS 1.3 cipher suites: it always offers %s; leave tls-ciphersuites empty or name them all (or set tls-protocols TLSv1.2 and choose with tls-ciphers)", strings.Join(all, ":"))
+		return fmt.Errorf("TLS 1.3 cipher suites cannot be restricted: Go's TLS always offers %s; leave tls-ciphersuites empty or name them all (or set tls-protocols TLSv1.2 and choose with tls-ciphers)", strings.Join(all, ":"))
 	}
 	return nil
 }

@@ -332,7 +332,7 @@ func TestTLSConfigFile(t *testing.T) {
 		"tls-protocols \"TLSv1.2 SSLv3\"\n":         `invalid tls-protocols "SSLv3"`,
 		"tls-auth-clients maybe\n":                  "no, yes, optional",
 		"tls-ciphers HIGH:!aNULL\n":                 `"HIGH" is not a TLS 1.2 cipher suite Go offers`,
-		"tls-ciphersuites TLS_AES_256_GCM_SHA384\n": "cannot restrict TLS 1.3 cipher suites",
+		"tls-ciphersuites TLS_AES_256_GCM_SHA384\n": "TLS 1.3 cipher suites cannot be restricted",
 		"tls-key-file-pass secret\n":                "encrypted private keys are not supported",
 		"tls-port 70000\n":                          "want an integer from 0 to 65535",
 		"tls-protocols TLSv1.2 TLSv1.3\n":           "tls-protocols: want one value, not 2",
