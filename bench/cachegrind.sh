@@ -15,12 +15,18 @@
 # Usage: cd bench && ./cachegrind.sh [kind ...]
 # kinds: blocked/hit blocked/miss blobloom/hit blobloom/miss bab/hit bab/miss
 # filter/hit filter/miss blocked/many (TestMany at 100M). Prints Markdown.
+# LOOKUPDIST=binary uses a lookupdist built elsewhere (say, from the code
+# before a change) instead of building this directory's.
 set -e
 kinds=${*:-blocked/hit blocked/miss blobloom/hit blobloom/miss bab/hit bab/miss blocked/many}
 lo=50000
 hi=250000
 dir=$(mktemp -d)
-go build -o "$dir/lookupdist" ./cmd/lookupdist
+if [ -n "$LOOKUPDIST" ]; then
+	cp "$LOOKUPDIST" "$dir/lookupdist"
+else
+	go build -o "$dir/lookupdist" ./cmd/lookupdist
+fi
 echo "| lookup | n | instructions | L1d misses | last-level misses | other (runtime) instructions |"
 echo "|:--|--:|--:|--:|--:|--:|"
 for kind in $kinds; do

@@ -16,6 +16,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"math"
 	"math/bits"
 	"math/rand/v2"
 	"os"
@@ -220,7 +221,56 @@ type sample struct {
 	gcs       uint32
 	huge      float64 // fraction of the array on huge pages at the time, -1 unknown
 	align     uintptr // array address mod 64
+	chase     float64 // the machine's dependent-load latency just before the loop (see chaseNs)
 }
+
+// The chase is a measure of the machine, not of a filter: a chain of
+// dependent loads, each to a random line of an array of the filters' size,
+// so that each load waits for the one before. Its ns per load is what one
+// random access into a 12 MiB array costs at that moment; timed just
+// before every lookup loop, it shows whether a slow repetition was the
+// machine's (the neighbours' use of the shared last-level cache, their
+// time slices on the core) or the filter's.
+var chaseNext []uint32
+
+const chaseLoads = 1 << 19
+
+func chaseNs(bytes uint64) float64 {
+	if chaseNext == nil {
+		// One random cycle through every line (Sattolo's shuffle), a word
+		// a line, so that every load is a new line.
+		lines := int(bytes / 64)
+		perm := make([]uint32, lines)
+		for i := range perm {
+			perm[i] = uint32(i)
+		}
+		r := rand.New(rand.NewPCG(1, 2))
+		for i := lines - 1; i > 0; i-- {
+			j := r.IntN(i)
+			perm[i], perm[j] = perm[j], perm[i]
+		}
+		chaseNext = make([]uint32, lines*16)
+		for i := range perm {
+			chaseNext[int(perm[i])*16] = perm[(i+1)%lines]
+		}
+		for range 2 { // in cache as far as it fits, like the filters after building
+			chaseSink += chaseOnce(len(perm))
+		}
+	}
+	t := time.Now()
+	chaseSink += chaseOnce(chaseLoads)
+	return nsPer(time.Since(t), chaseLoads)
+}
+
+func chaseOnce(loads int) uint32 {
+	x := uint32(0)
+	for range loads {
+		x = chaseNext[int(x)*16]
+	}
+	return x
+}
+
+var chaseSink uint32
 
 func single(rep *strings.Builder) {
 	n, p := *nFlag, *pFlag
@@ -341,6 +391,20 @@ func single(rep *strings.Builder) {
 		}
 		fmt.Fprintf(rep, "| %s | %s | %s | %s |\n", s.name, strings.Join(hs, " "), strings.Join(as, " "), strings.Join(gs, " "))
 	}
+	fmt.Fprintf(rep, "\nThe machine at each loop: ns per dependent random load in a %d MiB array (a chain of loads, each waiting for the last), timed just before each hit and miss loop, in run order; and the correlation (Pearson r) over repetitions between the loop's time and that latency. A slow repetition whose chase is slow too was the machine's.\n\n", *nFlag*10/8>>20)
+	fmt.Fprintf(rep, "| subject | lookup | chase ns before each loop | chase median | r (wall time, chase) |\n|:--|:--|:--|--:|--:|\n")
+	for i, s := range subs {
+		for _, row := range []struct {
+			what string
+			v    []sample
+		}{{"hit", hit[i]}, {"miss", miss[i]}} {
+			var ch []float64
+			for _, v := range row.v {
+				ch = append(ch, v.chase)
+			}
+			fmt.Fprintf(rep, "| %s | %s | %s | %.1f | %.2f |\n", s.name, row.what, join(ch), median(ch), pearson(walls(row.v), ch))
+		}
+	}
 	insert, hits, absent = nil, nil, nil
 	for _, s := range subs {
 		s.build = nil
@@ -389,6 +453,7 @@ var stateSink uint64
 func timed(s *subject, keys []string) (sample, int) {
 	addr, size := s.words()
 	v := sample{huge: hugeFraction(addr, size), align: uintptr(addr) % 64}
+	v.chase = chaseNs(*nFlag * 10 / 8) // about the size of a filter of n keys at 1%
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	gc := ms.NumGC
@@ -737,4 +802,20 @@ var start = time.Now()
 
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "[%7.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// pearson returns the correlation coefficient of x and y (0 when either
+// does not vary).
+func pearson(x, y []float64) float64 {
+	n := float64(len(x))
+	var sx, sy, sxx, syy, sxy float64
+	for i := range x {
+		sx, sy = sx+x[i], sy+y[i]
+		sxx, syy, sxy = sxx+x[i]*x[i], syy+y[i]*y[i], sxy+x[i]*y[i]
+	}
+	vx, vy := sxx-sx*sx/n, syy-sy*sy/n
+	if vx <= 0 || vy <= 0 {
+		return 0
+	}
+	return (sxy - sx*sy/n) / math.Sqrt(vx*vy)
 }
