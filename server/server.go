@@ -34,7 +34,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -509,9 +508,19 @@ type Server struct {
 	smu      sync.Mutex
 	sessions map[int64]*Session
 
-	lns     []net.Listener // Addr, ExtraAddrs, TLSAddr, TLSExtraAddrs
-	addr    atomic.Value   // string: the first plain-text listener's address
-	tlsAddr atomic.Value   // string: the first TLS listener's address
+	// lnMu guards the listeners: plain text on Addr and ExtraAddrs, TLS
+	// on TLSAddr and TLSExtraAddrs; CONFIG SET port and tls-port replace
+	// them while the server runs. addr and tlsAddr are the first of each
+	// ("" for none, unset before Listen).
+	lnMu      sync.Mutex
+	plainLns  []net.Listener
+	tlsLns    []net.Listener
+	bindHosts []string // the hosts both listen on ("-" before one: optional)
+	serving   bool     // Serve started the accept loops
+	acceptWG  sync.WaitGroup
+	acceptErr chan error // an accept loop's failure, which ends Serve
+	addr      atomic.Value
+	tlsAddr   atomic.Value
 	// tlsParams are the tls-* settings in force (CONFIG SET changes them);
 	// tlsConf what was last built from them (nil: TLS not in use).
 	tlsParams atomic.Pointer[tlsParams]
@@ -578,6 +587,7 @@ func New(cfg Config) (*Server, error) {
 		stop:     make(chan struct{}),
 
 		shutdownReq: make(chan struct{}),
+		acceptErr:   make(chan error, 1),
 	}
 	if cfg.ClientOutputBufferLimit != "" {
 		if _, err := parseOutputLimits(cfg.ClientOutputBufferLimit, defaultOutputLimits); err != nil {
@@ -622,44 +632,6 @@ func defaultMemoryLimit(sys memlimit.System) (uint64, string) {
 	return limit / 10 * 9, source
 }
 
-// Addr is the address the server listens on for plain-text clients
-// (after Listen); with TLS only, the TLS listener's.
-func (s *Server) Addr() string {
-	if a, ok := s.addr.Load().(string); ok {
-		return a
-	}
-	if s.cfg.Addr == "" {
-		return s.TLSAddr()
-	}
-	return s.cfg.Addr
-}
-
-// plainPort is CONFIG GET port: the plain-text listener's port, 0 for none.
-func (s *Server) plainPort() string {
-	if s.cfg.Addr == "" {
-		return "0"
-	}
-	a, ok := s.addr.Load().(string)
-	if !ok {
-		a = s.cfg.Addr
-	}
-	_, p := splitHostPort(a)
-	return p
-}
-
-// tlsPort is CONFIG GET tls-port: the TLS listener's port, 0 for none.
-func (s *Server) tlsPort() string {
-	a := s.TLSAddr()
-	if a == "" {
-		a = s.cfg.TLSAddr
-	}
-	if a == "" {
-		return "0"
-	}
-	_, p := splitHostPort(a)
-	return p
-}
-
 // MetricsAddr is the metrics listener's address, if any.
 func (s *Server) MetricsAddr() string {
 	if s.httpLn != nil {
@@ -668,86 +640,10 @@ func (s *Server) MetricsAddr() string {
 	return ""
 }
 
-// Listen opens the listeners (Redis protocol on Addr and ExtraAddrs, TLS
-// on TLSAddr and TLSExtraAddrs, metrics) without serving yet. The TLS
-// files are read here.
-func (s *Server) Listen() error {
-	p := *s.tlsParams.Load()
-	if s.tlsInUse(p) {
-		c, err := buildTLS(p)
-		if err != nil {
-			return fmt.Errorf("server: TLS: %w", err)
-		}
-		s.tlsConf.Store(c)
-	}
-	lc := net.ListenConfig{KeepAlive: s.cfg.TCPKeepAlive}
-	closeAll := func() {
-		for _, l := range s.lns {
-			l.Close()
-		}
-		s.lns = nil
-	}
-	listen := func(addrs []string, useTLS bool) error {
-		for i, a := range addrs {
-			optional := i > 0 && strings.HasPrefix(a, "-")
-			a = strings.TrimPrefix(a, "-")
-			ln, err := lc.Listen(context.Background(), "tcp", a)
-			if err != nil {
-				if optional {
-					s.log.Warn("optional bind address unavailable", "addr", a, "err", err)
-					continue
-				}
-				closeAll()
-				return fmt.Errorf("server: listen %s: %w", a, err)
-			}
-			if i == 0 && useTLS {
-				s.tlsAddr.Store(ln.Addr().String())
-			} else if i == 0 {
-				s.addr.Store(ln.Addr().String())
-			}
-			if useTLS {
-				ln = tls.NewListener(ln, s.serverTLS())
-			}
-			s.lns = append(s.lns, ln)
-		}
-		return nil
-	}
-	if s.cfg.Addr != "" {
-		if err := listen(append([]string{s.cfg.Addr}, s.cfg.ExtraAddrs...), false); err != nil {
-			return err
-		}
-	}
-	if s.cfg.TLSAddr != "" {
-		if err := listen(append([]string{s.cfg.TLSAddr}, s.cfg.TLSExtraAddrs...), true); err != nil {
-			return err
-		}
-	}
-	if s.cfg.MetricsAddr != "" {
-		hl, err := net.Listen("tcp", s.cfg.MetricsAddr)
-		if err != nil {
-			closeAll()
-			return fmt.Errorf("server: metrics listen %s: %w", s.cfg.MetricsAddr, err)
-		}
-		s.httpLn = hl
-		s.httpSrv = &http.Server{Handler: s.metrics.handler(s), ReadHeaderTimeout: 10 * time.Second}
-	}
-	return nil
-}
-
-// ListenAddrs are the addresses the server listens on for clients
-// (plain-text ones first, then TLS ones).
-func (s *Server) ListenAddrs() []string {
-	var out []string
-	for _, l := range s.lns {
-		out = append(out, l.Addr().String())
-	}
-	return out
-}
-
 // Serve serves clients until Close or Shutdown; Listen must have been called
 // (ListenAndServe does both).
 func (s *Server) Serve() error {
-	if len(s.lns) == 0 {
+	if !s.listening() {
 		return errors.New("server: Serve before Listen")
 	}
 	if s.httpSrv != nil {
@@ -786,20 +682,20 @@ func (s *Server) Serve() error {
 	}
 	s.lifeMu.Unlock()
 	s.startReplication()
-	// One accept loop per listener; the first to fail closes the others.
-	errs := make(chan error, len(s.lns))
-	for _, l := range s.lns {
-		go func() { errs <- s.acceptLoop(l) }()
-	}
+	// One accept loop per listener (CONFIG SET port or tls-port replaces
+	// them); the first that fails ends serving.
+	s.startAccepting()
 	var err error
-	for range s.lns {
-		if e := <-errs; e != nil && err == nil {
-			err = e
-			for _, l := range s.lns {
-				l.Close()
-			}
-		}
+	select {
+	case <-s.stop:
+	case err = <-s.acceptErr:
 	}
+	s.lnMu.Lock()
+	for _, l := range s.allListeners() {
+		l.Close()
+	}
+	s.lnMu.Unlock()
+	s.acceptWG.Wait()
 	return err
 }
 
@@ -840,9 +736,11 @@ func (s *Server) closeListeners() {
 	s.closed.Store(true)
 	s.lifeMu.Unlock()
 	s.stopOnce.Do(func() { close(s.stop) })
-	for _, l := range s.lns {
+	s.lnMu.Lock()
+	for _, l := range s.allListeners() {
 		l.Close()
 	}
+	s.lnMu.Unlock()
 	for _, c := range s.sessionList() {
 		c.disconnect()
 	}

@@ -456,7 +456,7 @@ func (s *Server) initTLS(cfg *Config) error {
 // tlsInUse reports whether the TLS configuration must be built: a TLS
 // listener, or the replication link over TLS (Redis's condition).
 func (s *Server) tlsInUse(p tlsParams) bool {
-	return s.cfg.TLSAddr != "" || p["tls-replication"] == "yes"
+	return s.tlsListening() || p["tls-replication"] == "yes"
 }
 
 // tlsSetting is CONFIG GET's value of a tls-* setting.
@@ -517,12 +517,4 @@ func (s *Server) serverTLS() *tls.Config {
 		}
 		return nil, errors.New("TLS is not configured")
 	}}
-}
-
-// TLSAddr is the address of the TLS listener ("" without one).
-func (s *Server) TLSAddr() string {
-	if a, ok := s.tlsAddr.Load().(string); ok {
-		return a
-	}
-	return ""
 }

@@ -276,7 +276,6 @@ func TestTLSAndPlainPorts(t *testing.T) {
 	if got := replInfo(t, plain, "server", "tcp_port"); got != plainPort {
 		t.Errorf("INFO tcp_port %s, want %s", got, plainPort)
 	}
-	mustDo(t, plain, "-ERR CONFIG SET failed (possibly related to argument 'tls-port') - can't set immutable config", "CONFIG", "SET", "tls-port", "7000")
 	if !strings.Contains(strings.Join(s.ListenAddrs(), " "), s.TLSAddr()) {
 		t.Errorf("ListenAddrs %v lacks the TLS listener", s.ListenAddrs())
 	}
@@ -361,8 +360,17 @@ func TestTLSConfigFile(t *testing.T) {
 	mustDo(t, admin, "+OK", "CONFIG", "REWRITE")
 	data, _ := os.ReadFile(conf)
 	if !strings.Contains(string(data), "\ntls-auth-clients optional\n") || !strings.Contains(string(data), "\ntls-session-caching no\n") ||
-		!strings.Contains(string(data), "tls-cert-file "+m.srvCert+"\n") || !strings.Contains(string(data), "tls-port 2\n") {
+		!strings.Contains(string(data), "tls-cert-file "+m.srvCert+"\n") || !strings.Contains(string(data), "\ntls-port 2\n") {
 		t.Errorf("CONFIG REWRITE wrote:\n%s", data)
+	}
+	// A port CONFIG SET moved is written; one it did not stays as the
+	// file says (here the test chose others).
+	tp := freePortNum(t)
+	mustDo(t, admin, "+OK", "CONFIG", "SET", "tls-port", tp)
+	mustDo(t, admin, "+OK", "CONFIG", "REWRITE")
+	data, _ = os.ReadFile(conf)
+	if !strings.Contains(string(data), "\ntls-port "+tp+"\n") || !strings.HasPrefix(string(data), "port 1\n") {
+		t.Errorf("CONFIG REWRITE after CONFIG SET tls-port wrote:\n%s", data)
 	}
 }
 
@@ -698,4 +706,100 @@ func TestTLSRedisCLI(t *testing.T) {
 	if out, _ := run("BF.EXISTS", "k", "v"); out == "1" {
 		t.Errorf("redis-cli without a certificate was served: %q", out)
 	}
+}
+
+// freePortNum is a TCP port number nothing listens on (as the kernel says now).
+func freePortNum(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, p, _ := net.SplitHostPort(l.Addr().String())
+	return p
+}
+
+// TestConfigSetPorts: CONFIG SET port and tls-port move the listeners
+// while the server runs, as Redis does; connected clients stay; a port
+// that cannot be had is refused and the old one keeps serving; 0 turns
+// a kind off, unless it is the last; a first tls-port builds the TLS
+// configuration, and is refused if it cannot.
+func TestConfigSetPorts(t *testing.T) {
+	m := newMTLS(t)
+	bothPaths(t, func(t *testing.T, goroutinePerConn bool) {
+		s := startServer(t, Config{NoPersistence: true, Addr: "127.0.0.1:0", TLSAddr: "127.0.0.1:0", TLSCert: m.srvCert, TLSKey: m.srvKey,
+			TLSParams: map[string]string{"tls-ca-cert-file": m.ca.file}, goroutinePerConn: goroutinePerConn})
+		admin := dialRaw(t, s.Addr())
+		oldPlain, oldTLS := s.Addr(), s.TLSAddr()
+		p2 := freePortNum(t)
+		mustDo(t, admin, "+OK", "CONFIG", "SET", "port", p2)
+		if s.Addr() != "127.0.0.1:"+p2 {
+			t.Fatalf("Addr %s after CONFIG SET port %s", s.Addr(), p2)
+		}
+		mustDo(t, dialRaw(t, s.Addr()), "+PONG", "PING")
+		if c, err := net.DialTimeout("tcp", oldPlain, time.Second); err == nil {
+			c.Close()
+			t.Errorf("the old port %s still accepts", oldPlain)
+		}
+		mustDo(t, admin, "+PONG", "PING") // connected before: stays
+		mustDo(t, admin, `["port" "`+p2+`"]`, "CONFIG", "GET", "port")
+
+		t2 := freePortNum(t)
+		mustDo(t, admin, "+OK", "CONFIG", "SET", "tls-port", t2)
+		if err := tlsPing(t, "127.0.0.1:"+t2, m.clientConfig(&m.client)); err != nil {
+			t.Fatalf("TLS on the new tls-port: %v", err)
+		}
+		if err := tlsPing(t, oldTLS, m.clientConfig(&m.client)); err == nil {
+			t.Error("TLS still served on the old tls-port")
+		}
+
+		// A port in use: refused, the old one serves on.
+		busy, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer busy.Close()
+		_, bp, _ := net.SplitHostPort(busy.Addr().String())
+		if got := admin.do("CONFIG", "SET", "port", bp); !strings.HasPrefix(got, "-ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on this port: listen 127.0.0.1:"+bp) {
+			t.Errorf("CONFIG SET port in use: %s", got)
+		}
+		mustDo(t, dialRaw(t, "127.0.0.1:"+p2), "+PONG", "PING")
+		mustDo(t, admin, `["port" "`+p2+`"]`, "CONFIG", "GET", "port")
+
+		// Plain text off, then TLS off refused (nothing would listen).
+		mustDo(t, admin, "+OK", "CONFIG", "SET", "port", "0")
+		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+p2, time.Second); err == nil {
+			c.Close()
+			t.Error("port 0: plain text still accepted")
+		}
+		mustDo(t, admin, "-ERR CONFIG SET failed (possibly related to argument 'tls-port') - the server would not listen anywhere (port and tls-port both 0)", "CONFIG", "SET", "tls-port", "0")
+		if got := replInfo(t, admin, "server", "tcp_port"); got != t2 {
+			t.Errorf("INFO tcp_port %s with TLS only, want %s", got, t2)
+		}
+		p3 := freePortNum(t)
+		mustDo(t, admin, "+OK", "CONFIG", "SET", "port", p3)
+		mustDo(t, dialRaw(t, "127.0.0.1:"+p3), "+PONG", "PING")
+		if len(s.ListenAddrs()) != 2 {
+			t.Errorf("ListenAddrs %v", s.ListenAddrs())
+		}
+	})
+
+	// A server without TLS: the first tls-port needs a configuration
+	// that loads.
+	s := startServer(t, Config{NoPersistence: true})
+	admin := dialRaw(t, s.Addr())
+	tp := freePortNum(t)
+	if got := admin.do("CONFIG", "SET", "tls-port", tp); !strings.Contains(got, "Unable to update TLS configuration: no tls-cert-file configured") {
+		t.Errorf("tls-port without a certificate: %s", got)
+	}
+	mustDo(t, admin, "+OK", "CONFIG", "SET", "tls-cert-file", m.srvCert, "tls-key-file", m.srvKey)
+	if got := admin.do("CONFIG", "SET", "tls-port", tp); !strings.Contains(got, "tls-ca-cert-file or tls-ca-cert-dir must be specified") {
+		t.Errorf("tls-port without a CA: %s", got)
+	}
+	mustDo(t, admin, "+OK", "CONFIG", "SET", "tls-ca-cert-file", m.ca.file, "tls-port", tp)
+	if err := tlsPing(t, "127.0.0.1:"+tp, m.clientConfig(&m.client)); err != nil {
+		t.Fatalf("TLS after CONFIG SET tls-port: %v", err)
+	}
+	mustDo(t, admin, `["tls-port" "`+tp+`"]`, "CONFIG", "GET", "tls-port")
 }
