@@ -15,7 +15,6 @@ package server
 // private keys (tls-key-file-pass).
 
 import (
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/binary"
@@ -279,13 +278,6 @@ func buildTLS(p tlsParams) (*tlsConfigs, error) {
 	if p["tls-session-caching"] == "no" {
 		srv.SessionTicketsDisabled = true
 	} else {
-		// Fresh ticket keys: a session from before a reload (another CA,
-		// another certificate) is not resumed after it.
-		var key [32]byte
-		if _, err := rand.Read(key[:]); err != nil {
-			return nil, fmt.Errorf("session ticket key: %w", err)
-		}
-		srv.SetSessionTicketKeys([][32]byte{key})
 		limitSessionAge(srv, p["tls-session-cache-timeout"])
 	}
 	// The replication link presents the client certificate, or the
@@ -323,7 +315,9 @@ func buildTLS(p tlsParams) (*tlsConfigs, error) {
 
 // limitSessionAge makes cfg resume sessions no older than
 // tls-session-cache-timeout seconds (Redis's session timeout): each
-// ticket carries the time it was issued.
+// ticket carries the time it was issued. Tickets are sealed with cfg's
+// own keys (Go's, made for each configuration and rotated daily), so a
+// session from before a reload is not resumed after it.
 func limitSessionAge(cfg *tls.Config, timeout string) {
 	secs, _ := strconv.ParseInt(timeout, 10, 64)
 	maxAge := time.Duration(secs) * time.Second

@@ -569,6 +569,13 @@ func TestTLSSessionResumption(t *testing.T) {
 			if !resumed(cfg) {
 				t.Fatal("second connection not resumed with session caching on")
 			}
+			mustDo(t, admin, "+OK", "CONFIG", "SET", "tls-cert-file", m.srvCert) // a reload
+			if resumed(cfg) {
+				t.Error("a session from before a reload was resumed after it")
+			}
+			if !resumed(cfg) {
+				t.Fatal("not resumed after the reload's first handshake")
+			}
 			mustDo(t, admin, "+OK", "CONFIG", "SET", "tls-session-cache-timeout", "0")
 			resumed(cfg) // a ticket from the new configuration, issued now
 			time.Sleep(1100 * time.Millisecond)
