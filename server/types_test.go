@@ -305,7 +305,7 @@ func TestCFormatG(t *testing.T) {
 	}
 }
 
-// A CF.DEBUG example from RedisBloom's users: 1000 items in a cuckoo filter of 64
+// A CF.DEBUG example: 1000 items in a cuckoo filter of 64
 // one-slot buckets that grows by 1 needs 18 sub-filters.
 func TestCFDebugGrowthExample(t *testing.T) {
 	s := startServer(t, Config{NoPersistence: true})
