@@ -410,8 +410,8 @@ func goalsText(cfg *config, rows []*row, stats []keyStats) string {
 		w("- (b) bits-and-blooms / bloomkit Filter: not measured in this run\n")
 	}
 
-	// (c) TestMany at the big n. The issue does not name a layout; the
-	// blocked one is the fast batch path, the classic one is shown too.
+	// (c) TestMany at the big n. The goal names no layout; the blocked
+	// one is the fast batch path, the classic one is shown too.
 	cnote := ""
 	if cfg.big != 100_000_000 {
 		cnote = " (the goal is stated for n=100M)"

@@ -43,7 +43,7 @@ func fprCells(long bool) []fprCell {
 				cells = append(cells, fprCell{n, p, 1600})
 			}
 		}
-		// The issue-era failures of hash id 1, at p = 1e-7.
+		// Where hash id 1 missed its rate most, at p = 1e-7.
 		for _, n := range []uint64{10, 1000, 10_000} {
 			cells = append(cells, fprCell{n, 1e-7, 400})
 		}

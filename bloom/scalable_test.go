@@ -19,7 +19,7 @@ func mustScalable(t testing.TB, c ScalableConfig) *Scalable {
 	return s
 }
 
-// TestScalableGrowth is the test: start at capacity 1,000, insert
+// TestScalableGrowth is the growth promise's test: start at capacity 1,000, insert
 // 1,000,000 keys; no false negatives, and the measured rate over 1,000,000
 // absent keys is at most p.
 func TestScalableGrowth(t *testing.T) {
@@ -334,7 +334,7 @@ func TestScalableChainTest(t *testing.T) {
 // BenchmarkScalableAfterGrowth compares lookups in a scalable filter that
 // grew 1,000-fold (capacity n/1000, then n keys: 10 links with growth 2)
 // with a fresh one-link filter holding the same keys, at n = 50,000 (all in
-// cache) and 1,000,000 (the test). The ratios are in
+// cache) and 1,000,000 (TestScalableGrowth's size). The ratios are in
 // docs/filters.md:
 //
 //	go test -run '^$' -bench ScalableAfterGrowth -count 5 ./bloom

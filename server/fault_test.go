@@ -304,7 +304,7 @@ func TestNoDirtyReads(t *testing.T) {
 	}
 }
 
-// The operator scenario on a real file system: a data directory
+// An operator's scenario on a real file system: a data directory
 // on a tiny tmpfs runs out of inodes, BGSAVE fails, writes go on being
 // acknowledged (the old log still has room), the process is killed, space
 // is freed, and after a restart every acknowledged write is there. Then

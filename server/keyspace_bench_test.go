@@ -14,8 +14,8 @@ import (
 	"time"
 )
 
-// Benchmarks of the operations that walk the keyspace, on 500k keys (the
-// issue's size): one SCAN call, one Prometheus scrape, and the worst
+// Benchmarks of the operations that walk the keyspace, on 500k keys (a
+// large keyspace): one SCAN call, one Prometheus scrape, and the worst
 // latency of a command that runs while scrapes do (what the keyspace lock
 // costs everyone else). Run:
 //

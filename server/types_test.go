@@ -305,9 +305,9 @@ func TestCFormatG(t *testing.T) {
 	}
 }
 
-// The issue's CF.DEBUG example: 1000 items in a cuckoo filter of 64
+// A CF.DEBUG example: 1000 items in a cuckoo filter of 64
 // one-slot buckets that grows by 1 needs 18 sub-filters.
-func TestCFDebugIssueExample(t *testing.T) {
+func TestCFDebugGrowthExample(t *testing.T) {
 	s := startServer(t, Config{NoPersistence: true})
 	rc := dialRaw(t, s.Addr())
 	rc.do("CF.RESERVE", "a", "64", "BUCKETSIZE", "1", "EXPANSION", "1")
