@@ -399,7 +399,7 @@ func TestACLFile(t *testing.T) {
 func TestACLConfigFile(t *testing.T) {
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "bloom.conf")
-	os.WriteFile(conf, []byte("port 0\nuser default on nopass ~* &* +@all\nuser ops on >opspw ~* +@all -@dangerous\n"), 0o600)
+	os.WriteFile(conf, []byte("user default on nopass ~* &* +@all\nuser ops on >opspw ~* +@all -@dangerous\n"), 0o600)
 	var cfg Config
 	if err := ReadConfigFile(conf, &cfg); err != nil {
 		t.Fatal(err)
@@ -425,7 +425,7 @@ func TestACLConfigFile(t *testing.T) {
 	asUser(t, s2, "late", "pw")
 
 	// Errors name the file and line; users and an aclfile together are refused.
-	os.WriteFile(conf, []byte("port 0\n\nuser bad on +nosuch\n"), 0o600)
+	os.WriteFile(conf, []byte("\n\nuser bad on +nosuch\n"), 0o600)
 	var cfg3 Config
 	if err := ReadConfigFile(conf, &cfg3); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -18,11 +19,24 @@ import (
 	"github.com/bloomkit/bloomkit/server/internal/glob"
 )
 
-// setting is one CONFIG parameter. set is nil for a read-only one.
+// setting is one CONFIG parameter. set is nil for a read-only one. A tls
+// setting's set only records the value: once every pair of a CONFIG SET is
+// recorded, the TLS configuration is built from all of them (applyTLS).
 type setting struct {
 	name string
 	get  func(s *Server) string
 	set  func(s *Server, v string) error
+	tls  bool
+}
+
+func init() {
+	for _, name := range TLSSettingNames() {
+		settingList = append(settingList, setting{name: name, tls: true,
+			get: func(s *Server) string { return s.tlsSetting(name) },
+			set: func(s *Server, v string) error { return s.setTLSSetting(name, v) }})
+	}
+	settingList = append(settingList, setting{name: "tls-port", get: func(s *Server) string { return s.tlsPort() },
+		set: func(s *Server, v string) error { return s.setListenPort(v, true) }})
 }
 
 // errConfigValue is a CONFIG SET value error; its text follows Redis's
@@ -71,7 +85,7 @@ var settingList = []setting{
 	}},
 	{name: "maxmemory", get: func(s *Server) string { return strconv.FormatUint(s.set.limit.Load(), 10) }, set: setMaxMemory},
 	{name: "maxmemory-policy", get: func(s *Server) string { return "noeviction" }},
-	{name: "port", get: func(s *Server) string { _, p := splitHostPort(s.Addr()); return p }},
+	{name: "port", get: func(s *Server) string { return s.plainPort() }, set: func(s *Server, v string) error { return s.setListenPort(v, false) }},
 	{name: "protected-mode", get: func(s *Server) string { return confval.FormatBool(s.set.protected.Load()) }, set: func(s *Server, v string) error {
 		b, err := confval.ParseBool(v)
 		if err != nil {
@@ -268,33 +282,64 @@ func configSet(s *Server, c *Session, args [][]byte, r *Reply) {
 	defer unlock()
 	s.cfgMu.Lock()
 	defer s.cfgMu.Unlock()
+	// The values in the order of sets: port and tls-port last, as Redis
+	// applies them after every value is set (a first tls-port uses the
+	// tls-* files given with it).
+	sort.SliceStable(sets, func(i, j int) bool { return !isPortSetting(sets[i]) && isPortSetting(sets[j]) })
+	vals := make([]string, 0, len(sets))
+	for _, want := range []bool{false, true} {
+		for i := 2; i < len(args); i += 2 {
+			if st := lookupSetting(string(args[i])); isPortSetting(st) == want {
+				vals = append(vals, string(args[i+1]))
+			}
+		}
+	}
 	old := make([]string, len(sets))
 	for i, st := range sets {
 		old[i] = st.get(s)
 	}
+	rollback := func(n int) {
+		for j := n - 1; j >= 0; j-- {
+			sets[j].set(s, old[j])
+		}
+	}
 	for i, st := range sets {
-		if err := st.set(s, string(args[3+2*i])); err != nil {
-			for j := i - 1; j >= 0; j-- {
-				sets[j].set(s, old[j])
-			}
+		if err := st.set(s, vals[i]); err != nil {
+			rollback(i)
 			r.Error("ERR CONFIG SET failed (possibly related to argument '" + st.name + "') - " + err.Error())
 			return
+		}
+	}
+	// Then the TLS configuration, from all its settings at once (as
+	// Redis's applyTlsCfg): if a file is bad, every value goes back and
+	// the configuration in use stays.
+	for _, st := range sets {
+		if st.tls {
+			if err := s.applyTLS(); err != nil {
+				rollback(len(sets))
+				r.Error("ERR CONFIG SET failed (possibly related to argument '" + st.name + "') - Unable to update TLS configuration: " + err.Error())
+				return
+			}
+			break
 		}
 	}
 	if s.cfgSet == nil {
 		s.cfgSet = map[string]string{}
 	}
 	for i, st := range sets {
-		s.cfgSet[st.name] = string(args[3+2*i])
+		s.cfgSet[st.name] = vals[i]
 	}
 	for i, st := range sets {
-		s.log.Info("CONFIG SET", "name", st.name, "value", redactValue(st.name, string(args[3+2*i])))
+		s.log.Info("CONFIG SET", "name", st.name, "value", redactValue(st.name, vals[i]))
 	}
 	r.OK()
 }
 
+// isPortSetting reports whether st moves a listener (port, tls-port).
+func isPortSetting(st *setting) bool { return st.name == "port" || st.name == "tls-port" }
+
 func redactValue(name, v string) string {
-	if name == "requirepass" {
+	if name == "requirepass" || strings.HasSuffix(name, "-pass") {
 		return "(redacted)"
 	}
 	return v
@@ -374,6 +419,13 @@ func (s *Server) rewriteConfig() error {
 		}
 		if len(f) > 0 && !strings.HasPrefix(f[0], "#") {
 			if st := lookupSetting(f[0]); st != nil && st.set != nil {
+				if _, changed := s.cfgSet[st.name]; isPortSetting(st) && !changed {
+					// The ports CONFIG SET did not move stay as the file
+					// says (--addr may have overridden them for this run).
+					done[st.name] = true
+					out.WriteString(line + "\n")
+					continue
+				}
 				if !done[st.name] {
 					done[st.name] = true
 					if len(f) == 2 && sameSetting(st.name, f[1], live(st)) {

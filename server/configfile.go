@@ -41,23 +41,33 @@ func ReadConfigFile(path string, cfg *Config) error {
 	if port == "" {
 		port = defaultPort
 	}
-	if r.tlsPort != "" && r.tlsPort != "0" {
-		// TLS is served on the one port: tls-port replaces port when port
-		// is 0 (Redis's way to serve TLS only).
-		if port == "0" || r.portZero {
-			port = r.tlsPort
-		} else {
-			r.ignored["tls-port"] = "TLS is served on port itself when tls-cert-file and tls-key-file are set; set port 0 to use tls-port"
+	// As in Redis: port is plain text, tls-port TLS, on every bind
+	// address; port 0 turns the plain-text listener off.
+	addrs := func(port string) (first string, extra []string) {
+		for i, h := range r.hosts {
+			opt := ""
+			if strings.HasPrefix(h, "-") {
+				opt, h = "-", h[1:]
+			}
+			if i == 0 {
+				first = net.JoinHostPort(h, port)
+			} else {
+				extra = append(extra, opt+net.JoinHostPort(h, port))
+			}
 		}
+		return first, extra
 	}
-	cfg.Addr = net.JoinHostPort(strings.TrimPrefix(r.hosts[0], "-"), port)
-	cfg.ExtraAddrs = nil
-	for _, h := range r.hosts[1:] {
-		opt := ""
-		if strings.HasPrefix(h, "-") {
-			opt, h = "-", h[1:]
-		}
-		cfg.ExtraAddrs = append(cfg.ExtraAddrs, opt+net.JoinHostPort(h, port))
+	tlsOn := r.tlsPort != "" && r.tlsPort != "0"
+	if port == "0" && !tlsOn {
+		return fmt.Errorf("server: config file %s: port 0 and no tls-port: the server would not listen anywhere", path)
+	}
+	cfg.Addr, cfg.ExtraAddrs = "", nil
+	if port != "0" {
+		cfg.Addr, cfg.ExtraAddrs = addrs(port)
+	}
+	cfg.TLSAddr, cfg.TLSExtraAddrs = "", nil
+	if tlsOn {
+		cfg.TLSAddr, cfg.TLSExtraAddrs = addrs(r.tlsPort)
 	}
 	cfg.IgnoredDirectives = cfg.IgnoredDirectives[:0]
 	for name, why := range r.ignored {
@@ -72,13 +82,12 @@ func ReadConfigFile(path string, cfg *Config) error {
 const maxIncludeDepth = 10
 
 type configReader struct {
-	cfg      *Config
-	hosts    []string // bind's addresses; "-" before one: it may be missing
-	port     string
-	portZero bool
-	tlsPort  string
-	line     int               // the line being read, for user directives' messages
-	ignored  map[string]string // directive → why it has no effect
+	cfg     *Config
+	hosts   []string // bind's addresses; "-" before one: it may be missing
+	port    string
+	tlsPort string
+	line    int               // the line being read, for user directives' messages
+	ignored map[string]string // directive → why it has no effect
 }
 
 // ignoredDirectives are Redis directives with no meaning for bloomkit,
@@ -127,10 +136,6 @@ func init() {
 		"enable-debug-command", "enable-protected-configs")
 	ignore("no cluster mode", "cluster-enabled", "cluster-config-file", "cluster-node-timeout", "cluster-port")
 	ignore("no Unix socket; TCP only", "unixsocket", "unixsocketperm")
-	ignore("TLS settings beyond the certificate and key are not supported", "tls-ca-cert-file", "tls-ca-cert-dir",
-		"tls-auth-clients", "tls-replication", "tls-cluster", "tls-protocols", "tls-ciphers", "tls-ciphersuites",
-		"tls-prefer-server-ciphers", "tls-session-caching", "tls-session-cache-size", "tls-session-cache-timeout",
-		"tls-client-cert-file", "tls-client-key-file", "tls-dh-params-file", "tls-key-file-pass", "tls-client-key-file-pass")
 }
 
 func (r *configReader) file(path string, depth int) error {
@@ -294,7 +299,7 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 		if _, err := num(0, 65535); err != nil {
 			return err
 		}
-		r.port, r.portZero = v, v == "0"
+		r.port = v
 	case "tls-port":
 		if _, err := num(0, 65535); err != nil {
 			return err
@@ -510,6 +515,26 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 			return bad("want no, auto or systemd")
 		}
 	default:
+		if isTLSSetting(name) {
+			nv, err := checkTLSSetting(name, v)
+			if err != nil {
+				return fmt.Errorf("%s: %v", name, err)
+			}
+			if cfg.TLSParams == nil {
+				cfg.TLSParams = map[string]string{}
+			}
+			cfg.TLSParams[name] = nv
+			switch {
+			case name == "tls-cluster" && nv == "yes":
+				r.ignored[name] = "no cluster mode"
+			case name == "tls-dh-params-file" && nv != "":
+				// Go's TLS has no finite-field Diffie-Hellman key exchange.
+				r.ignored[name] = "Go's TLS offers no DHE cipher suites (ECDHE is used)"
+			case name == "tls-session-cache-size":
+				r.ignored[name] = "sessions are resumed with tickets, which need no server-side cache"
+			}
+			return nil
+		}
 		return fmt.Errorf("unknown directive %q", name)
 	}
 	return nil
@@ -534,6 +559,9 @@ func init() {
 		min-replicas-to-write min-slaves-to-write min-replicas-max-lag min-slaves-max-lag replica-priority slave-priority
 		replica-announce-ip slave-announce-ip replica-announce-port slave-announce-port repl-timeout repl-ping-replica-period
 		repl-ping-slave-period aclfile acllog-max-len user`) {
+		directiveNames[n] = struct{}{}
+	}
+	for _, n := range TLSSettingNames() {
 		directiveNames[n] = struct{}{}
 	}
 }

@@ -32,7 +32,7 @@ func startServer(t testing.TB, cfg Config) *Server {
 	if cfg.Dir == "" && !cfg.NoPersistence {
 		cfg.Dir = t.TempDir()
 	}
-	if cfg.Addr == "" {
+	if cfg.Addr == "" && cfg.TLSAddr == "" {
 		cfg.Addr = "127.0.0.1:0"
 	}
 	if cfg.Logger == nil {

@@ -185,7 +185,7 @@ func testQuitInPipeline(t *testing.T, gpc bool) {
 // A TLS client that never finishes its handshake is dropped.
 func TestTLSHandshakeTimeout(t *testing.T) {
 	cert, key, _ := writeCert(t)
-	s := startServer(t, Config{NoPersistence: true, TLSCert: cert, TLSKey: key, HandshakeTimeout: 200 * time.Millisecond})
+	s := startServer(t, Config{NoPersistence: true, TLSAddr: "127.0.0.1:0", TLSParams: noClientAuth, TLSCert: cert, TLSKey: key, HandshakeTimeout: 200 * time.Millisecond})
 	c, err := net.Dial("tcp", s.Addr())
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +214,7 @@ func bothPaths(t *testing.T, f func(t *testing.T, goroutinePerConn bool)) {
 // goroutine for the handshake timeout.
 func TestTLSHandshakesCountAgainstMaxClients(t *testing.T) {
 	cert, key, pool := writeCert(t)
-	s := startServer(t, Config{NoPersistence: true, TLSCert: cert, TLSKey: key, MaxClients: 5, HandshakeTimeout: time.Hour})
+	s := startServer(t, Config{NoPersistence: true, TLSAddr: "127.0.0.1:0", TLSParams: noClientAuth, TLSCert: cert, TLSKey: key, MaxClients: 5, HandshakeTimeout: time.Hour})
 	const n = 40
 	conns := make([]net.Conn, n)
 	for i := range conns {

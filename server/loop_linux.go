@@ -144,7 +144,7 @@ func rawWrite(fd int, p []byte) (int, error) {
 
 // startLoops starts the event loops (Serve calls it).
 func (s *Server) startLoops() error {
-	if s.cfg.goroutinePerConn || s.cfg.TLSCert != "" {
+	if s.cfg.goroutinePerConn {
 		return nil
 	}
 	n := s.cfg.EventLoops

@@ -475,7 +475,7 @@ func TestSentinelReconfigureTransaction(t *testing.T) {
 // the timeout and goes on serving both messages and commands.
 func TestPubSubOverTLS(t *testing.T) {
 	cert, key, pool := writeCert(t)
-	s := startServer(t, Config{NoPersistence: true, TLSCert: cert, TLSKey: key})
+	s := startServer(t, Config{NoPersistence: true, TLSAddr: "127.0.0.1:0", TLSParams: noClientAuth, TLSCert: cert, TLSKey: key})
 	dial := func() *rawConn {
 		tc, err := tls.Dial("tcp", s.Addr(), &tls.Config{RootCAs: pool, ServerName: "localhost"})
 		if err != nil {

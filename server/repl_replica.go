@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -203,6 +204,22 @@ func (s *Server) syncWith(l *masterLink) error {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
+	if tc := s.tlsConf.Load(); tc != nil && tc.params["tls-replication"] == "yes" {
+		// tls-replication: the link is TLS, the master's certificate
+		// checked against the CA (as a client of its tls-port). Stopping
+		// the link closes nc, which ends a handshake in progress.
+		tconn := tls.Client(nc, tc.client)
+		tconn.SetDeadline(time.Now().Add(min(timeout, 10*time.Second)))
+		if err := tconn.Handshake(); err != nil {
+			return fmt.Errorf("TLS handshake with the master: %w", err)
+		}
+		tconn.SetDeadline(time.Time{})
+		nc = tconn
+		defer nc.Close()
+		if !l.setConn(nc) {
+			return errLinkStopped
+		}
+	}
 	l.state.Store(linkConnecting)
 	l.lastIO.Store(time.Now().Unix())
 	dr := &deadlineReader{nc: nc, r: nc, timeout: timeout, l: l}
@@ -242,11 +259,15 @@ func (s *Server) syncWith(l *masterLink) error {
 			return fmt.Errorf("unable to AUTH to MASTER: %s", line)
 		}
 	}
+	// The port the master and Sentinel reach this replica on: as Redis,
+	// the TLS port when the link is TLS and there is one.
 	port := s.repl.announcePort.Load()
 	if port == 0 {
-		if _, ps, err := net.SplitHostPort(s.Addr()); err == nil {
-			port, _ = strconv.ParseInt(ps, 10, 64)
+		ps := s.plainPort()
+		if tp := s.tlsPort(); tp != "0" && (ps == "0" || s.tlsSetting("tls-replication") == "yes") {
+			ps = tp
 		}
+		port, _ = strconv.ParseInt(ps, 10, 64)
 	}
 	if line, err = send("REPLCONF", "listening-port", strconv.FormatInt(port, 10)); err != nil {
 		return err

@@ -95,7 +95,7 @@ func writeCert(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
 
 func TestTLS(t *testing.T) {
 	certFile, keyFile, pool := writeCert(t)
-	s := startServer(t, Config{NoPersistence: true, TLSCert: certFile, TLSKey: keyFile})
+	s := startServer(t, Config{NoPersistence: true, TLSAddr: "127.0.0.1:0", TLSParams: noClientAuth, TLSCert: certFile, TLSKey: keyFile})
 	ctx := context.Background()
 	c := newClient(t, s.Addr(), 3, func(o *redis.Options) { o.TLSConfig = &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"} })
 	if ok, err := c.BFAdd(ctx, "k", "v").Result(); err != nil || !ok {
@@ -108,7 +108,7 @@ func TestTLS(t *testing.T) {
 	if _, err := New(Config{NoPersistence: true, TLSCert: certFile, TLSKey: "/nonexistent"}); err != nil {
 		t.Fatalf("New checks TLS at Listen, not New: %v", err)
 	}
-	bad, _ := New(Config{NoPersistence: true, Addr: "127.0.0.1:0", TLSCert: certFile, TLSKey: "/nonexistent", Logger: testLogger(t)})
+	bad, _ := New(Config{NoPersistence: true, Addr: "127.0.0.1:0", TLSAddr: "127.0.0.1:0", TLSParams: noClientAuth, TLSCert: certFile, TLSKey: "/nonexistent", Logger: testLogger(t)})
 	if err := bad.Listen(); err == nil {
 		t.Error("Listen with a missing key succeeded")
 	}

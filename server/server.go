@@ -34,7 +34,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -128,8 +127,22 @@ type Config struct {
 	Users []UserRule
 	// ACLLogMaxLen bounds the ACL log (nil: 128, Redis's acllog-max-len).
 	ACLLogMaxLen *int64
-	// TLSCert and TLSKey enable TLS on Addr when both are set.
+	// TLSAddr, when set, serves TLS there (Redis's tls-port), beside the
+	// plain-text listener on Addr; with Addr empty, TLS only (Redis's
+	// port 0). TLSExtraAddrs are more TLS addresses (bind's other
+	// addresses, "-" before one: it may be missing).
+	TLSAddr       string
+	TLSExtraAddrs []string
+	// TLSCert and TLSKey are the server's certificate (chain) and key,
+	// PEM (Redis's tls-cert-file and tls-key-file). As in Redis they are
+	// read only when there is a TLS listener or tls-replication is yes:
+	// they do not make Addr serve TLS.
 	TLSCert, TLSKey string
+	// TLSParams are Redis's other tls-* settings by name (TLSSettingNames:
+	// tls-auth-clients, yes by default, with tls-ca-cert-file or
+	// tls-ca-cert-dir; tls-protocols, tls-ciphers, tls-replication, ...).
+	// A bad name or value makes New fail; files are read by Listen.
+	TLSParams map[string]string
 	// MaxMemory caps the bytes of filters and keys (0: 90% of the memory the
 	// process may use — its cgroup's limit in a container, else the
 	// machine's — so that one huge BF.RESERVE is refused instead of getting
@@ -243,7 +256,7 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
-	if c.Addr == "" {
+	if c.Addr == "" && c.TLSAddr == "" {
 		c.Addr = DefaultAddr
 	}
 	if c.Dir == "" && !c.NoPersistence {
@@ -495,13 +508,27 @@ type Server struct {
 	smu      sync.Mutex
 	sessions map[int64]*Session
 
-	ln       net.Listener
-	extraLns []net.Listener // ExtraAddrs
-	addr     atomic.Value   // string
-	httpSrv  *http.Server
-	httpLn   net.Listener
-	stop     chan struct{}
-	stopOnce sync.Once
+	// lnMu guards the listeners: plain text on Addr and ExtraAddrs, TLS
+	// on TLSAddr and TLSExtraAddrs; CONFIG SET port and tls-port replace
+	// them while the server runs. addr and tlsAddr are the first of each
+	// ("" for none, unset before Listen).
+	lnMu      sync.Mutex
+	plainLns  []net.Listener
+	tlsLns    []net.Listener
+	bindHosts []string // the hosts both listen on ("-" before one: optional)
+	serving   bool     // Serve started the accept loops
+	acceptWG  sync.WaitGroup
+	acceptErr chan error // an accept loop's failure, which ends Serve
+	addr      atomic.Value
+	tlsAddr   atomic.Value
+	// tlsParams are the tls-* settings in force (CONFIG SET changes them);
+	// tlsConf what was last built from them (nil: TLS not in use).
+	tlsParams atomic.Pointer[tlsParams]
+	tlsConf   atomic.Pointer[tlsConfigs]
+	httpSrv   *http.Server
+	httpLn    net.Listener
+	stop      chan struct{}
+	stopOnce  sync.Once
 	// shutdownReq is closed by the SHUTDOWN command.
 	shutdownReq  chan struct{}
 	shutdownOnce sync.Once
@@ -560,6 +587,7 @@ func New(cfg Config) (*Server, error) {
 		stop:     make(chan struct{}),
 
 		shutdownReq: make(chan struct{}),
+		acceptErr:   make(chan error, 1),
 	}
 	if cfg.ClientOutputBufferLimit != "" {
 		if _, err := parseOutputLimits(cfg.ClientOutputBufferLimit, defaultOutputLimits); err != nil {
@@ -575,6 +603,9 @@ func New(cfg Config) (*Server, error) {
 	s.configFile = cfg.ConfigFile
 	s.runID = newRunID()
 	if err := s.initUsers(&cfg); err != nil {
+		return nil, err
+	}
+	if err := s.initTLS(&cfg); err != nil {
 		return nil, err
 	}
 	s.metrics.register(s)
@@ -601,14 +632,6 @@ func defaultMemoryLimit(sys memlimit.System) (uint64, string) {
 	return limit / 10 * 9, source
 }
 
-// Addr is the address the server listens on (after Serve started).
-func (s *Server) Addr() string {
-	if a, ok := s.addr.Load().(string); ok {
-		return a
-	}
-	return s.cfg.Addr
-}
-
 // MetricsAddr is the metrics listener's address, if any.
 func (s *Server) MetricsAddr() string {
 	if s.httpLn != nil {
@@ -617,82 +640,10 @@ func (s *Server) MetricsAddr() string {
 	return ""
 }
 
-// Listen opens the listeners (Redis protocol on Addr and ExtraAddrs,
-// metrics) without serving yet.
-func (s *Server) Listen() error {
-	var tlsCfg *tls.Config
-	if s.cfg.TLSCert != "" || s.cfg.TLSKey != "" {
-		cert, err := tls.LoadX509KeyPair(s.cfg.TLSCert, s.cfg.TLSKey)
-		if err != nil {
-			return fmt.Errorf("server: TLS certificate: %w", err)
-		}
-		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	}
-	lc := net.ListenConfig{KeepAlive: s.cfg.TCPKeepAlive}
-	listen := func(addr string) (net.Listener, error) {
-		ln, err := lc.Listen(context.Background(), "tcp", addr)
-		if err != nil {
-			return nil, fmt.Errorf("server: listen %s: %w", addr, err)
-		}
-		if tlsCfg != nil {
-			ln = tls.NewListener(ln, tlsCfg)
-		}
-		return ln, nil
-	}
-	closeAll := func() {
-		for _, l := range s.extraLns {
-			l.Close()
-		}
-		s.extraLns = nil
-		if s.ln != nil {
-			s.ln.Close()
-			s.ln = nil
-		}
-	}
-	ln, err := listen(s.cfg.Addr)
-	if err != nil {
-		return err
-	}
-	s.ln = ln
-	s.addr.Store(ln.Addr().String())
-	for _, a := range s.cfg.ExtraAddrs {
-		optional := strings.HasPrefix(a, "-")
-		l, err := listen(strings.TrimPrefix(a, "-"))
-		if err != nil {
-			if optional {
-				s.log.Warn("optional bind address unavailable", "addr", a[1:], "err", err)
-				continue
-			}
-			closeAll()
-			return err
-		}
-		s.extraLns = append(s.extraLns, l)
-	}
-	if s.cfg.MetricsAddr != "" {
-		hl, err := net.Listen("tcp", s.cfg.MetricsAddr)
-		if err != nil {
-			closeAll()
-			return fmt.Errorf("server: metrics listen %s: %w", s.cfg.MetricsAddr, err)
-		}
-		s.httpLn = hl
-		s.httpSrv = &http.Server{Handler: s.metrics.handler(s), ReadHeaderTimeout: 10 * time.Second}
-	}
-	return nil
-}
-
-// ListenAddrs are the addresses the server listens on for clients.
-func (s *Server) ListenAddrs() []string {
-	out := []string{s.Addr()}
-	for _, l := range s.extraLns {
-		out = append(out, l.Addr().String())
-	}
-	return out
-}
-
 // Serve serves clients until Close or Shutdown; Listen must have been called
 // (ListenAndServe does both).
 func (s *Server) Serve() error {
-	if s.ln == nil {
+	if !s.listening() {
 		return errors.New("server: Serve before Listen")
 	}
 	if s.httpSrv != nil {
@@ -719,8 +670,8 @@ func (s *Server) Serve() error {
 		case <-s.stop:
 		}
 	}()
-	s.log.Info("serving", "addr", strings.Join(s.ListenAddrs(), " "), "dir", s.cfg.Dir, "appendfsync", s.appendFsync(),
-		"tls", s.cfg.TLSCert != "", "auth", s.authRequired(), "maxmemory", s.db.Limit(), "metrics", s.MetricsAddr())
+	s.log.Info("serving", "addr", strings.Join(s.ListenAddrs(), " "), "tls", s.TLSAddr(), "dir", s.cfg.Dir, "appendfsync", s.appendFsync(),
+		"auth", s.authRequired(), "maxmemory", s.db.Limit(), "metrics", s.MetricsAddr())
 	s.lifeMu.Lock()
 	if s.closed.Load() {
 		s.lifeMu.Unlock()
@@ -731,21 +682,20 @@ func (s *Server) Serve() error {
 	}
 	s.lifeMu.Unlock()
 	s.startReplication()
-	errs := make(chan error, len(s.extraLns))
-	for _, l := range s.extraLns {
-		go func() { errs <- s.acceptLoop(l) }()
+	// One accept loop per listener (CONFIG SET port or tls-port replaces
+	// them); the first that fails ends serving.
+	s.startAccepting()
+	var err error
+	select {
+	case <-s.stop:
+	case err = <-s.acceptErr:
 	}
-	err := s.acceptLoop(s.ln)
-	if err != nil {
-		for _, l := range s.extraLns {
-			l.Close()
-		}
+	s.lnMu.Lock()
+	for _, l := range s.allListeners() {
+		l.Close()
 	}
-	for range s.extraLns {
-		if e := <-errs; err == nil {
-			err = e
-		}
-	}
+	s.lnMu.Unlock()
+	s.acceptWG.Wait()
 	return err
 }
 
@@ -786,12 +736,11 @@ func (s *Server) closeListeners() {
 	s.closed.Store(true)
 	s.lifeMu.Unlock()
 	s.stopOnce.Do(func() { close(s.stop) })
-	if s.ln != nil {
-		s.ln.Close()
-	}
-	for _, l := range s.extraLns {
+	s.lnMu.Lock()
+	for _, l := range s.allListeners() {
 		l.Close()
 	}
+	s.lnMu.Unlock()
 	for _, c := range s.sessionList() {
 		c.disconnect()
 	}

@@ -9,9 +9,11 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/bloomkit/bloomkit/internal/confval"
@@ -32,7 +34,8 @@ written for RedisBloom works unchanged. Writes go to an append-only log in --dir
 and to snapshots (SAVE, BGSAVE, and on SIGTERM/SIGINT); start-up loads them.
 
 Every flag can also be set by an environment variable: BLOOMKIT_ADDR, BLOOMKIT_DIR,
-BLOOMKIT_APPENDFSYNC, BLOOMKIT_REQUIREPASS, BLOOMKIT_TLS_CERT, BLOOMKIT_TLS_KEY,
+BLOOMKIT_APPENDFSYNC, BLOOMKIT_REQUIREPASS, BLOOMKIT_TLS_ADDR, BLOOMKIT_TLS_CERT, BLOOMKIT_TLS_KEY,
+BLOOMKIT_TLS_CA_CERT, BLOOMKIT_TLS_AUTH_CLIENTS,
 BLOOMKIT_MAXMEMORY, BLOOMKIT_METRICS_ADDR, BLOOMKIT_METRICS_PASSWORD, BLOOMKIT_PPROF_ADDR, BLOOMKIT_MAXCLIENTS,
 BLOOMKIT_TIMEOUT, BLOOMKIT_CLIENT_WRITE_TIMEOUT, BLOOMKIT_PROTO_MAX_BULK_LEN,
 BLOOMKIT_CLIENT_QUERY_BUFFER_LIMIT, BLOOMKIT_EVENT_LOOPS, BLOOMKIT_CONFIG, BLOOMKIT_LOG_LEVEL, BLOOMKIT_LOG_FORMAT,
@@ -41,7 +44,7 @@ Flags win over the environment, which wins over --config FILE.
 docs/operations.md is the manual.`,
 	examples: `bloom serve
 redis-cli -p 6479 BF.ADD urls https://a.example
-bloom serve --addr 0.0.0.0:6479 --requirepass s3cret --tls-cert c.pem --tls-key k.pem
+bloom serve --addr '' --tls-addr 0.0.0.0:6480 --tls-cert c.pem --tls-key k.pem --tls-ca-cert ca.pem
 bloom serve --appendfsync always --maxmemory 4GiB --metrics-addr 127.0.0.1:9479
 bloom serve --config /etc/bloomkit.conf`,
 }
@@ -67,15 +70,18 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	fs := newFlags("serve")
 	config := fs.String("config", env("BLOOMKIT_CONFIG", ""), "read settings from this Redis-style config file (CONFIG REWRITE writes to it); flags win over it")
-	addr := fs.String("addr", env("BLOOMKIT_ADDR", server.DefaultAddr), "listen address")
+	addr := fs.String("addr", env("BLOOMKIT_ADDR", server.DefaultAddr), "plain-text listen address ('' for none: TLS only)")
 	dir := fs.String("dir", env("BLOOMKIT_DIR", "bloomkit-data"), "data directory (snapshot and append-only log)")
 	appendonly := fs.String("appendonly", env("BLOOMKIT_APPENDONLY", "yes"), "yes: log every write (durable as --appendfsync says); no: snapshots only (SAVE, BGSAVE, save points, shutdown), as Redis's appendonly no")
 	fsync := fs.String("appendfsync", env("BLOOMKIT_APPENDFSYNC", "everysec"), "fsync the log: always, everysec or no")
 	pass := fs.String("requirepass", env("BLOOMKIT_REQUIREPASS", ""), "password clients must AUTH with")
 	replicaOf := fs.String("replicaof", env("BLOOMKIT_REPLICAOF", ""), `start as the replica of this master, "host port" (as Redis's --replicaof)`)
 	masterAuth := fs.String("masterauth", env("BLOOMKIT_MASTERAUTH", ""), "password this replica gives its master")
-	cert := fs.String("tls-cert", env("BLOOMKIT_TLS_CERT", ""), "TLS certificate (PEM); with --tls-key enables TLS")
+	tlsAddr := fs.String("tls-addr", env("BLOOMKIT_TLS_ADDR", ""), "serve TLS on this address too (Redis's tls-port), with --tls-cert and --tls-key")
+	cert := fs.String("tls-cert", env("BLOOMKIT_TLS_CERT", ""), "TLS certificate chain (PEM), for --tls-addr")
 	key := fs.String("tls-key", env("BLOOMKIT_TLS_KEY", ""), "TLS private key (PEM)")
+	caCert := fs.String("tls-ca-cert", env("BLOOMKIT_TLS_CA_CERT", ""), "CA certificates (PEM) that client certificates are verified against")
+	authClients := fs.String("tls-auth-clients", env("BLOOMKIT_TLS_AUTH_CLIENTS", "yes"), "yes: TLS clients need a certificate signed by --tls-ca-cert; optional: verified if given; no: not asked for (as Redis)")
 	maxmem := fs.String("maxmemory", env("BLOOMKIT_MAXMEMORY", "0"), "memory limit for filters, e.g. 4GiB, 512mb (0: 90% of RAM)")
 	metrics := fs.String("metrics-addr", env("BLOOMKIT_METRICS_ADDR", ""), "serve Prometheus /metrics and /healthz here")
 	pprofAddr := fs.String("pprof-addr", env("BLOOMKIT_PPROF_ADDR", ""), "serve Go's /debug/pprof profiles here (no auth: bind it to loopback)")
@@ -126,6 +132,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		"proto-max-bulk-len": "BLOOMKIT_PROTO_MAX_BULK_LEN", "client-query-buffer-limit": "BLOOMKIT_CLIENT_QUERY_BUFFER_LIMIT",
 		"log-level": "BLOOMKIT_LOG_LEVEL", "logfile": "BLOOMKIT_LOGFILE", "pidfile": "BLOOMKIT_PIDFILE",
 		"protected-mode": "BLOOMKIT_PROTECTED_MODE", "supervised": "BLOOMKIT_SUPERVISED", "tls-cert": "BLOOMKIT_TLS_CERT", "tls-key": "BLOOMKIT_TLS_KEY",
+		"tls-addr": "BLOOMKIT_TLS_ADDR", "tls-ca-cert": "BLOOMKIT_TLS_CA_CERT", "tls-auth-clients": "BLOOMKIT_TLS_AUTH_CLIENTS",
 		"appendonly": "BLOOMKIT_APPENDONLY", "replicaof": "BLOOMKIT_REPLICAOF", "masterauth": "BLOOMKIT_MASTERAUTH"} {
 		if _, ok := os.LookupEnv(envName); ok {
 			given[name] = true
@@ -206,8 +213,15 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if (*cert == "") != (*key == "") {
 		return usageErr(stderr, "serve", "--tls-cert and --tls-key go together")
 	}
+	tlsParams := map[string]string{}
+	if given["tls-ca-cert"] {
+		tlsParams["tls-ca-cert-file"] = *caCert
+	}
+	if given["tls-auth-clients"] {
+		tlsParams["tls-auth-clients"] = *authClients
+	}
 	cfg := server.Config{
-		Addr: *addr, Dir: *dir, AppendFsync: *fsync, RequirePass: *pass,
+		Addr: *addr, Dir: *dir, AppendFsync: *fsync, RequirePass: *pass, TLSAddr: *tlsAddr, TLSParams: tlsParams,
 		TLSCert: *cert, TLSKey: *key, MaxMemory: limit, MetricsAddr: *metrics, Logger: logger,
 		MetricsPassword: *metricsPass, MaxClients: *maxclients, Timeout: *timeout,
 		WriteTimeout: *writeTimeout, MaxBulk: int(bulk), MaxQuery: int(query), EventLoops: *loops,
@@ -235,6 +249,14 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		if !given["addr"] {
 			cfg.Addr, cfg.ExtraAddrs = fc.Addr, fc.ExtraAddrs
+		}
+		if !given["tls-addr"] {
+			cfg.TLSAddr, cfg.TLSExtraAddrs = fc.TLSAddr, fc.TLSExtraAddrs
+		}
+		for name, v := range fc.TLSParams {
+			if _, set := tlsParams[name]; !set {
+				tlsParams[name] = v
+			}
 		}
 		if !given["dir"] && fc.Dir != "" {
 			cfg.Dir = fc.Dir
@@ -266,6 +288,14 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	cfg.ProtectedMode = *protected
+	if cfg.TLSCert != "" && cfg.TLSAddr == "" && *config == "" {
+		// Earlier versions served TLS on --addr itself: say so rather
+		// than serve plain text where TLS was meant.
+		return usageErr(stderr, "serve", "--tls-cert and --tls-key serve TLS on --tls-addr, beside the plain-text --addr (--addr '' for TLS only): give --tls-addr")
+	}
+	if cfg.Addr == "" && cfg.TLSAddr == "" {
+		return usageErr(stderr, "serve", "--addr '' and no --tls-addr: the server would not listen anywhere")
+	}
 	srv, err := server.New(cfg)
 	if err != nil {
 		return failf(stderr, "serve", "%v", err)
@@ -295,6 +325,27 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	sig := make(chan os.Signal, 1)
 	setSignalHook(sig)
 	defer setSignalHook(nil)
+	// SIGHUP re-reads the TLS certificate, key and CA files (the same
+	// paths; CONFIG SET tls-cert-file … changes them), so that a renewal
+	// hook or "systemctl reload" needs no password. Redis ignores SIGHUP;
+	// without TLS so does this.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	hupDone := make(chan struct{})
+	defer close(hupDone)
+	go func() {
+		for {
+			select {
+			case <-hup:
+				if err := srv.ReloadTLS(); err != nil {
+					logger.Warn("SIGHUP: TLS not reloaded", "err", err)
+				}
+			case <-hupDone:
+				return
+			}
+		}
+	}()
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve() }()
 	notify, stopWatchdog := superviseSystemd(*supervised, srv, logger)
