@@ -131,6 +131,7 @@ func (s *Server) load() error {
 	s.aof.SetLatencyHook(s.latency.add)
 	s.persist.nextGen = chain.Next()
 	s.persist.gen.Store(chain.Snapshot)
+	s.loadReplMark(chain.Snapshot)
 	s.db.Loaded()
 	if s.cfg.dataDir == nil {
 		s.warnForeign(s.cfg.Dir, s.db.Len())

@@ -261,12 +261,18 @@ func (s *Server) tryPartial(h *replHandoff, lim backlog.Limits) (*backlog.Reader
 	rs := &s.repl
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	b := rs.backlog.Load()
-	if b == nil || h.off < 1 {
+	if h.off < 1 || h.replid != rs.replid && (h.replid != rs.replid2 || h.off > rs.second) {
 		return nil, "", false
 	}
-	if h.replid != rs.replid && (h.replid != rs.replid2 || h.off > rs.second) {
-		return nil, "", false
+	b := rs.backlog.Load()
+	if b == nil {
+		// No backlog yet: only a replica exactly where this server's
+		// history stands can continue (both restarted after a clean
+		// shutdown, say, with nothing written since).
+		if h.off-1 != rs.offset0 {
+			return nil, "", false
+		}
+		b = rs.ensureBacklog()
 	}
 	rd, ok := b.NewReader(h.off-1, lim)
 	if !ok {

@@ -767,6 +767,8 @@ func (s *Server) finish0() {
 	if s.aof != nil {
 		if err := s.aof.Close(); err != nil {
 			s.log.Error("closing append-only log", "err", err)
+		} else {
+			s.saveReplMark()
 		}
 	}
 	s.dirLock.Unlock() // last: nothing more is written to the directory

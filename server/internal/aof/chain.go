@@ -26,6 +26,11 @@ const (
 	LegacySnapshot = "dump.bkdb"
 	LegacyLog      = "appendonly.aof"
 
+	// ReplStateName is the file a server leaves at a clean shutdown to
+	// say which replication history and offset its data ends at; the
+	// next start-up reads and removes it. This package only names it.
+	ReplStateName = "replication.state"
+
 	// snapMagic starts a snapshot (the keyspace writes the format); it is
 	// read here only to find a version 1 snapshot's generation.
 	snapMagic = "BKSNAP02"
@@ -426,7 +431,7 @@ func IsOwnFile(name string) bool {
 		return true
 	}
 	switch name {
-	case LockFileName, LegacySnapshot, LegacyLog:
+	case LockFileName, LegacySnapshot, LegacyLog, ReplStateName:
 		return true
 	}
 	return strings.Contains(name, TmpMarker) // removed at start-up, with a warning
