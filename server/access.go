@@ -322,6 +322,7 @@ func (s *Server) closeUserSessions(me *Session, users []*acl.User) {
 // as Redis refuses).
 func (s *Server) initUsers(cfg *Config) error {
 	s.users = acl.NewUsers(catalog())
+	s.users.SetPubsubDefault(cfg.ACLPubsubDefault == "allchannels")
 	if cfg.RequirePass != "" {
 		s.users.SetDefaultPassword(cfg.RequirePass)
 	}

@@ -507,3 +507,41 @@ func TestACLRedisBloom(t *testing.T) {
 	mustDo(t, rc, ":0", "bf.exists", "test", "bar")
 	mustDo(t, rc, "-NOPERM User testusr2 has no permissions to run the 'cf.reserve' command", "cf.reserve", "cf", "1000")
 }
+
+// acl-pubsub-default, as Redis 7: new users, and "reset", get no channels
+// (resetchannels, the default) or every channel (allchannels); a Redis
+// config file that sets it starts the server.
+func TestACLPubsubDefault(t *testing.T) {
+	s := startServer(t, Config{NoPersistence: true})
+	admin := dialRaw(t, s.Addr())
+	mustDo(t, admin, `["acl-pubsub-default" "resetchannels"]`, "CONFIG", "GET", "acl-pubsub-default")
+	mustDo(t, admin, "+OK", "ACL", "SETUSER", "before", "on", ">pw", "+@all", "~*")
+	mustDo(t, asUser(t, s, "before", "pw"), "-NOPERM No permissions to access a channel", "PUBLISH", "news", "x")
+
+	mustDo(t, admin, "-ERR CONFIG SET failed (possibly related to argument 'acl-pubsub-default') - argument(s) must be one of the following: allchannels, resetchannels",
+		"CONFIG", "SET", "acl-pubsub-default", "some")
+	mustDo(t, admin, "+OK", "CONFIG", "SET", "acl-pubsub-default", "AllChannels")
+	mustDo(t, admin, `["acl-pubsub-default" "allchannels"]`, "CONFIG", "GET", "acl-pubsub-default")
+	mustDo(t, admin, "+OK", "ACL", "SETUSER", "after", "on", ">pw", "+@all", "~*")
+	mustDo(t, asUser(t, s, "after", "pw"), ":0", "PUBLISH", "news", "x")
+	// A user made before keeps its channels until reset.
+	mustDo(t, asUser(t, s, "before", "pw"), "-NOPERM No permissions to access a channel", "PUBLISH", "news", "x")
+	mustDo(t, admin, "+OK", "ACL", "SETUSER", "before", "reset", "on", ">pw", "+@all")
+	mustDo(t, asUser(t, s, "before", "pw"), ":0", "PUBLISH", "news", "x")
+
+	// From a config file, whatever the order of the lines.
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "redis.conf")
+	os.WriteFile(conf, []byte("user feed on >pw +@all ~*\nacl-pubsub-default allchannels\n"), 0o600)
+	var cfg Config
+	if err := ReadConfigFile(conf, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.NoPersistence, cfg.Addr = true, "127.0.0.1:0"
+	s2 := startServer(t, cfg)
+	mustDo(t, asUser(t, s2, "feed", "pw"), ":0", "PUBLISH", "news", "x")
+	os.WriteFile(conf, []byte("acl-pubsub-default sometimes\n"), 0o600)
+	if err := ReadConfigFile(conf, &Config{}); err == nil || !strings.Contains(err.Error(), "allchannels, resetchannels") {
+		t.Fatalf("bad acl-pubsub-default: %v", err)
+	}
+}

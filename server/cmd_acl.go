@@ -244,6 +244,32 @@ func cmdACL(s *Server, c *Session, args [][]byte, r *Reply) {
 	}
 }
 
+// pubsubDefault checks an acl-pubsub-default value and returns it in
+// lower case (Redis's enums ignore case).
+func pubsubDefault(v string) (string, error) {
+	switch v = strings.ToLower(v); v {
+	case "allchannels", "resetchannels":
+		return v, nil
+	}
+	return "", errors.New("argument(s) must be one of the following: allchannels, resetchannels")
+}
+
+func setPubsubDefault(s *Server, v string) error {
+	v, err := pubsubDefault(v)
+	if err != nil {
+		return errConfigValue(err.Error())
+	}
+	s.users.SetPubsubDefault(v == "allchannels")
+	return nil
+}
+
+func getPubsubDefault(s *Server) string {
+	if s.users.PubsubDefault() {
+		return "allchannels"
+	}
+	return "resetchannels"
+}
+
 // aclLogMaxLen is acllog-max-len's setter.
 func setACLLogMaxLen(s *Server, v string) error {
 	n, err := strconv.ParseInt(v, 10, 64)

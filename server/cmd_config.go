@@ -46,6 +46,7 @@ type errConfigValue string
 func (e errConfigValue) Error() string { return string(e) }
 
 var settingList = []setting{
+	{name: "acl-pubsub-default", get: getPubsubDefault, set: setPubsubDefault},
 	{name: "aclfile", get: func(s *Server) string { return s.cfg.ACLFile }},
 	{name: "acllog-max-len", get: func(s *Server) string { return itoa(s.set.aclLogMaxLen.Load()) }, set: setACLLogMaxLen},
 	{name: "appendfsync", get: func(s *Server) string { return s.appendFsync() }, set: setAppendFsync},

@@ -123,7 +123,7 @@ func init() {
 	ignore("the log is fsynced by appendfsync alone", "no-appendfsync-on-rewrite", "aof-rewrite-incremental-fsync", "rdb-save-incremental-fsync")
 	ignore("a torn last log record is always cut off with a warning", "aof-load-truncated")
 	ignore("the log format is bloomkit's own", "aof-use-rdb-preamble", "aof-timestamp-enabled")
-	ignore("no keyspace notifications (no pub/sub)", "notify-keyspace-events")
+	ignore("no keyspace notifications", "notify-keyspace-events")
 	ignore("no hashes, lists, sets, sorted sets, HyperLogLogs or streams", "hash-max-listpack-entries", "hash-max-listpack-value",
 		"hash-max-ziplist-entries", "hash-max-ziplist-value", "list-max-listpack-size", "list-max-ziplist-size",
 		"list-compress-depth", "set-max-intset-entries", "set-max-listpack-entries", "set-max-listpack-value",
@@ -335,6 +335,16 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 			return fmt.Errorf("aclfile takes one file")
 		}
 		cfg.ACLFile = args[0]
+		return nil
+	case "acl-pubsub-default":
+		if len(args) != 1 {
+			return fmt.Errorf("acl-pubsub-default takes one value")
+		}
+		v, err := pubsubDefault(args[0])
+		if err != nil {
+			return fmt.Errorf("acl-pubsub-default: %w", err)
+		}
+		cfg.ACLPubsubDefault = v
 		return nil
 	case "acllog-max-len":
 		if len(args) != 1 {
@@ -558,7 +568,7 @@ func init() {
 		replica-read-only slave-read-only replica-serve-stale-data slave-serve-stale-data replica-announced repl-backlog-size
 		min-replicas-to-write min-slaves-to-write min-replicas-max-lag min-slaves-max-lag replica-priority slave-priority
 		replica-announce-ip slave-announce-ip replica-announce-port slave-announce-port repl-timeout repl-ping-replica-period
-		repl-ping-slave-period aclfile acllog-max-len user`) {
+		repl-ping-slave-period aclfile acllog-max-len acl-pubsub-default user`) {
 		directiveNames[n] = struct{}{}
 	}
 	for _, n := range TLSSettingNames() {

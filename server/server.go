@@ -127,6 +127,10 @@ type Config struct {
 	Users []UserRule
 	// ACLLogMaxLen bounds the ACL log (nil: 128, Redis's acllog-max-len).
 	ACLLogMaxLen *int64
+	// ACLPubsubDefault is the channels a new ACL user starts with, and
+	// "reset" gives: "resetchannels" (none; "" means it too, Redis 7's
+	// default) or "allchannels" (Redis's acl-pubsub-default).
+	ACLPubsubDefault string
 	// TLSAddr, when set, serves TLS there (Redis's tls-port), beside the
 	// plain-text listener on Addr; with Addr empty, TLS only (Redis's
 	// port 0). TLSExtraAddrs are more TLS addresses (bind's other

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"strings"
+	"sync/atomic"
 
 	"github.com/bloomkit/bloomkit/server/internal/glob"
 )
@@ -58,12 +59,18 @@ type Rules struct {
 	channels       []string
 	commandRules   []string // "+get", "-@write": the rules ACL LIST shows, in order
 	unrestrictedOK bool     // allCommands && allKeys && allChannels, cached
+	// pubsubAll is the users' acl-pubsub-default (nil: resetchannels);
+	// "reset" reads it when applied, as Redis's does.
+	pubsubAll *atomic.Bool
 }
 
 // newRules is a new user's rules: off, no password, no commands, no keys,
-// no channels (Redis 7's acl-pubsub-default resetchannels).
-func newRules(cat *Catalog) *Rules {
-	return &Rules{cat: cat, allowed: make([]uint64, (len(cat.all)+63)/64)}
+// and no channels, or every channel when pubsubAll says so
+// (acl-pubsub-default resetchannels, Redis 7's default, or allchannels).
+func newRules(cat *Catalog, pubsubAll *atomic.Bool) *Rules {
+	r := &Rules{cat: cat, allowed: make([]uint64, (len(cat.all)+63)/64), pubsubAll: pubsubAll}
+	r.allChannels = pubsubAll != nil && pubsubAll.Load()
+	return r
 }
 
 func (r *Rules) clone() *Rules {
@@ -238,7 +245,7 @@ func (r *Rules) apply(op string) error {
 	case "reset":
 		r.nopass, r.passwords = false, nil
 		r.allKeys, r.keys = false, nil
-		r.allChannels, r.channels = false, nil
+		r.allChannels, r.channels = r.pubsubAll != nil && r.pubsubAll.Load(), nil
 		r.enabled = false
 		r.skipSanitize = false
 		r.apply("-@all")

@@ -29,27 +29,38 @@ type Users struct {
 	cat *Catalog
 	mu  sync.RWMutex
 	m   map[string]*User
+	// pubsubAll is acl-pubsub-default: whether a new user, and "reset",
+	// start with every channel (allchannels) or none (resetchannels).
+	pubsubAll atomic.Bool
 }
+
+// SetPubsubDefault sets acl-pubsub-default: allChannels true is
+// allchannels, false resetchannels (Redis 7's default). It applies to
+// users created, and rules reset, from then on.
+func (us *Users) SetPubsubDefault(allChannels bool) { us.pubsubAll.Store(allChannels) }
+
+// PubsubDefault reports acl-pubsub-default (true: allchannels).
+func (us *Users) PubsubDefault() bool { return us.pubsubAll.Load() }
 
 // NewUsers returns the users Redis starts with: only "default", on,
 // nopass, with every command, key and channel.
 func NewUsers(cat *Catalog) *Users {
 	us := &Users{cat: cat, m: map[string]*User{}}
-	us.m[DefaultUser] = newDefault(cat)
+	us.m[DefaultUser] = newDefault(cat, &us.pubsubAll)
 	return us
 }
 
 // Catalog is the catalog the rules refer to.
 func (us *Users) Catalog() *Catalog { return us.cat }
 
-func newDefault(cat *Catalog) *User {
+func newDefault(cat *Catalog, pubsubAll *atomic.Bool) *User {
 	u := &User{name: DefaultUser}
-	u.rules.Store(defaultRules(cat))
+	u.rules.Store(defaultRules(cat, pubsubAll))
 	return u
 }
 
-func defaultRules(cat *Catalog) *Rules {
-	r := newRules(cat)
+func defaultRules(cat *Catalog, pubsubAll *atomic.Bool) *Rules {
+	r := newRules(cat, pubsubAll)
 	for _, op := range []string{"+@all", "~*", "&*", "on", "nopass"} {
 		r.apply(op)
 	}
@@ -110,7 +121,7 @@ func (us *Users) SetUser(name string, rules []string) error {
 	if u != nil {
 		r = u.Rules().clone()
 	} else {
-		r = newRules(us.cat)
+		r = newRules(us.cat, &us.pubsubAll)
 	}
 	if err := applyAll(r, rules); err != nil {
 		return err
@@ -134,7 +145,9 @@ func applyAll(r *Rules, rules []string) error {
 
 // CheckRules reports whether rules would apply to a new user, without
 // creating one (the config file's user lines are checked before start).
-func (us *Users) CheckRules(rules []string) error { return applyAll(newRules(us.cat), rules) }
+func (us *Users) CheckRules(rules []string) error {
+	return applyAll(newRules(us.cat, &us.pubsubAll), rules)
+}
 
 // Delete removes the named users and returns those that existed (their
 // connections must be closed). The default user cannot be removed: then
@@ -217,7 +230,7 @@ func (us *Users) replace(defs []Definition, errs []string) (removed []*User, err
 			errs = append(errs, fmt.Sprintf("%s: username '%s' contains invalid characters. ", d.Where, d.Name))
 			continue
 		}
-		r := newRules(us.cat)
+		r := newRules(us.cat, &us.pubsubAll)
 		for _, op := range d.Rules {
 			if e := r.apply(op); e != nil {
 				if e == errUnknown {
@@ -236,7 +249,7 @@ func (us *Users) replace(defs []Definition, errs []string) (removed []*User, err
 		return nil, fmt.Errorf("%sWARNING: ACL errors detected, no change to the previously active ACL rules was performed", strings.Join(errs, ""))
 	}
 	if _, ok := staged[DefaultUser]; !ok {
-		staged[DefaultUser] = defaultRules(us.cat)
+		staged[DefaultUser] = defaultRules(us.cat, &us.pubsubAll)
 	}
 	us.mu.Lock()
 	defer us.mu.Unlock()
