@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -42,23 +43,17 @@ func (s *Server) TLSAddr() string {
 }
 
 // plainPort is CONFIG GET port: the plain-text listener's port, 0 for none.
-func (s *Server) plainPort() string {
-	a, ok := s.addr.Load().(string)
-	if !ok {
-		a = s.cfg.Addr
-	}
-	if a == "" {
-		return "0"
-	}
-	_, p := splitHostPort(a)
-	return p
-}
+func (s *Server) plainPort() string { return portOf(&s.addr, s.cfg.Addr) }
 
 // tlsPort is CONFIG GET tls-port: the TLS listener's port, 0 for none.
-func (s *Server) tlsPort() string {
-	a, ok := s.tlsAddr.Load().(string)
+func (s *Server) tlsPort() string { return portOf(&s.tlsAddr, s.cfg.TLSAddr) }
+
+// portOf is the port of the address in v, or of configured before Listen
+// stored one; "0" for none.
+func portOf(v *atomic.Value, configured string) string {
+	a, ok := v.Load().(string)
 	if !ok {
-		a = s.cfg.TLSAddr
+		a = configured
 	}
 	if a == "" {
 		return "0"

@@ -2,20 +2,15 @@ package server
 
 import (
 	"bufio"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/bloomkit/bloomkit/internal/testcert"
 )
 
 // TestTLSPortsFromRedisConf starts a server from a config file as Redis
@@ -26,45 +21,20 @@ import (
 // against servers that predate TLSAddr.
 func TestTLSPortsFromRedisConf(t *testing.T) {
 	dir := t.TempDir()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "conf CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageCertSign, IsCA: true, BasicConstraintsValid: true}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	ca, err := testcert.NewCA(dir, "conf")
 	if err != nil {
 		t.Fatal(err)
 	}
-	caCert, _ := x509.ParseCertificate(caDER)
-	pool := x509.NewCertPool()
-	pool.AddCert(caCert)
-	write := func(name string, typ string, der []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	caFile := write("ca.crt", "CERTIFICATE", caDER)
-	issue := func(name string, n int64) (string, string, tls.Certificate) {
-		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(n), Subject: pkix.Name{CommonName: name},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-			IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
-			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	pool, caFile := ca.Pool, ca.File
+	issue := func(name string) (string, string, tls.Certificate) {
+		p, err := ca.Issue(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		kb, _ := x509.MarshalECPrivateKey(key)
-		c, k := write(name+".crt", "CERTIFICATE", der), write(name+".key", "EC PRIVATE KEY", kb)
-		pair, err := tls.LoadX509KeyPair(c, k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c, k, pair
+		return p.CertFile, p.KeyFile, p.TLS
 	}
-	srvCrt, srvKey, _ := issue("server", 2)
-	_, _, client := issue("client", 3)
+	srvCrt, srvKey, _ := issue("server")
+	_, _, client := issue("client")
 	freePort := func() string {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {

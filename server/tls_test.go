@@ -4,26 +4,20 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/bloomkit/bloomkit/internal/testcert"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -32,78 +26,30 @@ import (
 var noClientAuth = map[string]string{"tls-auth-clients": "no"}
 
 // testCA is a certificate authority made for one test, with its
-// certificate in dir/<name>-ca.pem.
+// certificate in dir/<name>-ca.pem (testcert).
 type testCA struct {
-	t      testing.TB
-	dir    string
-	name   string
-	cert   *x509.Certificate
-	key    *ecdsa.PrivateKey
-	file   string
-	pool   *x509.CertPool
-	serial atomic.Int64
+	*testcert.CA
+	t testing.TB
 }
 
 func newTestCA(t testing.TB, dir, name string) *testCA {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := testcert.NewCA(dir, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name + " CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature, IsCA: true, BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	ca := &testCA{t: t, dir: dir, name: name, cert: cert, key: key, file: filepath.Join(dir, name+"-ca.pem"), pool: x509.NewCertPool()}
-	ca.pool.AddCert(cert)
-	ca.serial.Store(1)
-	if err := os.WriteFile(ca.file, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return ca
+	return &testCA{ca, t}
 }
 
 // issue makes a certificate for 127.0.0.1/localhost, for servers and
 // clients both, written to dir/<file>.crt and .key.
 func (ca *testCA) issue(file string) (certFile, keyFile string, pair tls.Certificate) {
-	t := ca.t
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca.t.Helper()
+	p, err := ca.Issue(file)
 	if err != nil {
-		t.Fatal(err)
+		ca.t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(ca.serial.Add(1)), Subject: pkix.Name{CommonName: file},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, _ := x509.MarshalECPrivateKey(key)
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
-	certFile, keyFile = filepath.Join(ca.dir, file+".crt"), filepath.Join(ca.dir, file+".key")
-	if err := os.WriteFile(certFile, certPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	pair, err = tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return certFile, keyFile, pair
+	return p.CertFile, p.KeyFile, p.TLS
 }
 
 // tlsDo connects with cfg, sends one command and returns the reply (as
@@ -175,7 +121,7 @@ func newMTLS(t *testing.T) *mtlsSetup {
 // server names as acceptable (Go's client would otherwise send no
 // certificate rather than one from another CA).
 func (m *mtlsSetup) clientConfig(cert *tls.Certificate) *tls.Config {
-	c := &tls.Config{RootCAs: m.ca.pool, ServerName: "127.0.0.1"}
+	c := &tls.Config{RootCAs: m.ca.Pool, ServerName: "127.0.0.1"}
 	if cert != nil {
 		c.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert, nil }
 	}
@@ -194,7 +140,7 @@ func TestTLSClientCertificates(t *testing.T) {
 		none, foreignOK bool
 	}{{"yes", false, false}, {"optional", true, false}, {"no", true, true}} {
 		t.Run(tc.auth, func(t *testing.T) {
-			params := map[string]string{"tls-ca-cert-file": m.ca.file}
+			params := map[string]string{"tls-ca-cert-file": m.ca.File}
 			if tc.auth != "yes" {
 				params["tls-auth-clients"] = tc.auth // yes: the default
 			}
@@ -239,7 +185,7 @@ func TestTLSClientCertificates(t *testing.T) {
 	}
 	// tls-ca-cert-dir: every PEM file in the directory.
 	caDir := t.TempDir()
-	data, _ := os.ReadFile(m.ca.file)
+	data, _ := os.ReadFile(m.ca.File)
 	os.WriteFile(filepath.Join(caDir, "a1b2c3d4.0"), data, 0o600)
 	os.WriteFile(filepath.Join(caDir, "README"), []byte("not a certificate\n"), 0o600)
 	s := startServer(t, Config{NoPersistence: true, TLSAddr: "127.0.0.1:0", TLSCert: m.srvCert, TLSKey: m.srvKey,
@@ -258,7 +204,7 @@ func TestTLSClientCertificates(t *testing.T) {
 func TestTLSAndPlainPorts(t *testing.T) {
 	m := newMTLS(t)
 	s := startServer(t, Config{NoPersistence: true, Addr: "127.0.0.1:0", TLSAddr: "127.0.0.1:0", TLSCert: m.srvCert, TLSKey: m.srvKey,
-		TLSParams: map[string]string{"tls-ca-cert-file": m.ca.file}})
+		TLSParams: map[string]string{"tls-ca-cert-file": m.ca.File}})
 	if s.Addr() == s.TLSAddr() || s.TLSAddr() == "" {
 		t.Fatalf("plain %s, TLS %s", s.Addr(), s.TLSAddr())
 	}
@@ -282,7 +228,7 @@ func TestTLSAndPlainPorts(t *testing.T) {
 
 	// TLS only.
 	only := startServer(t, Config{NoPersistence: true, TLSAddr: "127.0.0.1:0", TLSCert: m.srvCert, TLSKey: m.srvKey,
-		TLSParams: map[string]string{"tls-ca-cert-file": m.ca.file}})
+		TLSParams: map[string]string{"tls-ca-cert-file": m.ca.File}})
 	line, tr2, err := tlsDo(t, only.TLSAddr(), m.clientConfig(&m.client), "CONFIG", "GET", "port")
 	if err != nil || line != `["port" "0"]` {
 		t.Errorf("TLS only: CONFIG GET port = %s %v", line, err)
@@ -308,14 +254,14 @@ func TestTLSConfigFile(t *testing.T) {
 		return cfg, err
 	}
 	cfg, err := read("bind 127.0.0.1 -::1\nport 7001\ntls-port 7002\ntls-cert-file " + m.srvCert + "\ntls-key-file " + m.srvKey +
-		"\ntls-ca-cert-file " + m.ca.file + "\ntls-auth-clients optional\ntls-protocols \"TLSv1.2 TLSv1.3\"\ntls-replication no\ntls-session-cache-size 100\n")
+		"\ntls-ca-cert-file " + m.ca.File + "\ntls-auth-clients optional\ntls-protocols \"TLSv1.2 TLSv1.3\"\ntls-replication no\ntls-session-cache-size 100\n")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Addr != "127.0.0.1:7001" || cfg.TLSAddr != "127.0.0.1:7002" || len(cfg.TLSExtraAddrs) != 1 || cfg.TLSExtraAddrs[0] != "-[::1]:7002" {
 		t.Errorf("addresses: plain %s %v, TLS %s %v", cfg.Addr, cfg.ExtraAddrs, cfg.TLSAddr, cfg.TLSExtraAddrs)
 	}
-	if cfg.TLSParams["tls-auth-clients"] != "optional" || cfg.TLSParams["tls-ca-cert-file"] != m.ca.file || cfg.TLSParams["tls-protocols"] != "TLSv1.2 TLSv1.3" {
+	if cfg.TLSParams["tls-auth-clients"] != "optional" || cfg.TLSParams["tls-ca-cert-file"] != m.ca.File || cfg.TLSParams["tls-protocols"] != "TLSv1.2 TLSv1.3" {
 		t.Errorf("TLS params: %v", cfg.TLSParams)
 	}
 	if w := strings.Join(cfg.IgnoredDirectives, "; "); !strings.Contains(w, "tls-session-cache-size") || strings.Contains(w, "tls-auth-clients") {
@@ -343,19 +289,19 @@ func TestTLSConfigFile(t *testing.T) {
 	// A server from the file: both listeners, CONFIG GET shows the file's
 	// values, CONFIG REWRITE keeps what CONFIG SET changed.
 	conf := filepath.Join(dir, "run.conf")
-	os.WriteFile(conf, []byte("port 0\ntls-port 0\ntls-cert-file "+m.srvCert+"\ntls-key-file "+m.srvKey+"\ntls-ca-cert-file "+m.ca.file+"\n"), 0o600)
+	os.WriteFile(conf, []byte("port 0\ntls-port 0\ntls-cert-file "+m.srvCert+"\ntls-key-file "+m.srvKey+"\ntls-ca-cert-file "+m.ca.File+"\n"), 0o600)
 	var rc Config
 	if err := ReadConfigFile(conf, &rc); err == nil {
 		t.Fatal("port 0 and tls-port 0 read")
 	}
-	os.WriteFile(conf, []byte("port 1\ntls-port 2\ntls-cert-file "+m.srvCert+"\ntls-key-file "+m.srvKey+"\ntls-ca-cert-file "+m.ca.file+"\ntls-auth-clients no\n"), 0o600)
+	os.WriteFile(conf, []byte("port 1\ntls-port 2\ntls-cert-file "+m.srvCert+"\ntls-key-file "+m.srvKey+"\ntls-ca-cert-file "+m.ca.File+"\ntls-auth-clients no\n"), 0o600)
 	if err := ReadConfigFile(conf, &rc); err != nil {
 		t.Fatal(err)
 	}
 	rc.Addr, rc.TLSAddr, rc.NoPersistence = "127.0.0.1:0", "127.0.0.1:0", true
 	s := startServer(t, rc)
 	admin := dialRaw(t, s.Addr())
-	mustDo(t, admin, `["tls-auth-clients" "no" "tls-ca-cert-file" "`+m.ca.file+`"]`, "CONFIG", "GET", "tls-auth-clients", "tls-ca-cert-file")
+	mustDo(t, admin, `["tls-auth-clients" "no" "tls-ca-cert-file" "`+m.ca.File+`"]`, "CONFIG", "GET", "tls-auth-clients", "tls-ca-cert-file")
 	mustDo(t, admin, "+OK", "CONFIG", "SET", "tls-auth-clients", "optional", "tls-session-caching", "no")
 	mustDo(t, admin, "+OK", "CONFIG", "REWRITE")
 	data, _ := os.ReadFile(conf)
@@ -382,7 +328,7 @@ func TestTLSConfigFile(t *testing.T) {
 func TestTLSReloadByConfigSet(t *testing.T) {
 	m := newMTLS(t)
 	s := startServer(t, Config{NoPersistence: true, Addr: "127.0.0.1:0", TLSAddr: "127.0.0.1:0", TLSCert: m.srvCert, TLSKey: m.srvKey,
-		TLSParams: map[string]string{"tls-ca-cert-file": m.ca.file}})
+		TLSParams: map[string]string{"tls-ca-cert-file": m.ca.File}})
 	admin := dialRaw(t, s.Addr())
 	peer := func() *x509.Certificate {
 		t.Helper()
@@ -414,7 +360,7 @@ func TestTLSReloadByConfigSet(t *testing.T) {
 		{"tls-cert-file", filepath.Join(t.TempDir(), "missing.crt")},
 		{"tls-cert-file", m.srvCert}, // the old certificate with the new key
 		{"tls-ca-cert-file", m.srvKey},
-		{"tls-cert-file", m.srvCert, "tls-auth-clients", "optional", "tls-key-file", m.ca.file},
+		{"tls-cert-file", m.srvCert, "tls-auth-clients", "optional", "tls-key-file", m.ca.File},
 	} {
 		got := admin.do(append([]string{"CONFIG", "SET"}, args...)...)
 		if !strings.HasPrefix(got, "-ERR CONFIG SET failed (possibly related to argument '") || !strings.Contains(got, "Unable to update TLS configuration: ") {
@@ -433,7 +379,7 @@ func TestTLSReloadByConfigSet(t *testing.T) {
 	if got := admin.do("CONFIG", "SET", "tls-auth-clients", "yes"); !strings.Contains(got, "tls-ca-cert-file or tls-ca-cert-dir must be specified") {
 		t.Errorf("tls-auth-clients yes without a CA: %s", got)
 	}
-	mustDo(t, admin, "+OK", "CONFIG", "SET", "tls-auth-clients", "yes", "tls-ca-cert-file", m.ca.file)
+	mustDo(t, admin, "+OK", "CONFIG", "SET", "tls-auth-clients", "yes", "tls-ca-cert-file", m.ca.File)
 	if err := tlsPing(t, s.TLSAddr(), m.clientConfig(nil)); err == nil {
 		t.Error("tls-auth-clients yes again: client without certificate accepted")
 	}
@@ -547,7 +493,7 @@ func TestTLSProtocolsAndCiphers(t *testing.T) {
 func TestTLSSessionResumption(t *testing.T) {
 	m := newMTLS(t)
 	s := startServer(t, Config{NoPersistence: true, Addr: "127.0.0.1:0", TLSAddr: "127.0.0.1:0", TLSCert: m.srvCert, TLSKey: m.srvKey,
-		TLSParams: map[string]string{"tls-ca-cert-file": m.ca.file}})
+		TLSParams: map[string]string{"tls-ca-cert-file": m.ca.File}})
 	admin := dialRaw(t, s.Addr())
 	resumed := func(cfg *tls.Config) bool {
 		t.Helper()
@@ -599,7 +545,7 @@ func TestTLSLyingClients(t *testing.T) {
 	m := newMTLS(t)
 	bothPaths(t, func(t *testing.T, goroutinePerConn bool) {
 		s := startServer(t, Config{NoPersistence: true, Addr: "127.0.0.1:0", TLSAddr: "127.0.0.1:0", TLSCert: m.srvCert, TLSKey: m.srvKey,
-			TLSParams: map[string]string{"tls-ca-cert-file": m.ca.file}, HandshakeTimeout: 1500 * time.Millisecond, goroutinePerConn: goroutinePerConn})
+			TLSParams: map[string]string{"tls-ca-cert-file": m.ca.File}, HandshakeTimeout: 1500 * time.Millisecond, goroutinePerConn: goroutinePerConn})
 		// Plain text on the TLS port: no reply but a TLS alert, then EOF.
 		pc, err := net.Dial("tcp", s.TLSAddr())
 		if err != nil {
@@ -655,12 +601,12 @@ func TestTLSLyingClients(t *testing.T) {
 func TestTLSReplication(t *testing.T) {
 	m := newMTLS(t)
 	master := startServer(t, Config{NoPersistence: true, Addr: "127.0.0.1:0", TLSAddr: "127.0.0.1:0", TLSCert: m.srvCert, TLSKey: m.srvKey,
-		TLSParams: map[string]string{"tls-ca-cert-file": m.ca.file}})
+		TLSParams: map[string]string{"tls-ca-cert-file": m.ca.File}})
 	mc := dialRaw(t, master.Addr())
 	mustDo(t, mc, ":1", "BF.ADD", "before", "x")
 	h, p, _ := net.SplitHostPort(master.TLSAddr())
 	replica := startServer(t, Config{NoPersistence: true, ReplicaOf: h + " " + p, TLSCert: m.srvCert, TLSKey: m.srvKey,
-		TLSParams: map[string]string{"tls-ca-cert-file": m.ca.file, "tls-replication": "yes",
+		TLSParams: map[string]string{"tls-ca-cert-file": m.ca.File, "tls-replication": "yes",
 			"tls-client-cert-file": m.clientCrt, "tls-client-key-file": m.clientK}})
 	rc := dialRaw(t, replica.Addr())
 	waitSynced(t, mc, rc)
@@ -675,7 +621,7 @@ func TestTLSReplication(t *testing.T) {
 	other := newTestCA(t, t.TempDir(), "rogue")
 	rogueCert, rogueKey, _ := other.issue("rogue")
 	bad := startServer(t, Config{NoPersistence: true, ReplicaOf: h + " " + p, Logger: quietLogger(), TLSCert: rogueCert, TLSKey: rogueKey,
-		TLSParams: map[string]string{"tls-ca-cert-file": m.ca.file, "tls-replication": "yes"}})
+		TLSParams: map[string]string{"tls-ca-cert-file": m.ca.File, "tls-replication": "yes"}})
 	plainLink := startServer(t, Config{NoPersistence: true, ReplicaOf: h + " " + p, Logger: quietLogger()})
 	time.Sleep(1500 * time.Millisecond)
 	for name, s := range map[string]*Server{"rogue certificate": bad, "plain text": plainLink} {
@@ -696,12 +642,12 @@ func TestTLSRedisCLI(t *testing.T) {
 	}
 	m := newMTLS(t)
 	s := startServer(t, Config{NoPersistence: true, TLSAddr: "127.0.0.1:0", TLSCert: m.srvCert, TLSKey: m.srvKey,
-		TLSParams: map[string]string{"tls-ca-cert-file": m.ca.file}})
+		TLSParams: map[string]string{"tls-ca-cert-file": m.ca.File}})
 	h, p, _ := net.SplitHostPort(s.TLSAddr())
 	run := func(args ...string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		out, err := exec.CommandContext(ctx, cli, append([]string{"-h", h, "-p", p, "--tls", "--cacert", m.ca.file}, args...)...).CombinedOutput()
+		out, err := exec.CommandContext(ctx, cli, append([]string{"-h", h, "-p", p, "--tls", "--cacert", m.ca.File}, args...)...).CombinedOutput()
 		return strings.TrimSpace(string(out)), err
 	}
 	if out, err := run("--cert", m.clientCrt, "--key", m.clientK, "BF.ADD", "k", "v"); err != nil || out != "1" {
@@ -736,7 +682,7 @@ func TestConfigSetPorts(t *testing.T) {
 	m := newMTLS(t)
 	bothPaths(t, func(t *testing.T, goroutinePerConn bool) {
 		s := startServer(t, Config{NoPersistence: true, Addr: "127.0.0.1:0", TLSAddr: "127.0.0.1:0", TLSCert: m.srvCert, TLSKey: m.srvKey,
-			TLSParams: map[string]string{"tls-ca-cert-file": m.ca.file}, goroutinePerConn: goroutinePerConn})
+			TLSParams: map[string]string{"tls-ca-cert-file": m.ca.File}, goroutinePerConn: goroutinePerConn})
 		admin := dialRaw(t, s.Addr())
 		oldPlain, oldTLS := s.Addr(), s.TLSAddr()
 		p2 := freePortNum(t)
@@ -804,7 +750,7 @@ func TestConfigSetPorts(t *testing.T) {
 	if got := admin.do("CONFIG", "SET", "tls-port", tp); !strings.Contains(got, "tls-ca-cert-file or tls-ca-cert-dir must be specified") {
 		t.Errorf("tls-port without a CA: %s", got)
 	}
-	mustDo(t, admin, "+OK", "CONFIG", "SET", "tls-ca-cert-file", m.ca.file, "tls-port", tp)
+	mustDo(t, admin, "+OK", "CONFIG", "SET", "tls-ca-cert-file", m.ca.File, "tls-port", tp)
 	if err := tlsPing(t, "127.0.0.1:"+tp, m.clientConfig(&m.client)); err != nil {
 		t.Fatalf("TLS after CONFIG SET tls-port: %v", err)
 	}

@@ -2,15 +2,8 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -19,63 +12,32 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bloomkit/bloomkit/internal/testcert"
 	"github.com/redis/go-redis/v9"
 )
 
-// testPKI makes a CA and the certificates it signs, for 127.0.0.1.
+// testPKI is a CA (testcert) and the certificates it signs, for 127.0.0.1.
 type testPKI struct {
-	t    *testing.T
-	dir  string
-	ca   *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pool *x509.CertPool
-	n    int64
+	*testcert.CA
+	t   *testing.T
+	dir string
 }
 
 func newTestPKI(t *testing.T) *testPKI {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	dir := t.TempDir()
+	ca, err := testcert.NewCA(dir, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageCertSign, IsCA: true, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(der)
-	p := &testPKI{t: t, dir: t.TempDir(), ca: ca, key: key, pool: x509.NewCertPool(), n: 1}
-	p.pool.AddCert(ca)
-	os.WriteFile(filepath.Join(p.dir, "ca.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
-	return p
+	return &testPKI{ca, t, dir}
 }
 
-// issue writes name.crt and name.key and returns them as a pair.
 func (p *testPKI) issue(name string) tls.Certificate {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	pair, err := p.Issue(name)
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	p.n++
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(p.n), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.key)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	kb, _ := x509.MarshalECPrivateKey(key)
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
-	os.WriteFile(filepath.Join(p.dir, name+".crt"), certPEM, 0o600)
-	os.WriteFile(filepath.Join(p.dir, name+".key"), keyPEM, 0o600)
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return pair
+	return pair.TLS
 }
 
 func (p *testPKI) file(name string) string { return filepath.Join(p.dir, name) }
@@ -99,7 +61,7 @@ func TestServeTLS(t *testing.T) {
 	tlsAddr := l.Addr().String()
 	l.Close()
 	cmd, plain, log := serveIn(t, t.TempDir(), "--tls-addr", tlsAddr, "--tls-cert", p.file("server.crt"), "--tls-key", p.file("server.key"),
-		"--tls-ca-cert", p.file("ca.crt"))
+		"--tls-ca-cert", p.File)
 	ctx := context.Background()
 	if err := plain.Do(ctx, "BF.ADD", "k", "v").Err(); err != nil {
 		t.Fatal(err)
@@ -107,7 +69,7 @@ func TestServeTLS(t *testing.T) {
 	// peer runs BF.EXISTS with go-redis over TLS, presenting cert (nil:
 	// none), and returns the server certificate's name.
 	peer := func(cert *tls.Certificate) (string, error) {
-		cfg := &tls.Config{RootCAs: p.pool, ServerName: "127.0.0.1",
+		cfg := &tls.Config{RootCAs: p.Pool, ServerName: "127.0.0.1",
 			GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 				if cert == nil {
 					return &tls.Certificate{}, nil
