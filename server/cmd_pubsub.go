@@ -69,6 +69,13 @@ func cmdUnsubscribe(s *Server, c *Session, args [][]byte, r *Reply) {
 
 func cmdPublish(s *Server, c *Session, args [][]byte, r *Reply) {
 	r.Int(s.publish(args[1], args[2]))
+	// As Redis: a master passes PUBLISH on to its replicas, whose own
+	// subscribers receive it too; it is not logged (it changes no data).
+	if s.repl.backlog.Load() != nil && !s.isReplica() {
+		unlock := s.lockDB(c) // the stream is fed under the keyspace lock
+		s.feed([][][]byte{args}, false)
+		unlock()
+	}
 }
 
 // PUBSUB CHANNELS [pattern] | NUMSUB [channel ...] | NUMPAT | HELP

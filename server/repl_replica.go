@@ -676,6 +676,10 @@ func (s *Server) applyFromMaster(l *masterLink, sess *Session, cmds [][][]byte, 
 	s.db.BeginLoad()
 	for _, args := range cmds {
 		cmd, ok := lookupCommand(args[0])
+		if ok && cmd.name == "publish" && len(args) == 3 {
+			s.publish(args[1], args[2]) // to this server's subscribers
+			continue
+		}
 		if !ok || !cmd.write {
 			// PING, SELECT, REPLCONF: part of the stream, no effect.
 			continue
