@@ -134,8 +134,31 @@ func init() {
 	ignore("filters are never evicted (noeviction)", "maxmemory-samples", "maxmemory-eviction-tenacity", "lfu-log-factor", "lfu-decay-time")
 	ignore("no Lua scripts, modules or functions", "lua-time-limit", "busy-reply-threshold", "loadmodule", "enable-module-command",
 		"enable-debug-command", "enable-protected-configs")
-	ignore("no cluster mode", "cluster-enabled", "cluster-config-file", "cluster-node-timeout", "cluster-port")
+	ignore("no cluster mode", "cluster-enabled", "cluster-config-file", "cluster-node-timeout", "cluster-port",
+		"cluster-allow-pubsubshard-when-down", "cluster-allow-reads-when-down", "cluster-allow-replica-migration",
+		"cluster-announce-bus-port", "cluster-announce-hostname", "cluster-announce-human-nodename",
+		"cluster-announce-ip", "cluster-announce-port", "cluster-announce-tls-port", "cluster-link-sendbuf-limit",
+		"cluster-migration-barrier", "cluster-ping-interval", "cluster-preferred-endpoint-type",
+		"cluster-replica-no-failover", "cluster-replica-validity-factor", "cluster-require-full-coverage",
+		"cluster-slave-no-failover", "cluster-slave-validity-factor")
 	ignore("no Unix socket; TCP only", "unixsocket", "unixsocketperm")
+	// Newer Redis versions' settings, so that their redis.conf starts the
+	// server (with a warning naming each) instead of stopping it.
+	ignore("clients are served by --event-loops (half the CPUs by default)", "io-threads", "io-threads-do-reads")
+	ignore("set by the service manager", "server-cpulist", "bio-cpulist", "aof-rewrite-cpulist", "bgsave-cpulist")
+	ignore("expiry has a fixed effort", "active-expire-effort")
+	ignore("superseded log files are removed at once", "aof-disable-auto-gc")
+	ignore("the system picks the replication link's source address", "bind-source-addr")
+	ignore("connections are accepted as they come (maxclients bounds them)", "max-new-connections-per-cycle", "max-new-tls-connections-per-cycle")
+	ignore("no SORT and no scripts: nothing compares strings by locale", "locale-collate")
+	ignore("no crash report is written, so none shows keys or values", "hide-user-data-from-log")
+	ignore("no client-side caching (CLIENT TRACKING)", "tracking-table-max-keys")
+	ignore("SIGTERM and SIGINT save and exit, without waiting for replicas", "shutdown-on-sigint", "shutdown-on-sigterm", "shutdown-timeout")
+	ignore("a replica whose log fails goes on applying its master's stream but acknowledges nothing (WAIT does not count it) until its log is whole again", "replica-ignore-disk-write-errors")
+	ignore("clients start with RESP2 and choose RESP3 with HELLO 3", "client-default-resp")
+	ignore("no socket marks", "socket-mark-id")
+	ignore("Redis's own debugging and test settings", "key-load-delay", "rdb-key-save-delay", "loading-process-events-interval-bytes",
+		"req-res-logfile", "use-exit-on-panic", "watchdog-period")
 }
 
 func (r *configReader) file(path string, depth int) error {

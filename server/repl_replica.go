@@ -652,8 +652,12 @@ func copyArgs(args [][]byte) [][]byte {
 // once its log holds it (written to the system: a kill -9 of this
 // process loses none of it).
 func (s *Server) sendAck(l *masterLink, nc net.Conn) {
-	if s.aof != nil {
-		s.aof.Commit(s.aof.Appended())
+	if s.aof != nil && s.aof.Commit(s.aof.Appended()) != nil {
+		// Its log failed: an acknowledgement would tell the master (and
+		// WAIT) this server holds what its disk does not. It goes on
+		// applying the stream and acknowledges again once a snapshot
+		// has replaced the failed log.
+		return
 	}
 	off := s.repl.offset()
 	l.wmu.Lock()
