@@ -106,6 +106,7 @@ func (s *Server) serveConn(nc net.Conn) {
 		tc.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
 		if err := tc.Handshake(); err != nil {
 			s.log.Debug("TLS handshake failed", "addr", nc.RemoteAddr(), "err", err)
+			s.tlsRefused.Add(1)
 			s.clients.Add(-1)
 			nc.Close()
 			return

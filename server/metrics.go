@@ -167,6 +167,7 @@ var (
 	descExpired   = prometheus.NewDesc("bloomkit_expired_keys_total", "Keys removed by expiry.", nil, nil)
 	descAOF       = prometheus.NewDesc("bloomkit_aof_size_bytes", "Size of the append-only log.", nil, nil)
 	descLastSave  = prometheus.NewDesc("bloomkit_last_save_timestamp_seconds", "Unix time of the last snapshot.", nil, nil)
+	descTLSFailed = prometheus.NewDesc("bloomkit_tls_handshake_failures_total", "TLS handshakes that failed: a client certificate refused or expired, plain text on the TLS port, no common protocol or cipher, a timeout.", nil, nil)
 	descFill      = prometheus.NewDesc("bloomkit_filter_fill_ratio", "Fraction of bits (Bloom) or slots (cuckoo) in use.", []string{"key", "type"}, nil)
 	descRate      = prometheus.NewDesc("bloomkit_filter_estimated_fpr", "False-positive rate implied by the filter's current fill.", []string{"key", "type"}, nil)
 	descItems     = prometheus.NewDesc("bloomkit_filter_items", "Items counted by the filter (BF.CARD / CF items inserted).", []string{"key", "type"}, nil)
@@ -178,7 +179,7 @@ type stateCollector struct{ s *Server }
 
 // Describe implements prometheus.Collector.
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descKeys, descMemory, descMaxMemory, descClients, descExpired, descAOF, descLastSave, descFill, descRate, descItems, descBytes} {
+	for _, d := range []*prometheus.Desc{descKeys, descMemory, descMaxMemory, descClients, descExpired, descAOF, descLastSave, descTLSFailed, descFill, descRate, descItems, descBytes} {
 		ch <- d
 	}
 }
@@ -190,6 +191,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descClients, prometheus.GaugeValue, float64(s.clients.Load()))
 	ch <- prometheus.MustNewConstMetric(descAOF, prometheus.GaugeValue, float64(s.aofSize()))
 	ch <- prometheus.MustNewConstMetric(descLastSave, prometheus.GaugeValue, float64(s.persist.lastSave.Load()))
+	ch <- prometheus.MustNewConstMetric(descTLSFailed, prometheus.CounterValue, float64(s.tlsRefused.Load()))
 	s.db.Lock()
 	ch <- prometheus.MustNewConstMetric(descKeys, prometheus.GaugeValue, float64(s.db.Len()))
 	ch <- prometheus.MustNewConstMetric(descMemory, prometheus.GaugeValue, float64(s.db.Used()))

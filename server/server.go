@@ -492,6 +492,10 @@ type Server struct {
 	rejectedConns atomic.Int64
 	protoErrors   atomic.Int64
 	slowClients   atomic.Int64
+	// tlsRefused counts TLS handshakes that failed: a client certificate
+	// refused or expired, a plain-text client on the TLS port, a protocol
+	// or cipher mismatch, a handshake timeout.
+	tlsRefused atomic.Int64
 	// net counts the bytes of clients served by a goroutine (TLS, and
 	// systems without the event loops); each loop counts its own.
 	net, netBase netCounters // netBase: the totals at CONFIG RESETSTAT

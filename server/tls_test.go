@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -755,4 +756,46 @@ func TestConfigSetPorts(t *testing.T) {
 		t.Fatalf("TLS after CONFIG SET tls-port: %v", err)
 	}
 	mustDo(t, admin, `["tls-port" "`+tp+`"]`, "CONFIG", "GET", "tls-port")
+}
+
+// Refused TLS handshakes are counted in /metrics
+// (bloomkit_tls_handshake_failures_total): a certificate from another CA,
+// no certificate where one is required, plain text on the TLS port; a
+// good client is not counted.
+func TestTLSHandshakeFailuresCounted(t *testing.T) {
+	m := newMTLS(t)
+	s := startServer(t, Config{NoPersistence: true, TLSAddr: "127.0.0.1:0", TLSCert: m.srvCert, TLSKey: m.srvKey,
+		TLSParams: map[string]string{"tls-ca-cert-file": m.ca.File}, MetricsAddr: "127.0.0.1:0", Logger: quietLogger()})
+	count := func() string {
+		resp, err := http.Get("http://" + s.MetricsAddr() + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "bloomkit_tls_handshake_failures_total ") {
+				return strings.TrimPrefix(l, "bloomkit_tls_handshake_failures_total ")
+			}
+		}
+		t.Fatalf("no bloomkit_tls_handshake_failures_total in /metrics")
+		return ""
+	}
+	if got := count(); got != "0" {
+		t.Fatalf("before any client: %s", got)
+	}
+	if err := tlsPing(t, s.TLSAddr(), m.clientConfig(&m.client)); err != nil {
+		t.Fatalf("good client: %v", err)
+	}
+	tlsPing(t, s.TLSAddr(), m.clientConfig(&m.foreign))
+	tlsPing(t, s.TLSAddr(), m.clientConfig(nil))
+	plain, err := net.Dial("tcp", s.TLSAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(plain, "PING\r\n")
+	plain.SetReadDeadline(time.Now().Add(2 * time.Second))
+	io.ReadAll(plain)
+	plain.Close()
+	replWait(t, "three refused handshakes counted", func() bool { return count() == "3" })
 }
