@@ -13,6 +13,7 @@ func FuzzRules(f *testing.F) {
 		"on >pw ~* +@read", "+@all -@dangerous +config|get", "%RW~a:* %R~b &c* resetchannels",
 		"reset nopass allkeys allchannels allcommands", "+select|0 -select", "#" + strings.Repeat("a", 64),
 		"%R~ %W~x ~* ~y", "<x !y (+get) +get|", "+@BLOOM -BF.ADD +Config|Get",
+		"%RW~* ~", // a "*" pattern that is not allkeys, then another pattern
 	} {
 		f.Add(s)
 	}

@@ -30,11 +30,17 @@ type KeyPattern struct {
 }
 
 func (p KeyPattern) String() string {
-	switch p.Perm {
-	case Read:
+	switch {
+	case p.Perm == Read:
 		return "%R~" + p.Pattern
-	case Write:
+	case p.Perm == Write:
 		return "%W~" + p.Pattern
+	case p.Pattern == "*":
+		// A "*" pattern that is not allkeys (%RW~*, which Redis keeps as a
+		// pattern): written "~*" it would read back as allkeys, after
+		// which any other pattern is refused, and an aclfile holding such
+		// a user would no longer load.
+		return "%RW~*"
 	}
 	return "~" + p.Pattern
 }
