@@ -244,15 +244,22 @@ type syncResult struct {
 	idleMax  time.Duration
 }
 
+// startMaster empties dir, makes its m (master) and r (replica)
+// directories, picks both ports and starts the master on dir/m.
+func startMaster(sv server, dir string) (m *exec.Cmd, mp, rp int, err error) {
+	os.RemoveAll(dir)
+	os.MkdirAll(filepath.Join(dir, "m"), 0o755)
+	os.MkdirAll(filepath.Join(dir, "r"), 0o755)
+	mp, rp = freePort(), freePort()
+	m, err = sv.start(filepath.Join(dir, "m"), mp)
+	return m, mp, rp, err
+}
+
 // measureSync fills a master, then times a replica's full sync while a
 // client probes the master every 2 ms.
 func measureSync(ctx context.Context, cfg config, sv server, dir string) (syncResult, error) {
 	var r syncResult
-	os.RemoveAll(dir)
-	os.MkdirAll(filepath.Join(dir, "m"), 0o755)
-	os.MkdirAll(filepath.Join(dir, "r"), 0o755)
-	mp, rp := freePort(), freePort()
-	m, err := sv.start(filepath.Join(dir, "m"), mp)
+	m, mp, rp, err := startMaster(sv, dir)
 	if err != nil {
 		return r, err
 	}
@@ -360,11 +367,7 @@ type lagResult struct {
 // and measures how long each marker key takes to appear on the replica.
 func measureLag(ctx context.Context, cfg config, sv server, dir string) (lagResult, error) {
 	var r lagResult
-	os.RemoveAll(dir)
-	os.MkdirAll(filepath.Join(dir, "m"), 0o755)
-	os.MkdirAll(filepath.Join(dir, "r"), 0o755)
-	mp, rp := freePort(), freePort()
-	m, err := sv.start(filepath.Join(dir, "m"), mp)
+	m, mp, rp, err := startMaster(sv, dir)
 	if err != nil {
 		return r, err
 	}
