@@ -667,17 +667,24 @@ func (s *Server) sendAck(l *masterLink, nc net.Conn) {
 }
 
 // applyFromMaster applies commands of the stream (a transaction's
-// together) exactly as the log's replay does, logs them, and feeds them,
-// byte for byte, to this server's own backlog.
+// together) through the apply path, logs what they did in this server's
+// log, and feeds the stream's own commands, byte for byte, to this
+// server's backlog, so that its replicas' offsets agree with the master's.
+// A command that fails here (wrong arity, a wrong type) is logged and
+// skipped: the master applied it, and the replica goes on, as Redis's does.
 func (s *Server) applyFromMaster(l *masterLink, sess *Session, cmds [][][]byte, txn bool) error {
 	s.db.Lock()
 	defer s.db.Unlock()
 	if !s.linkCurrent(l) {
 		return errLinkStopped
 	}
-	var writes [][][]byte
 	var reply Reply
+	// As loading: no memory limit refuses what the master accepted, and
+	// keys expire only when the master says so (its DEL).
 	s.db.BeginLoad()
+	if txn {
+		s.beginTxn()
+	}
 	for _, args := range cmds {
 		cmd, ok := lookupCommand(args[0])
 		if ok && cmd.name == "publish" && len(args) == 3 {
@@ -689,23 +696,15 @@ func (s *Server) applyFromMaster(l *masterLink, sess *Session, cmds [][][]byte, 
 			continue
 		}
 		reply.Reset(false)
-		s.beforeWrite(cmd, args)
-		sess.skipLog, sess.logArgs = false, nil
-		cmd.fn(s, sess, args, &reply)
+		s.apply(srcMaster, sess, cmd, args, &reply)
 		if reply.w.Failed() {
-			s.log.Warn("a command from the master failed on this replica", "cmd", strings.ToUpper(string(args[0])), "err", strings.TrimSpace(string(reply.Bytes())))
-			continue
+			s.log.Warn("a command from the master failed on this replica", "cmd", trimArg(args[0]), "err", strings.TrimSpace(string(reply.Bytes())))
 		}
-		writes = append(writes, args)
+	}
+	if txn {
+		s.endTxn()
 	}
 	s.db.EndLoad()
-	if s.aof != nil && !s.cfg.NoAppendLog && len(writes) > 0 {
-		if txn {
-			s.aof.Append(func(b []byte) []byte { return aof.EncodeTransaction(b, writes) })
-		} else {
-			s.aof.Append(func(b []byte) []byte { return aof.EncodeRecord(b, writes[0]) })
-		}
-	}
 	buf := s.repl.enc[:0]
 	if txn {
 		buf = appendRESP(buf, argMulti)
