@@ -261,6 +261,10 @@ type Config struct {
 	// retryMin is the first pause before retrying a failed rewrite after
 	// the log failed (default 1 s; it doubles up to a minute).
 	retryMin time.Duration
+	// replRetryMin is the first pause before a replica tries again a
+	// master that is not bloom serve (default 1 s; it doubles up to a
+	// minute).
+	replRetryMin time.Duration
 }
 
 func (c *Config) defaults() {
@@ -306,6 +310,9 @@ func (c *Config) defaults() {
 	}
 	if c.retryMin <= 0 {
 		c.retryMin = time.Second
+	}
+	if c.replRetryMin <= 0 {
+		c.replRetryMin = time.Second
 	}
 }
 
@@ -403,6 +410,11 @@ type Session struct {
 	// this client's last write (WAIT), and whether this is the session
 	// applying a master's stream.
 	replPort   int
+	// replListening is set by REPLCONF listening-port (a replica, not a
+	// tool such as redis-cli --rdb); replBloomkit by REPLCONF
+	// bloomkit-run-id (a replica that is bloom serve and loads its
+	// payload).
+	replListening, replBloomkit bool
 	replIP     string
 	rdbOnly    bool
 	handoff    *replHandoff
