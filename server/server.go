@@ -409,17 +409,17 @@ type Session struct {
 	// that hands the connection over (handoff), the stream offset after
 	// this client's last write (WAIT), and whether this is the session
 	// applying a master's stream.
-	replPort int
+	replPort   int
+	replIP     string
+	rdbOnly    bool
+	handoff    *replHandoff
+	woff       int64
+	fromMaster bool
 	// replListening is set by REPLCONF listening-port (a replica, not a
 	// tool such as redis-cli --rdb); replBloomkit by REPLCONF
 	// bloomkit-run-id (a replica that is bloom serve and loads its
 	// payload).
 	replListening, replBloomkit bool
-	replIP                      string
-	rdbOnly                     bool
-	handoff                     *replHandoff
-	woff                        int64
-	fromMaster                  bool
 }
 
 // Replication roles of a connection (Session.replRole).
