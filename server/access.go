@@ -122,7 +122,7 @@ func aclCommand(cmd *command, args [][]byte) *acl.Command {
 // TYPE, TTL) need neither, only a pattern that matches.
 func keyPerm(cmd *command, i int) acl.Perm {
 	switch cmd.name {
-	case "exists", "type", "ttl", "pttl", "strlen":
+	case "exists", "type", "ttl", "pttl", "strlen", "watch":
 		return 0
 	case "getdel", "bf.add", "bf.madd", "bf.insert", "cf.add", "cf.addnx", "cf.insert", "cf.insertnx", "cf.del":
 		return acl.Read | acl.Write

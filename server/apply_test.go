@@ -1,11 +1,15 @@
 package server
 
 import (
+	"context"
 	"net"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bloomkit/bloomkit/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // A master's stream is input like any client's: a command with missing
@@ -184,4 +188,60 @@ func TestRevokedChannelsDisconnectSubscribers(t *testing.T) {
 		t.Fatalf("pattern subscriber still allowed: %s", got)
 	}
 	mustDo(t, admin, ":0", "PUBLISH", "news", "x")
+}
+
+// Every command both servers have names the same key positions in
+// COMMAND INFO as Redis 7 (first, last, step), and COMMAND GETKEYS on
+// Redis finds no key where ours names none: a command that takes keys
+// but names none escapes the ACL key patterns (WATCH did, MEMORY USAGE
+// did).
+func TestKeyPositionsMatchRedis(t *testing.T) {
+	rs := redistest.Start(t)
+	s := startServer(t, Config{NoPersistence: true})
+	ctx := context.Background()
+	ours := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	defer ours.Close()
+	theirs := rs.Client(t)
+	keys := func(c *redis.Client, name string) ([3]int64, bool) {
+		v, err := c.Do(ctx, "COMMAND", "INFO", name).Slice()
+		if err != nil || len(v) != 1 || v[0] == nil {
+			return [3]int64{}, false
+		}
+		info := v[0].([]any)
+		return [3]int64{info[3].(int64), info[4].(int64), info[5].(int64)}, true
+	}
+	compared := 0
+	for _, cmd := range commandList {
+		want, ok := keys(theirs, cmd.name)
+		if !ok {
+			continue // not a Redis command (BF.*, CF.*)
+		}
+		got, _ := keys(ours, cmd.name)
+		compared++
+		if got != want {
+			t.Errorf("COMMAND INFO %s: key positions %v, Redis 7 says %v", cmd.name, got, want)
+		}
+	}
+	if compared < 40 {
+		t.Fatalf("compared only %d commands with Redis", compared)
+	}
+	// The keys of requests whose positions depend on their arguments.
+	for _, args := range [][]string{{"MEMORY", "USAGE", "k"}, {"SET", "k", "v", "GET"}, {"WATCH", "a", "b"}} {
+		bargs := make([][]byte, len(args))
+		rargs := make([]any, len(args)+2)
+		rargs[0], rargs[1] = "COMMAND", "GETKEYS"
+		for i, a := range args {
+			bargs[i], rargs[i+2] = []byte(a), a
+		}
+		want, err := theirs.Do(ctx, rargs...).StringSlice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd, _ := lookupCommand(bargs[0])
+		var got []string
+		forKeys(cmd, bargs, func(k []byte) { got = append(got, string(k)) })
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("%v: keys %v, Redis 7 finds %v", args, got, want)
+		}
+	}
 }
