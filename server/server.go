@@ -377,6 +377,9 @@ type Session struct {
 	// their replies (wait, closed when it is done) instead of the lock.
 	canWait bool
 	wait    <-chan struct{}
+	// gone is closed when the network client is closed (endSession): a
+	// WAIT it was blocked in stops waiting.
+	gone chan struct{}
 
 	// sub is the pub/sub state (nil until the first subscription; see
 	// pubsub.go); notify wakes the connection's owner to send what
