@@ -257,6 +257,9 @@ type Config struct {
 	// retryMin is the first pause before retrying a failed rewrite after
 	// the log failed (default 1 s; it doubles up to a minute).
 	retryMin time.Duration
+	// metricsIdle closes the metrics listener's idle keep-alive
+	// connections (default metricsIdleTimeout; tests make it short).
+	metricsIdle time.Duration
 }
 
 func (c *Config) defaults() {
