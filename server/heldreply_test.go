@@ -172,3 +172,20 @@ func testHeldReplyFreed(t *testing.T, s *Server, dial func() net.Conn, hold func
 			goroutinesIn("server.(*eventLoop).hold") == 0
 	})
 }
+
+// A client blocked in WAIT is not idle: the idle timeout does not close it
+// (as in Redis, which exempts blocked clients), and it gets its answer.
+func TestHeldReplyNotIdle(t *testing.T) { bothPaths(t, testHeldReplyNotIdle) }
+
+func testHeldReplyNotIdle(t *testing.T, gpc bool) {
+	s := startServer(t, Config{NoPersistence: true, Timeout: 100 * time.Millisecond, goroutinePerConn: gpc})
+	rc := dialRaw(t, s.Addr())
+	start := time.Now()
+	if got := rc.do("WAIT", "1", "600"); got != ":0" {
+		t.Fatalf("WAIT 1 600 with an idle timeout of 100 ms = %s", got)
+	}
+	if d := time.Since(start); d < 550*time.Millisecond {
+		t.Fatalf("WAIT answered after %v, before its timeout", d)
+	}
+	expectClosed(t, rc) // idle afterwards: closed
+}
