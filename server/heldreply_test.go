@@ -93,6 +93,19 @@ func TestHeldReplyFreedOnDisconnect(t *testing.T) {
 			if got := rc.do("WAIT", "1", "20"); got != ":0" {
 				t.Fatalf("WAIT 1 20 = %s", got)
 			}
+			// CLIENT KILL frees a client blocked in WAIT as well.
+			held := dial()
+			defer held.Close()
+			hc := &rawConn{t: t, c: held, r: bufio.NewReader(held)}
+			id := hc.do("CLIENT", "ID")
+			hc.send("WAIT", "1", "0")
+			pollUntil(t, 5*time.Second, "WAIT is not waiting", func() bool { return s.waiterCount() == 1 })
+			if got := rc.do("CLIENT", "KILL", "ID", strings.TrimPrefix(id, ":")); got != ":1" {
+				t.Fatalf("CLIENT KILL ID %s = %s", id, got)
+			}
+			pollUntil(t, 5*time.Second, "a client killed while blocked in WAIT is still counted", func() bool {
+				return s.clients.Load() == 1 && s.waiterCount() == 0
+			})
 		})
 		t.Run("merge/"+name, func(t *testing.T) {
 			// Every merge runs in the background and stops before its
