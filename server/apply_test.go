@@ -3,12 +3,15 @@ package server
 import (
 	"context"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bloomkit/bloomkit/internal/redistest"
+	"github.com/bloomkit/bloomkit/server/internal/aof"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -242,6 +245,33 @@ func TestKeyPositionsMatchRedis(t *testing.T) {
 		forKeys(cmd, bargs, func(k []byte) { got = append(got, string(k)) })
 		if strings.Join(got, " ") != strings.Join(want, " ") {
 			t.Errorf("%v: keys %v, Redis 7 finds %v", args, got, want)
+		}
+	}
+}
+
+// A logged command with missing arguments (a log written by hand, or by
+// a broken tool) stops start-up with the arity error, file and offset,
+// as any record that fails on replay does: never a panic.
+func TestReplayShortCommandStopsStartup(t *testing.T) {
+	for _, args := range [][]string{{"SET", "k"}, {"EXPIRE", "k"}, {"RENAME", "k"}, {"PEXPIREAT", "k"}, {"GETDEL"}, {"PERSIST"}, {"MSET", "k"}} {
+		s := startServer(t, Config{AppendFsync: "always"})
+		rc := dialRaw(t, s.Addr())
+		rc.do("SET", "k", "v")
+		s.Close()
+		path := filepath.Join(s.cfg.Dir, LogName(1))
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := make([][]byte, len(args))
+		for i, a := range args {
+			cmd[i] = []byte(a)
+		}
+		f.Write(aof.EncodeRecord(nil, cmd))
+		f.Close()
+		_, err = New(Config{Dir: s.cfg.Dir, Logger: quietLogger()})
+		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "wrong number of arguments") {
+			t.Fatalf("%v logged: New = %v", args, err)
 		}
 	}
 }
