@@ -712,7 +712,13 @@ func (s *Server) applyFromMaster(l *masterLink, sess *Session, cmds [][][]byte, 
 			s.publish(args[1], args[2]) // to this server's subscribers
 			continue
 		}
-		if !ok || !cmd.write {
+		if !ok {
+			// Applying the rest while this one is lost would leave the
+			// replica different from its master without a word.
+			s.log.Warn("the master sent a command this server does not know; skipped, and the data may differ from the master's", "cmd", trimArg(args[0]))
+			continue
+		}
+		if !cmd.write {
 			// PING, SELECT, REPLCONF: part of the stream, no effect.
 			continue
 		}
