@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -67,5 +69,30 @@ func TestModuleDetection(t *testing.T) {
 	rr := dialRaw(t, r.Addr())
 	if hello := rr.do("HELLO", "3"); !strings.Contains(hello, `replica`) {
 		t.Fatalf("HELLO 3 on a replica = %s", hello)
+	}
+}
+
+// RANDOMKEY answers a key that exists, nil on an empty keyspace, and
+// never an expired key on a master (it removes what it meets).
+func TestRandomKey(t *testing.T) {
+	clock := newFakeClock(time.Unix(5_000_000, 0))
+	s := startServer(t, Config{NoPersistence: true, Now: clock.Now})
+	rc := dialRaw(t, s.Addr())
+	mustDo(t, rc, "nil", "RANDOMKEY")
+	for i := 0; i < 20; i++ {
+		rc.do("SET", "live"+strconv.Itoa(i), "v")
+		rc.do("SET", "gone"+strconv.Itoa(i), "v", "PX", "100")
+	}
+	clock.Add(time.Second)
+	seen := map[string]bool{}
+	for i := 0; i < 200; i++ {
+		got := rc.do("RANDOMKEY")
+		if !strings.HasPrefix(got, `"live`) {
+			t.Fatalf("RANDOMKEY = %s, want a live key", got)
+		}
+		seen[got] = true
+	}
+	if len(seen) < 5 {
+		t.Errorf("200 RANDOMKEYs gave only %d different keys", len(seen))
 	}
 }

@@ -563,6 +563,32 @@ func (db *DB) Scan(cursor uint64, count int, fn func(k string, e *Entry)) uint64
 	return next
 }
 
+// RandomKey returns the key at a random place in scan order, or false
+// when the keyspace is empty. An expired key it meets is removed (OnExpire
+// logs its DEL) and another one picked, as Redis's RANDOMKEY does; a
+// replica removes none, and after 100 expired picks returns the last one
+// (Redis's way out of a replica's keyspace of expired keys).
+func (db *DB) RandomKey() (string, bool) {
+	now := db.NowMs()
+	for tries := 0; ; tries++ {
+		picked := db.keys.sample(db.sampled[:0], 1)
+		if len(picked) == 0 {
+			return "", false
+		}
+		e := picked[0]
+		if e.ExpireAt == 0 || db.loading || e.ExpireAt > now {
+			return e.key, true
+		}
+		if db.following {
+			if tries >= 100 {
+				return e.key, true
+			}
+			continue
+		}
+		db.expire(e.key, e)
+	}
+}
+
 // ScanKey is a place in scan order: a scan hash and, among keys of that
 // hash, a key.
 type ScanKey struct {
