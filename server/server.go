@@ -533,17 +533,10 @@ type Server struct {
 	// tlsConf what was last built from them (nil: TLS not in use).
 	tlsParams atomic.Pointer[tlsParams]
 	tlsConf   atomic.Pointer[tlsConfigs]
-	// tlsMu serialises the changes of the TLS configuration (CONFIG SET
-	// of tls-* or tls-port, ReloadTLS); it is taken before every other
-	// lock and is held while the files are read, which no other lock is.
-	// tlsReady is the configuration such a CONFIG SET built before
-	// taking the keyspace lock (under cfgMu).
-	tlsMu    sync.Mutex
-	tlsReady *tlsBuild
-	httpSrv  *http.Server
-	httpLn   net.Listener
-	stop     chan struct{}
-	stopOnce sync.Once
+	httpSrv   *http.Server
+	httpLn    net.Listener
+	stop      chan struct{}
+	stopOnce  sync.Once
 	// shutdownReq is closed by the SHUTDOWN command.
 	shutdownReq  chan struct{}
 	shutdownOnce sync.Once
@@ -551,6 +544,13 @@ type Server struct {
 	bgWG         sync.WaitGroup
 	closed       atomic.Bool
 	bgBeat       atomic.Int64 // monoNow at the background goroutine's last tick (/livez)
+	// tlsMu serialises the changes of the TLS configuration (CONFIG SET
+	// of tls-* or tls-port, ReloadTLS); it is taken before every other
+	// lock and is held while the files are read, which no other lock is.
+	// tlsReady is the configuration such a CONFIG SET built before
+	// taking the keyspace lock (under cfgMu).
+	tlsMu    sync.Mutex
+	tlsReady *tlsBuild
 }
 
 // New creates a server: it loads the snapshot and replays the append-only
