@@ -3,7 +3,15 @@ package server
 import (
 	"sync"
 	"testing"
+	"time"
 )
+
+// doWithin sends a command and reads its reply, giving up after d.
+func doWithin(rc *rawConn, d time.Duration, args ...string) (string, error) {
+	rc.send(args...)
+	rc.c.SetReadDeadline(time.Now().Add(d))
+	return readReply(rc.r)
+}
 
 // A BGSAVE SCHEDULE that arrives after the running rewrite finished its
 // work but before it stopped counting as running is not lost: it is
@@ -31,5 +39,44 @@ func TestBGSaveScheduleNotDropped(t *testing.T) {
 	}
 	if s.persist.scheduled.Load() {
 		t.Error("aof_rewrite_scheduled still set after the scheduled rewrite ran")
+	}
+}
+
+// A full sync holds the snapshot mutex (one snapshot at a time) only
+// while it writes its snapshot to a file, never while it writes to the
+// replica: with the replica's first write held back (a replica that does
+// not read), SAVE and BGSAVE still run. (+FULLRESYNC was written with
+// the mutex held.)
+func TestFullSyncHoldsNoLockAcrossNetworkIO(t *testing.T) {
+	s := startServer(t, Config{})
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	hook := func() {
+		once.Do(func() {
+			close(entered)
+			<-release
+		})
+	}
+	testHookReplicaWrite.Store(&hook)
+	defer testHookReplicaWrite.Store(nil)
+	defer close(release)
+
+	rc, admin := dialRaw(t, s.Addr()), dialRaw(t, s.Addr())
+	mustDo(t, admin, ":1", "BF.ADD", "k", "x")
+	rc.send("PSYNC", "?", "-1")
+	select {
+	case <-entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the full sync never wrote to the replica")
+	}
+	for _, cmd := range [][]string{{"SAVE"}, {"BGSAVE"}} {
+		got, err := doWithin(admin, 5*time.Second, cmd...)
+		if err != nil {
+			t.Fatalf("%v while a full sync's write to the replica is held: %v", cmd, err)
+		}
+		if got != "+OK" && got != "+Background saving started" {
+			t.Fatalf("%v: %s", cmd, got)
+		}
 	}
 }

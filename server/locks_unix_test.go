@@ -10,13 +10,6 @@ import (
 	"time"
 )
 
-// doWithin sends a command and reads its reply, giving up after d.
-func doWithin(rc *rawConn, d time.Duration, args ...string) (string, error) {
-	rc.send(args...)
-	rc.c.SetReadDeadline(time.Now().Add(d))
-	return readReply(rc.r)
-}
-
 // slowFile makes path a named pipe and returns, once the server has
 // opened it for reading (so that it is reading it now), a function that
 // writes data into it and closes it: the server's read then ends. The
