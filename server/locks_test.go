@@ -80,3 +80,40 @@ func TestFullSyncHoldsNoLockAcrossNetworkIO(t *testing.T) {
 		}
 	}
 }
+
+// A replica receives a full sync's payload with no lock held: while the
+// master's payload is held back (a master that stalls), SAVE and BGSAVE
+// on the replica run. (The payload was copied from the connection into
+// the new snapshot with the snapshot mutex held.)
+func TestReplicaReceivesPayloadOffTheLock(t *testing.T) {
+	m := startServer(t, Config{})
+	mustDo(t, dialRaw(t, m.Addr()), ":1", "BF.ADD", "k", "x")
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	hook := func() {
+		once.Do(func() {
+			close(entered)
+			<-release
+		})
+	}
+	testHookSyncPayload.Store(&hook)
+	defer testHookSyncPayload.Store(nil)
+	r := startReplica(t, m, Config{})
+	defer close(release)
+	select {
+	case <-entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the replica never received a payload")
+	}
+	rc := dialRaw(t, r.Addr())
+	for _, cmd := range [][]string{{"SAVE"}, {"BGSAVE"}} {
+		got, err := doWithin(rc, 5*time.Second, cmd...)
+		if err != nil {
+			t.Fatalf("%v on the replica while the master's payload is held back: %v", cmd, err)
+		}
+		if got != "+OK" && got != "+Background saving started" {
+			t.Fatalf("%v: %s", cmd, got)
+		}
+	}
+}
