@@ -1,9 +1,13 @@
 package server
 
 import (
+	"regexp"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bloomkit/bloomkit/server/internal/keyspace"
 )
 
 // doWithin sends a command and reads its reply, giving up after d.
@@ -115,5 +119,71 @@ func TestReplicaReceivesPayloadOffTheLock(t *testing.T) {
 		if got != "+OK" && got != "+Background saving started" {
 			t.Fatalf("%v: %s", cmd, got)
 		}
+	}
+}
+
+// infoNum reads an integer field of INFO section through rc.
+func infoNum(t *testing.T, rc *rawConn, section, field string) int64 {
+	t.Helper()
+	m := regexp.MustCompile(`(?:^"|\\n)` + field + `:(-?\d+)\\r`).FindStringSubmatch(rc.do("INFO", section))
+	if m == nil {
+		t.Fatalf("INFO %s has no %s", section, field)
+	}
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	return n
+}
+
+// A large value that leaves the keyspace (DEL, FLUSHALL, SET or RENAME
+// over it, expiry) leaves used_memory at once, while it is still being
+// freed off the lock; INFO memory's lazyfree_pending_objects counts it
+// until then and lazyfreed_objects after, as Redis's do.
+func TestLazyFreeAccounting(t *testing.T) {
+	for _, cmd := range []string{"DEL", "FLUSHALL", "SET", "RENAME", "expiry"} {
+		t.Run(cmd, func(t *testing.T) {
+			entered := make(chan struct{}, 1)
+			release := make(chan struct{})
+			old := keyspace.LazyFree
+			keyspace.LazyFree = func(e *keyspace.Entry) {
+				entered <- struct{}{}
+				<-release
+				e.Free()
+			}
+			defer func() { keyspace.LazyFree = old }()
+			s := startServer(t, Config{NoPersistence: true})
+			rc, other := dialRaw(t, s.Addr()), dialRaw(t, s.Addr())
+			mustDo(t, rc, "+OK", "BF.RESERVE", "big", "0.01", "2000000") // 2.3 MiB of arrays
+			mustDo(t, rc, ":1", "BF.ADD", "small", "x")
+			before := infoNum(t, rc, "memory", "used_memory")
+			switch cmd {
+			case "DEL":
+				mustDo(t, rc, ":1", "DEL", "big")
+			case "FLUSHALL":
+				mustDo(t, rc, "+OK", "FLUSHALL")
+			case "SET":
+				mustDo(t, rc, "+OK", "SET", "big", "v")
+			case "RENAME":
+				mustDo(t, rc, "+OK", "RENAME", "small", "big")
+			case "expiry":
+				mustDo(t, rc, ":1", "PEXPIRE", "big", "1")
+				waitFor(t, func() bool { return rc.do("EXISTS", "big") == ":0" })
+			}
+			select {
+			case <-entered:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the large filter was not freed in the background")
+			}
+			if after := infoNum(t, other, "memory", "used_memory"); before-after < int64(keyspace.LazyFreeBytes) {
+				t.Errorf("used_memory %d before, %d while the filter is being freed", before, after)
+			}
+			if n := infoNum(t, other, "memory", "lazyfree_pending_objects"); n < 1 {
+				t.Errorf("lazyfree_pending_objects = %d while the filter is being freed", n)
+			}
+			mustDo(t, other, "+PONG", "PING")
+			close(release)
+			waitFor(t, func() bool { return infoNum(t, other, "memory", "lazyfree_pending_objects") == 0 })
+			if n := infoNum(t, other, "memory", "lazyfreed_objects"); n < 1 {
+				t.Errorf("lazyfreed_objects = %d after the free", n)
+			}
+		})
 	}
 }
