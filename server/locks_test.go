@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bloomkit/bloomkit/server/internal/aof"
 	"github.com/bloomkit/bloomkit/server/internal/keyspace"
 )
 
@@ -185,5 +186,55 @@ func TestLazyFreeAccounting(t *testing.T) {
 				t.Errorf("lazyfreed_objects = %d after the free", n)
 			}
 		})
+	}
+}
+
+// heldWrites is a log file whose next write waits until release is
+// closed (a slow disk), after saying so on entered.
+type heldWrites struct {
+	aof.File
+	once             sync.Once
+	entered, release chan struct{}
+}
+
+func (h *heldWrites) Write(p []byte) (int, error) {
+	h.once.Do(func() {
+		close(h.entered)
+		<-h.release
+	})
+	return h.File.Write(p)
+}
+
+// INFO persistence, which runs with the keyspace lock held, does not
+// wait for a write(2) of the append-only log: the log's size and
+// generation are read without the log's I/O lock. (It took that lock, so
+// a slow disk held the keyspace lock up, and with it the execution of
+// every command, the replication stream's pings and the background
+// tasks; replies wait for the log as they must, the lock need not.)
+func TestInfoDoesNotWaitForLogWrites(t *testing.T) {
+	s := startServer(t, Config{goroutinePerConn: true})
+	h := &heldWrites{entered: make(chan struct{}), release: make(chan struct{})}
+	h.File = s.aof.SwapFile(h)
+	defer close(h.release)
+	writer := dialRaw(t, s.Addr())
+	writer.send("BF.ADD", "k", "x")
+	select {
+	case <-h.entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the log was never written")
+	}
+	done := make(chan []string, 1)
+	go func() {
+		s.db.Lock()
+		defer s.db.Unlock()
+		done <- s.persistenceInfo()
+	}()
+	select {
+	case lines := <-done:
+		if len(lines) == 0 {
+			t.Error("no INFO persistence lines")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("INFO persistence waited for the log's write(2) with the keyspace lock held")
 	}
 }
