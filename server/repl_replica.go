@@ -117,10 +117,12 @@ func (l *masterLink) close() {
 	l.once.Do(func() {
 		close(l.stopc)
 		l.mu.Lock()
-		if l.conn != nil {
-			l.conn.Close()
-		}
+		nc := l.conn
 		l.mu.Unlock()
+		// Closed without l.mu: closing a TLS connection writes an alert.
+		if nc != nil {
+			nc.Close()
+		}
 	})
 }
 

@@ -430,6 +430,10 @@ func (c *Session) clientType() string {
 }
 
 // Server is a bloomkit server. Its methods are safe for concurrent use.
+//
+// Locks: which lock guards what, the order they are taken in, and the
+// rule that none is held across file or network I/O are written down in
+// one place, docs/server-internals.md ("Locks"); keep it current.
 type Server struct {
 	cfg     Config
 	log     *slog.Logger
