@@ -10,16 +10,21 @@ import (
 	"time"
 )
 
-// slowFile makes path a named pipe and returns, once the server has
-// opened it for reading (so that it is reading it now), a function that
-// writes data into it and closes it: the server's read then ends. The
-// pipe is also written at cleanup, so that a failed test leaves no
-// server blocked.
-func slowFile(t *testing.T, path string, data []byte) (finish func()) {
+// makeFIFO makes path a named pipe.
+func makeFIFO(t *testing.T, path string) {
 	t.Helper()
 	if err := syscall.Mkfifo(path, 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// slowFile returns, once the server has opened the named pipe at path
+// for reading (so that it is reading it now), a function that writes
+// data into it and closes it: the server's read then ends. The pipe is
+// also written at cleanup, so that a failed test leaves no server
+// blocked.
+func slowFile(t *testing.T, path string, data []byte) (finish func()) {
+	t.Helper()
 	opened := make(chan *os.File, 1)
 	go func() {
 		// Opening a pipe for writing returns when a reader opened it.
@@ -59,9 +64,11 @@ func slowFile(t *testing.T, path string, data []byte) (finish func()) {
 // written yet, another client's BF.ADD and PING answer, and the CONFIG
 // SET answers once the file is whole. (The files were read with the
 // keyspace lock held: every client waited as long as the file did.)
-func TestTLSFilesReadOffTheLock(t *testing.T) {
+func TestTLSFilesReadOffTheLock(t *testing.T) { bothPaths(t, testTLSFilesReadOffTheLock) }
+
+func testTLSFilesReadOffTheLock(t *testing.T, goroutinePerConn bool) {
 	m := newMTLS(t)
-	s := startServer(t, Config{NoPersistence: true, Addr: "127.0.0.1:0", TLSAddr: "127.0.0.1:0", TLSCert: m.srvCert, TLSKey: m.srvKey,
+	s := startServer(t, Config{goroutinePerConn: goroutinePerConn, NoPersistence: true, Addr: "127.0.0.1:0", TLSAddr: "127.0.0.1:0", TLSCert: m.srvCert, TLSKey: m.srvKey,
 		TLSParams: map[string]string{"tls-ca-cert-file": m.ca.File}})
 	newCert, newKey, _ := m.ca.issue("server2")
 	pem, err := os.ReadFile(newCert)
@@ -71,6 +78,7 @@ func TestTLSFilesReadOffTheLock(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), "slow.crt")
 	admin, other := dialRaw(t, s.Addr()), dialRaw(t, s.Addr())
 
+	makeFIFO(t, fifo)
 	admin.send("CONFIG", "SET", "tls-cert-file", fifo, "tls-key-file", newKey)
 	finish := slowFile(t, fifo, pem)
 	for _, cmd := range [][]string{{"BF.ADD", "k", "x"}, {"PING"}, {"CONFIG", "SET", "maxmemory", "0"}} {
@@ -117,6 +125,7 @@ func TestTLSReloadReadsOffTheLock(t *testing.T) {
 	if err := os.Remove(cert); err != nil {
 		t.Fatal(err)
 	}
+	makeFIFO(t, cert)
 	reloaded := make(chan error, 1)
 	go func() { reloaded <- s.ReloadTLS() }()
 	finish := slowFile(t, cert, pem)
