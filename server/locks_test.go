@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -236,5 +237,47 @@ func TestInfoDoesNotWaitForLogWrites(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("INFO persistence waited for the log's write(2) with the keyspace lock held")
+	}
+}
+
+// heldSyncs is a log file whose fsyncs wait, once armed, until release
+// is closed (a slow disk), after saying so on entered.
+type heldSyncs struct {
+	aof.File
+	armed            atomic.Bool
+	once             sync.Once
+	entered, release chan struct{}
+}
+
+func (h *heldSyncs) Sync() error {
+	if h.armed.Load() {
+		h.once.Do(func() {
+			close(h.entered)
+			<-h.release
+		})
+	}
+	return h.File.Sync()
+}
+
+// CONFIG SET appendfsync, leaving always, does not wait for the disk:
+// while an fsync is held, it answers. (It fsynced the kept buffers with
+// the keyspace lock held, so switching away from always on a slow disk,
+// when one would, held every client up.)
+func TestConfigSetAppendFsyncDoesNotWaitForTheDisk(t *testing.T) {
+	s := startServer(t, Config{AppendFsync: "always", goroutinePerConn: true})
+	h := &heldSyncs{entered: make(chan struct{}), release: make(chan struct{})}
+	h.File = s.aof.SwapFile(h)
+	defer close(h.release)
+	writer, admin := dialRaw(t, s.Addr()), dialRaw(t, s.Addr())
+	mustDo(t, writer, ":1", "BF.ADD", "k", "x")
+	h.armed.Store(true)
+	writer.send("BF.ADD", "k", "y") // its reply waits for the held fsync
+	select {
+	case <-h.entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the log was never fsynced")
+	}
+	if got, err := doWithin(admin, 5*time.Second, "CONFIG", "SET", "appendfsync", "everysec"); err != nil || got != "+OK" {
+		t.Fatalf("CONFIG SET appendfsync everysec while an fsync is held: %q %v", got, err)
 	}
 }

@@ -285,8 +285,10 @@ func (a *Log) SetPolicy(p Policy) {
 	was := Policy(a.policy.Swap(int32(p)))
 	if was == Always && p != Always {
 		// Release the buffers kept for appendfsync always: fsync them
-		// now (with "no" nothing else would).
-		a.flushTo(0, true)
+		// (with "no" nothing else would), on a goroutine of its own: the
+		// caller (CONFIG SET) holds the keyspace lock, which must not
+		// wait for the disk. A failure is the log's, as any fsync's.
+		go a.flushTo(0, true)
 	}
 }
 
