@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -277,12 +278,6 @@ func configSet(s *Server, c *Session, args [][]byte, r *Reply) {
 		}
 		sets = append(sets, st)
 	}
-	// The keyspace lock before cfgMu, the order EXEC takes them in (a
-	// queued CONFIG runs with the keyspace locked): maxmemory needs it.
-	unlock := s.lockDB(c)
-	defer unlock()
-	s.cfgMu.Lock()
-	defer s.cfgMu.Unlock()
 	// The values in the order of sets: port and tls-port last, as Redis
 	// applies them after every value is set (a first tls-port uses the
 	// tls-* files given with it).
@@ -294,6 +289,50 @@ func configSet(s *Server, c *Session, args [][]byte, r *Reply) {
 				vals = append(vals, string(args[i+1]))
 			}
 		}
+	}
+	// The TLS files are read first, with no lock held but tlsMu (which
+	// only other TLS changes take): a slow file (a pipe, a network file
+	// system) must hold no other client up. A network client's reply
+	// waits while the rest of its event loop's clients are served, as
+	// WAIT's does. Inside EXEC the keyspace lock is already held: the
+	// files are read under it, as the transaction is atomic.
+	if !c.inExec && slices.ContainsFunc(sets, func(st *setting) bool { return st.tls || st.name == "tls-port" }) {
+		set := func(r *Reply) {
+			s.tlsMu.Lock()
+			defer s.tlsMu.Unlock()
+			s.applyConfigSet(c, sets, vals, s.prepareTLS(sets, vals), r)
+		}
+		if !c.canWait {
+			set(r)
+			return
+		}
+		done := make(chan struct{})
+		c.wait = done
+		go func() {
+			var rw Reply
+			rw.Reset(c.resp3)
+			set(&rw)
+			c.deferred = append([]byte(nil), rw.Bytes()...)
+			close(done)
+		}()
+		return
+	}
+	s.applyConfigSet(c, sets, vals, nil, r)
+}
+
+// applyConfigSet sets the values (sorted as configSet sorts them) with
+// the keyspace lock and cfgMu held, using the TLS configuration ready
+// built for them, if any.
+func (s *Server) applyConfigSet(c *Session, sets []*setting, vals []string, ready *tlsBuild, r *Reply) {
+	// The keyspace lock before cfgMu, the order EXEC takes them in (a
+	// queued CONFIG runs with the keyspace locked): maxmemory needs it.
+	unlock := s.lockDB(c)
+	defer unlock()
+	s.cfgMu.Lock()
+	defer s.cfgMu.Unlock()
+	if ready != nil {
+		s.tlsReady = ready
+		defer func() { s.tlsReady = nil }()
 	}
 	old := make([]string, len(sets))
 	for i, st := range sets {

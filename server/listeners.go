@@ -252,8 +252,9 @@ func (s *Server) setListenPort(v string, useTLS bool) error {
 	var lns []net.Listener
 	if port != "0" {
 		if useTLS && s.tlsConf.Load() == nil {
-			// The first TLS listener: build the configuration now.
-			c, err := buildTLS(*s.tlsParams.Load())
+			// The first TLS listener: CONFIG SET built the configuration
+			// before taking any lock.
+			c, err := s.tlsConfigFor(*s.tlsParams.Load())
 			if err != nil {
 				return errConfigValue("Unable to update TLS configuration: " + err.Error())
 			}

@@ -452,6 +452,10 @@ func (c *Session) clientType() string {
 }
 
 // Server is a bloomkit server. Its methods are safe for concurrent use.
+//
+// Locks: which lock guards what, the order they are taken in, and the
+// rule that none is held across file or network I/O are written down in
+// one place, docs/server-internals.md ("Locks"); keep it current.
 type Server struct {
 	cfg     Config
 	log     *slog.Logger
@@ -566,6 +570,13 @@ type Server struct {
 	bgWG         sync.WaitGroup
 	closed       atomic.Bool
 	bgBeat       atomic.Int64 // monoNow at the background goroutine's last tick (/livez)
+	// tlsMu serialises the changes of the TLS configuration (CONFIG SET
+	// of tls-* or tls-port, ReloadTLS); it is taken before every other
+	// lock and is held while the files are read, which no other lock is.
+	// tlsReady is the configuration such a CONFIG SET built before
+	// taking the keyspace lock (under cfgMu).
+	tlsMu    sync.Mutex
+	tlsReady *tlsBuild
 }
 
 // New creates a server: it loads the snapshot and replays the append-only
