@@ -318,7 +318,15 @@ func (c *Session) disconnect() {
 	if kill != nil {
 		kill()
 	} else if conn != nil {
-		conn.Close()
+		// A TLS connection's Close writes a close alert, which can wait
+		// for a peer that reads nothing; this may run under the keyspace
+		// lock (CLIENT KILL, ACL DELUSER), so the socket itself is
+		// closed: the connection's goroutine sees it at once.
+		if tc, ok := conn.(*tls.Conn); ok {
+			tc.NetConn().Close()
+		} else {
+			conn.Close()
+		}
 	}
 }
 
