@@ -666,3 +666,25 @@ func configQuote(v string) string {
 	}
 	return string(append(b, '"'))
 }
+
+// ApplyDirective applies one directive to cfg as a config file's line
+// "name args..." would: the same names, aliases, checks and meaning. bloom
+// serve applies its flags and environment variables with it, over the
+// Config a config file gave, so that a flag and a directive cannot mean
+// different things. bind, port, tls-port, include and user depend on the
+// rest of a file and are refused here.
+func ApplyDirective(cfg *Config, name string, args ...string) error {
+	name = strings.ToLower(name)
+	switch name {
+	case "bind", "port", "tls-port", "include", "user":
+		return fmt.Errorf("%s is a config file directive only", name)
+	}
+	r := configReader{cfg: cfg, ignored: map[string]string{}}
+	if err := r.directive(name, args, "", 0); err != nil {
+		return err
+	}
+	for n, why := range r.ignored {
+		cfg.IgnoredDirectives = append(cfg.IgnoredDirectives, n+" ("+why+")")
+	}
+	return nil
+}
