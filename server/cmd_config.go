@@ -22,16 +22,19 @@ import (
 // setting is one CONFIG parameter. set is nil for a read-only one. A tls
 // setting's set only records the value: once every pair of a CONFIG SET is
 // recorded, the TLS configuration is built from all of them (applyTLS).
+// secret marks a password: its value never shows in the slow log or the
+// server's log (redactValue).
 type setting struct {
-	name string
-	get  func(s *Server) string
-	set  func(s *Server, v string) error
-	tls  bool
+	name   string
+	get    func(s *Server) string
+	set    func(s *Server, v string) error
+	tls    bool
+	secret bool
 }
 
 func init() {
 	for _, name := range TLSSettingNames() {
-		settingList = append(settingList, setting{name: name, tls: true,
+		settingList = append(settingList, setting{name: name, tls: true, secret: strings.HasSuffix(name, "-pass"),
 			get: func(s *Server) string { return s.tlsSetting(name) },
 			set: func(s *Server, v string) error { return s.setTLSSetting(name, v) }})
 	}
@@ -96,7 +99,7 @@ var settingList = []setting{
 		return nil
 	}},
 	{name: "proto-max-bulk-len", get: func(s *Server) string { return strconv.Itoa(s.cfg.MaxBulk) }},
-	{name: "requirepass", get: func(s *Server) string { return s.requirePass() }, set: func(s *Server, v string) error {
+	{name: "requirepass", secret: true, get: func(s *Server) string { return s.requirePass() }, set: func(s *Server, v string) error {
 		// The default user's password (nopass when empty), as Redis.
 		// Clients already authenticated stay so; new ones need v.
 		s.set.requirePass.Store(&v)
@@ -339,11 +342,26 @@ func configSet(s *Server, c *Session, args [][]byte, r *Reply) {
 // isPortSetting reports whether st moves a listener (port, tls-port).
 func isPortSetting(st *setting) bool { return st.name == "port" || st.name == "tls-port" }
 
+// redactValue is v as logs show CONFIG parameter name's value:
+// "(redacted)" for a secret one (passwords), as Redis's slow log shows it.
 func redactValue(name, v string) string {
-	if name == "requirepass" || strings.HasSuffix(name, "-pass") {
+	if isSecretParam(name) {
 		return "(redacted)"
 	}
 	return v
+}
+
+// isSecretParam reports whether CONFIG parameter name is secret. It is set
+// by init, not declared with its value: settingList's setters lead to the
+// command path, which redacts the slow log with it (an initialization
+// cycle otherwise).
+var isSecretParam func(name string) bool
+
+func init() {
+	isSecretParam = func(name string) bool {
+		st := lookupSetting(name)
+		return st != nil && st.secret
+	}
 }
 
 // rewriteConfig writes the live settings back to the config file, as

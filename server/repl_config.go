@@ -31,7 +31,7 @@ func init() {
 	}
 	add := func(get func(*Server) string, set func(*Server, string) error, names ...string) {
 		for _, n := range names {
-			settingList = append(settingList, setting{name: n, get: get, set: set})
+			settingList = append(settingList, setting{name: n, get: get, set: set, secret: n == "masterauth"})
 		}
 	}
 	g, st := yesNo(func(s *Server) bool { return s.repl.readOnly.Load() }, func(s *Server, b bool) { s.repl.readOnly.Store(b) })
