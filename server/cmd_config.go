@@ -411,7 +411,15 @@ func (s *Server) rewriteConfig() error {
 	writeUsers := func() {
 		if users && !usersDone {
 			for _, l := range s.users.List() {
-				out.WriteString(l + "\n")
+				// Each rule quoted as the config file reads it back as
+				// one word (rules hold no white space: the ACL refuses it).
+				words := strings.Split(l, " ")
+				for i, w := range words {
+					if rest, hash := strings.CutPrefix(w, "#"); !hash || configQuote(rest) != rest {
+						words[i] = configQuote(w) // "#hash" stays bare: not at the line's start
+					}
+				}
+				out.WriteString(strings.Join(words, " ") + "\n")
 			}
 		}
 		usersDone = true

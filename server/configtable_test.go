@@ -3,9 +3,14 @@ package server
 import (
 	"bytes"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/bloomkit/bloomkit/server/internal/acl"
 )
 
 // configLog is a log destination the test reads while the server writes.
@@ -70,5 +75,63 @@ func TestConfigSecretsRedacted(t *testing.T) {
 	}
 	if strings.Contains(log.String(), "s3cr3t") {
 		t.Errorf("the server's log shows a secret:\n%s", log.String())
+	}
+}
+
+// A rule is written to the config file (CONFIG REWRITE) and the ACL file
+// (ACL SAVE) so that it reads back as the one rule it is: a rule whose
+// first argument holds a newline, which would start a "user" line of its
+// own there, is refused; other characters the config file's reader treats
+// specially are quoted.
+func TestACLRulesWrittenAsOneWord(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "bloomkit.conf")
+	if err := os.WriteFile(conf, []byte("user default on nopass ~* &* +@all\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, Config{NoPersistence: true, ConfigFile: conf})
+	rc := dialRaw(t, s.Addr())
+	for _, rule := range []string{"+get|x\nuser evil on nopass ~* &* +@all", "+get|x\ruser", "+select|0 1", "+get|\tx"} {
+		if got := rc.do("ACL", "SETUSER", "u", "on", ">pw", rule); !strings.HasPrefix(got, "-ERR") {
+			t.Errorf("ACL SETUSER u %q: %s, want an error", rule, got)
+		}
+	}
+	odd := `~a"b'c\d#e`
+	if got := rc.do("ACL", "SETUSER", "u", "on", ">pw", odd, `&ch"an`, "+select|'0"); got != "+OK" {
+		t.Fatal(got)
+	}
+	if got := rc.do("CONFIG", "REWRITE"); got != "+OK" {
+		t.Fatal(got)
+	}
+	raw, _ := os.ReadFile(conf)
+	var cfg Config
+	if err := ReadConfigFile(conf, &cfg); err != nil {
+		t.Fatalf("the rewritten file does not read back: %v\n%s", err, raw)
+	}
+	var names []string
+	var rules []string
+	for _, u := range cfg.Users {
+		names = append(names, u.Name)
+		if u.Name == "u" {
+			rules = u.Rules
+		}
+	}
+	if strings.Join(names, " ") != "default u" {
+		t.Errorf("users read back: %v\n%s", names, raw)
+	}
+	for _, want := range []string{odd, `&ch"an`, "+select|'0"} {
+		if !slices.Contains(rules, want) {
+			t.Errorf("user u's rules read back from the config file %q lack %q\n%s", rules, want, raw)
+		}
+	}
+	// The ACL file: Redis's format, words split at spaces.
+	defs, err := acl.ParseFile("users.acl", s.users.FileContents())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range defs {
+		if d.Name == "u" && !slices.Contains(d.Rules, odd) {
+			t.Errorf("ACL file rules %q lack %q", d.Rules, odd)
+		}
 	}
 }
