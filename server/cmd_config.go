@@ -23,13 +23,15 @@ import (
 // setting's set only records the value: once every pair of a CONFIG SET is
 // recorded, the TLS configuration is built from all of them (applyTLS).
 // secret marks a password: its value never shows in the slow log or the
-// server's log (redactValue).
+// server's log (redactValue). alias names the parameter this one is
+// another name of (slave-read-only: replica-read-only).
 type setting struct {
 	name   string
 	get    func(s *Server) string
 	set    func(s *Server, v string) error
 	tls    bool
 	secret bool
+	alias  string
 }
 
 func init() {
@@ -107,6 +109,28 @@ var settingList = []setting{
 		return nil
 	}},
 	{name: "save", get: func(s *Server) string { return "" }},
+	// Read-only: the file's settings the process, not the server, uses
+	// (bloom serve builds the logger and writes the pid file from them),
+	// and those fixed at start.
+	{name: "loglevel", get: func(s *Server) string {
+		if s.cfg.LogLevel == "" {
+			return "notice"
+		}
+		return s.cfg.LogLevel
+	}},
+	{name: "logfile", get: func(s *Server) string { return s.cfg.LogFile }},
+	{name: "pidfile", get: func(s *Server) string { return s.cfg.PidFile }},
+	{name: "supervised", get: func(s *Server) string {
+		if s.cfg.Supervised == "" {
+			return "no"
+		}
+		return s.cfg.Supervised
+	}},
+	{name: "daemonize", get: func(s *Server) string { return "no" }},
+	{name: "tcp-keepalive", get: func(s *Server) string { return itoa(max(int64(s.cfg.TCPKeepAlive/time.Second), 0)) }},
+	{name: "auto-aof-rewrite-min-size", get: func(s *Server) string { return itoa(max(s.cfg.AutoSaveLogBytes, 0)) }},
+	{name: "replicaof", get: getReplicaOf},
+	{name: "slaveof", get: getReplicaOf, alias: "replicaof"},
 	{name: "slowlog-log-slower-than", get: func(s *Server) string { return itoa(s.set.slowerThan.Load()) }, set: func(s *Server, v string) error {
 		n, err := configInt(v, -1, 1<<62)
 		if err == nil {
@@ -133,6 +157,40 @@ var settingList = []setting{
 		s.set.timeout.Store(int64(d))
 		return nil
 	}},
+}
+
+// getReplicaOf is CONFIG GET replicaof: "host port" of the master this
+// server follows, "" when it is a master. REWRITE writes the role itself.
+func getReplicaOf(s *Server) string {
+	if l := s.repl.following.Load(); l != nil {
+		return l.host + " " + l.port
+	}
+	return ""
+}
+
+// ConfigParam describes one CONFIG parameter. Each is also a config file
+// directive of the same name, so that CONFIG REWRITE's lines read back.
+type ConfigParam struct {
+	// Name is the parameter's name; an alias (slave-read-only) is listed
+	// as a parameter of its own, as CONFIG GET lists it.
+	Name string
+	// Mutable parameters are changed by CONFIG SET while the server runs.
+	Mutable bool
+	// Secret parameters (passwords) are redacted in the slow log and the
+	// server's log.
+	Secret bool
+	// AliasOf is the parameter this one is another name of ("" for none).
+	AliasOf string
+}
+
+// ConfigParams lists every CONFIG parameter, in name order.
+func ConfigParams() []ConfigParam {
+	out := make([]ConfigParam, 0, len(settingList))
+	for _, st := range settingList {
+		out = append(out, ConfigParam{Name: st.name, Mutable: st.set != nil, Secret: st.secret, AliasOf: st.alias})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 func lookupSetting(name string) *setting {

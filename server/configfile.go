@@ -450,10 +450,11 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 		}
 		cfg.ReplTimeout = d
 	case "repl-ping-replica-period", "repl-ping-slave-period":
-		if _, err := num(1, 1<<31-1); err != nil {
+		x, err := num(1, 1<<31-1)
+		if err != nil {
 			return err
 		}
-		r.ignored[name] = "a master pings its replicas every 10 seconds"
+		cfg.ReplPingReplicaPeriod = int(x)
 	case "maxmemory-policy":
 		if strings.ToLower(v) != "noeviction" {
 			r.ignored[name] = "filters are never evicted: the policy is noeviction"

@@ -135,3 +135,84 @@ func TestACLRulesWrittenAsOneWord(t *testing.T) {
 		}
 	}
 }
+
+// Every directive the config file's reader gives a meaning is a CONFIG
+// parameter of the table (settingList), which the round trip of every
+// parameter through file, CONFIG SET, REWRITE and a restart covers; only
+// include and user are not (users round-trip as ACL LIST's lines).
+func TestConfigDirectivesAreParameters(t *testing.T) {
+	var extra []string
+	for name := range directiveNames {
+		if lookupSetting(name) == nil && name != "include" && name != "user" {
+			extra = append(extra, name)
+		}
+	}
+	if len(extra) > 0 {
+		t.Errorf("directives that are not CONFIG parameters: %v", extra)
+	}
+	for _, st := range settingList {
+		_, directive := directiveNames[st.name]
+		_, ignored := ignoredDirectives[st.name]
+		if !directive && !ignored && st.name != "client-output-buffer-limit" {
+			t.Errorf("parameter %s is not a config file directive", st.name)
+		}
+	}
+}
+
+// paramsDoc is the list of CONFIG parameters docs/operations.md holds
+// between its markers, made from the table.
+func paramsDoc() string {
+	aliases := map[string][]string{}
+	for _, p := range ConfigParams() {
+		if p.AliasOf != "" {
+			aliases[p.AliasOf] = append(aliases[p.AliasOf], "`"+p.Name+"`")
+		}
+	}
+	var b strings.Builder
+	b.WriteString("| parameter | `CONFIG SET` | |\n|---|---|---|\n")
+	for _, p := range ConfigParams() {
+		if p.AliasOf != "" {
+			continue
+		}
+		name := "`" + p.Name + "`"
+		if a := aliases[p.Name]; len(a) > 0 {
+			name += " (also " + strings.Join(a, ", ") + ")"
+		}
+		set, note := "no: at start", ""
+		if p.Mutable {
+			set = "yes"
+		}
+		if p.Secret {
+			note = "secret: `(redacted)` in `SLOWLOG` and the log"
+		}
+		b.WriteString("| " + name + " | " + set + " | " + note + " |\n")
+	}
+	return b.String()
+}
+
+// docs/operations.md lists every CONFIG parameter as the table has it
+// (name, aliases, whether CONFIG SET changes it, whether it is secret).
+// BLOOMKIT_WRITE_DOCS=1 writes the list into the file.
+func TestConfigParamsDocumented(t *testing.T) {
+	const path = "../docs/operations.md"
+	const begin, end = "<!-- config parameters: begin (generated from the parameter table; see TestConfigParamsDocumented) -->\n", "<!-- config parameters: end -->"
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	i, j := strings.Index(doc, begin), strings.Index(doc, end)
+	if i < 0 || j < i {
+		t.Fatalf("%s lacks the markers %q and %q", path, begin, end)
+	}
+	want := paramsDoc()
+	if got := doc[i+len(begin) : j]; got != want {
+		if os.Getenv("BLOOMKIT_WRITE_DOCS") == "1" {
+			if err := os.WriteFile(path, []byte(doc[:i+len(begin)]+want+doc[j:]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		t.Errorf("%s's parameter list differs from the table (BLOOMKIT_WRITE_DOCS=1 rewrites it); want:\n%s", path, want)
+	}
+}

@@ -30,8 +30,12 @@ func init() {
 		}
 	}
 	add := func(get func(*Server) string, set func(*Server, string) error, names ...string) {
-		for _, n := range names {
-			settingList = append(settingList, setting{name: n, get: get, set: set, secret: n == "masterauth"})
+		for i, n := range names {
+			st := setting{name: n, get: get, set: set, secret: n == "masterauth"}
+			if i > 0 {
+				st.alias = names[0]
+			}
+			settingList = append(settingList, st)
 		}
 	}
 	g, st := yesNo(func(s *Server) bool { return s.repl.readOnly.Load() }, func(s *Server, b bool) { s.repl.readOnly.Store(b) })
@@ -79,16 +83,4 @@ func init() {
 		}
 		return nil
 	}, "repl-backlog-size")
-}
-
-// CopyReplicationSettings copies a config file's replication settings
-// other than replicaof and masterauth (which have flags of their own)
-// from src to dst.
-func CopyReplicationSettings(dst, src *Config) {
-	dst.MasterUser = src.MasterUser
-	dst.ReplicaReadOnly, dst.ReplicaServeStaleData, dst.ReplicaAnnounced = src.ReplicaReadOnly, src.ReplicaServeStaleData, src.ReplicaAnnounced
-	dst.ReplBacklogSize, dst.ReplTimeout = src.ReplBacklogSize, src.ReplTimeout
-	dst.MinReplicasToWrite, dst.MinReplicasMaxLag, dst.ReplicaPriority = src.MinReplicasToWrite, src.MinReplicasMaxLag, src.ReplicaPriority
-	dst.ReplicaAnnounceIP, dst.ReplicaAnnouncePort = src.ReplicaAnnounceIP, src.ReplicaAnnouncePort
-	dst.replicaOutLimit = src.replicaOutLimit
 }
