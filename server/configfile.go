@@ -282,7 +282,7 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 		if name == "save" || name == "oom-score-adj-values" {
 			return nil
 		}
-		if _, known := directiveNames[name]; !known {
+		if !knownDirective(name) {
 			return fmt.Errorf("unknown directive %q", name)
 		}
 		return fmt.Errorf("%s: want one value, not %d", name, len(args))
@@ -581,23 +581,12 @@ func isRedisBloomModule(path string) bool {
 	return strings.Contains(base, "redisbloom") || strings.Contains(base, "rebloom")
 }
 
-// directiveNames are the directives the reader implements (for errors).
-var directiveNames = map[string]struct{}{}
-
-func init() {
-	for _, n := range strings.Fields(`port tls-port tls-cert-file tls-key-file protected-mode dir appendonly appendfsync
-		requirepass maxmemory maxmemory-policy maxclients timeout tcp-keepalive auto-aof-rewrite-min-size
-		slowlog-log-slower-than slowlog-max-len latency-monitor-threshold latency-tracking latency-tracking-info-percentiles proto-max-bulk-len client-query-buffer-limit
-		loglevel logfile pidfile daemonize supervised bind include replicaof slaveof masterauth masteruser
-		replica-read-only slave-read-only replica-serve-stale-data slave-serve-stale-data replica-announced repl-backlog-size
-		min-replicas-to-write min-slaves-to-write min-replicas-max-lag min-slaves-max-lag replica-priority slave-priority
-		replica-announce-ip slave-announce-ip replica-announce-port slave-announce-port repl-timeout repl-ping-replica-period
-		repl-ping-slave-period aclfile acllog-max-len acl-pubsub-default user`) {
-		directiveNames[n] = struct{}{}
-	}
-	for _, n := range TLSSettingNames() {
-		directiveNames[n] = struct{}{}
-	}
+// knownDirective reports whether the reader gives directive name a
+// meaning: every CONFIG parameter of the table (settingList) is one, and
+// include and user (for errors: a known directive with the wrong number of
+// values is not an unknown one).
+func knownDirective(name string) bool {
+	return name == "include" || name == "user" || lookupSetting(name) != nil
 }
 
 // redisLogLevels maps Redis's log levels to the log's: verbose is debug,

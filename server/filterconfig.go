@@ -176,7 +176,6 @@ func filterSetting(i int) setting {
 func init() {
 	for i := range filterParams {
 		settingList = append(settingList, filterSetting(i))
-		directiveNames[filterParams[i].name] = struct{}{}
 	}
 }
 

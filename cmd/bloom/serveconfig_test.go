@@ -198,3 +198,49 @@ func TestServeConfigFileACLFile(t *testing.T) {
 		t.Errorf("a user ACL SAVE wrote, after a restart: %v", err)
 	}
 }
+
+// Users made with ACL SETUSER in a server whose config file had none are
+// written by CONFIG REWRITE and exist again after a restart.
+func TestServeConfigRewriteUsersSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	port := freePort(t)
+	file := writeConf(t, dir, port)
+	srv := startConf(t, file, port)
+	ctx := context.Background()
+	c := confClient(t, port, "", "")
+	for _, cmd := range [][]any{
+		{"ACL", "SETUSER", "admin", "on", ">pw2", "~*", "&*", "+@all"},
+		{"ACL", "SETUSER", "default", "resetpass", ">pw"},
+		{"CONFIG", "REWRITE"},
+	} {
+		if err := c.Do(ctx, cmd...).Err(); err != nil {
+			t.Fatalf("%v: %v", cmd, err)
+		}
+	}
+	srv.stop(t)
+	startConf(t, file, port)
+	if err := confClient(t, port, "", "").Ping(ctx).Err(); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+		t.Errorf("after the restart, PING without AUTH: %v, want NOAUTH", err)
+	}
+	if err := confClient(t, port, "admin", "pw2").Ping(ctx).Err(); err != nil {
+		t.Errorf("after the restart, AUTH admin: %v", err)
+	}
+}
+
+// Every flag of bloom serve has the environment variable its name gives
+// (BLOOMKIT_ and the name in capitals), and docs/operations.md's table
+// lists both.
+func TestServeFlagsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range serveFlags {
+		if want := "BLOOMKIT_" + strings.ToUpper(strings.ReplaceAll(f.name, "-", "_")); f.env != want {
+			t.Errorf("--%s: environment variable %s, want %s", f.name, f.env, want)
+		}
+		if !strings.Contains(string(doc), "`--"+f.name) || !strings.Contains(string(doc), "`"+f.env+"`") {
+			t.Errorf("docs/operations.md does not list --%s and %s", f.name, f.env)
+		}
+	}
+}
