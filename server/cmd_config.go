@@ -147,15 +147,11 @@ var settingList = []setting{
 		return err
 	}},
 	{name: "timeout", get: func(s *Server) string { return itoa(int64(s.idleTimeout() / time.Second)) }, set: func(s *Server, v string) error {
-		d, err := confval.ParseDuration(v, time.Second)
-		if _, nerr := strconv.ParseInt(v, 10, 64); err != nil && nerr != nil {
-			return errConfigValue("argument couldn't be parsed into an integer")
+		d, err := parseSeconds(v, 0)
+		if err == nil {
+			s.set.timeout.Store(int64(d))
 		}
-		if err != nil || d > (1<<31-1)*time.Second {
-			return errConfigValue("argument must be between 0 and 2147483647 inclusive")
-		}
-		s.set.timeout.Store(int64(d))
-		return nil
+		return err
 	}},
 }
 
@@ -200,6 +196,20 @@ func lookupSetting(name string) *setting {
 		}
 	}
 	return nil
+}
+
+// parseSeconds reads a duration parameter as the config file and CONFIG
+// SET both do: seconds (300) or a duration with a unit (5m), from lo to
+// 2147483647 seconds (Redis's range).
+func parseSeconds(v string, lo int64) (time.Duration, error) {
+	d, err := confval.ParseDuration(v, time.Second)
+	if _, nerr := strconv.ParseInt(v, 10, 64); err != nil && nerr != nil {
+		return 0, errConfigValue("argument couldn't be parsed into an integer")
+	}
+	if err != nil || d < time.Duration(lo)*time.Second || d > (1<<31-1)*time.Second {
+		return 0, errConfigValue(fmt.Sprintf("argument must be between %d and 2147483647 inclusive", lo))
+	}
+	return d, nil
 }
 
 func configInt(v string, lo, hi int64) (int64, error) {

@@ -444,9 +444,9 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 		}
 		cfg.ReplicaAnnouncePort = int(x)
 	case "repl-timeout":
-		d, err := seconds()
-		if err != nil || d < time.Second {
-			return bad("want seconds, at least 1")
+		d, err := parseSeconds(v, 1)
+		if err != nil {
+			return fmt.Errorf("%s: %v", name, err)
 		}
 		cfg.ReplTimeout = d
 	case "repl-ping-replica-period", "repl-ping-slave-period":
@@ -466,9 +466,9 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 		}
 		cfg.MaxClients = int(x)
 	case "timeout":
-		d, err := seconds()
+		d, err := parseSeconds(v, 0)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %v", name, err)
 		}
 		cfg.Timeout = d
 	case "tcp-keepalive":

@@ -212,3 +212,37 @@ func TestConfigParamsDocumented(t *testing.T) {
 		t.Errorf("%s's parameter list differs from the table (BLOOMKIT_WRITE_DOCS=1 rewrites it); want:\n%s", path, want)
 	}
 }
+
+// The config file and CONFIG SET take the same values for every mutable
+// parameter: a value one accepts and the other refuses would make a line
+// CONFIG REWRITE wrote, or a CONFIG SET a file allows, fail. (tls-* and
+// the ports are left out: whether their CONFIG SET succeeds depends on the
+// certificate files and on the ports being free, not on the value alone.)
+func TestConfigFileAndSetAgree(t *testing.T) {
+	s := startServer(t, Config{NoPersistence: true})
+	rc := dialRaw(t, s.Addr())
+	p := filepath.Join(t.TempDir(), "c.conf")
+	probes := []string{"-1", "0", "1", "5", "1023", "1024", "16384", "65535", "65536", "2147483647", "2147483648",
+		"abc", "yes", "no", "1mb", "5s", "0.5", "", "1e3", "allchannels", "always"}
+	for _, st := range settingList {
+		if st.set == nil || st.tls || st.name == "tls-port" || st.name == "port" {
+			continue
+		}
+		for _, v := range probes {
+			os.WriteFile(p, []byte(st.name+" "+configQuote(v)+"\n"), 0o600)
+			var cfg Config
+			ferr := ReadConfigFile(p, &cfg)
+			if ferr == nil && len(cfg.FilterParams) > 0 {
+				_, ferr = newFilterConfig(cfg.FilterParams)
+			}
+			old := st.get(s)
+			got := rc.do("CONFIG", "SET", st.name, v)
+			if r := rc.do("CONFIG", "SET", st.name, old); r != "+OK" {
+				t.Fatalf("CONFIG SET %s back to %q: %s", st.name, old, r)
+			}
+			if (ferr == nil) != (got == "+OK") {
+				t.Errorf("%s %q: the config file says %v, CONFIG SET %s", st.name, v, ferr, got)
+			}
+		}
+	}
+}

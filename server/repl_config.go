@@ -1,6 +1,8 @@
 package server
 
 import (
+	"time"
+
 	"github.com/bloomkit/bloomkit/internal/confval"
 )
 
@@ -56,8 +58,13 @@ func init() {
 	add(g, st, "replica-priority", "slave-priority")
 	g, st = intSetting(func(s *Server) i64 { return &s.repl.announcePort }, 0, 65535)
 	add(g, st, "replica-announce-port", "slave-announce-port")
-	g, st = intSetting(func(s *Server) i64 { return &s.repl.timeout }, 1, 1<<31-1)
-	add(g, st, "repl-timeout")
+	add(func(s *Server) string { return itoa(s.repl.timeout.Load()) }, func(s *Server, v string) error {
+		d, err := parseSeconds(v, 1)
+		if err == nil {
+			s.repl.timeout.Store(int64(d / time.Second))
+		}
+		return err
+	}, "repl-timeout")
 	g, st = intSetting(func(s *Server) i64 { return &s.repl.pingPeriod }, 1, 1<<31-1)
 	add(g, st, "repl-ping-replica-period", "repl-ping-slave-period")
 	add(func(s *Server) string { return *s.repl.announceIP.Load() }, func(s *Server, v string) error {
