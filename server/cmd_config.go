@@ -32,6 +32,10 @@ type setting struct {
 	tls    bool
 	secret bool
 	alias  string
+	// file applies a config file's value to a Config (the reader, and
+	// bloom serve's flags through ApplyDirective), with the same parser
+	// and range as set; nil: the reader has a case of its own.
+	file func(c *Config, v string) error
 }
 
 func init() {

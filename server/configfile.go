@@ -288,6 +288,12 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 		return fmt.Errorf("%s: want one value, not %d", name, len(args))
 	}
 	v := args[0]
+	if st := lookupSetting(name); st != nil && st.file != nil {
+		if err := st.file(cfg, v); err != nil {
+			return fmt.Errorf("%s: %v", name, err)
+		}
+		return nil
+	}
 	bad := func(what string) error { return fmt.Errorf("%s: %s, not %q", name, what, v) }
 	num := func(lo, hi int64) (int64, error) {
 		x, err := strconv.ParseInt(v, 10, 64)
@@ -387,74 +393,6 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 			return err
 		}
 		cfg.MaxMemory = m
-	case "masterauth":
-		cfg.MasterAuth = v
-	case "masteruser":
-		cfg.MasterUser = v
-	case "replica-read-only", "slave-read-only":
-		b, err := boolean()
-		if err != nil {
-			return err
-		}
-		cfg.ReplicaReadOnly = confval.FormatBool(b)
-	case "replica-serve-stale-data", "slave-serve-stale-data":
-		b, err := boolean()
-		if err != nil {
-			return err
-		}
-		cfg.ReplicaServeStaleData = confval.FormatBool(b)
-	case "replica-announced":
-		b, err := boolean()
-		if err != nil {
-			return err
-		}
-		cfg.ReplicaAnnounced = confval.FormatBool(b)
-	case "repl-backlog-size":
-		m, err := size(16<<10, 1<<40)
-		if err != nil {
-			return err
-		}
-		cfg.ReplBacklogSize = int64(m)
-	case "min-replicas-to-write", "min-slaves-to-write":
-		x, err := num(0, 1<<31-1)
-		if err != nil {
-			return err
-		}
-		cfg.MinReplicasToWrite = int(x)
-	case "min-replicas-max-lag", "min-slaves-max-lag":
-		x, err := num(0, 1<<31-1)
-		if err != nil {
-			return err
-		}
-		n := int(x)
-		cfg.MinReplicasMaxLag = &n
-	case "replica-priority", "slave-priority":
-		x, err := num(0, 1<<31-1)
-		if err != nil {
-			return err
-		}
-		n := int(x)
-		cfg.ReplicaPriority = &n
-	case "replica-announce-ip", "slave-announce-ip":
-		cfg.ReplicaAnnounceIP = v
-	case "replica-announce-port", "slave-announce-port":
-		x, err := num(0, 65535)
-		if err != nil {
-			return err
-		}
-		cfg.ReplicaAnnouncePort = int(x)
-	case "repl-timeout":
-		d, err := parseSeconds(v, 1)
-		if err != nil {
-			return fmt.Errorf("%s: %v", name, err)
-		}
-		cfg.ReplTimeout = d
-	case "repl-ping-replica-period", "repl-ping-slave-period":
-		x, err := num(1, 1<<31-1)
-		if err != nil {
-			return err
-		}
-		cfg.ReplPingReplicaPeriod = int(x)
 	case "maxmemory-policy":
 		if strings.ToLower(v) != "noeviction" {
 			r.ignored[name] = "filters are never evicted: the policy is noeviction"
