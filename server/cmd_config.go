@@ -55,10 +55,22 @@ type errConfigValue string
 func (e errConfigValue) Error() string { return string(e) }
 
 var settingList = []setting{
-	{name: "acl-pubsub-default", get: getPubsubDefault, set: setPubsubDefault},
+	{name: "acl-pubsub-default", get: getPubsubDefault, set: setPubsubDefault, file: func(c *Config, v string) error {
+		v, err := pubsubDefault(v)
+		c.ACLPubsubDefault = v
+		return err
+	}},
 	{name: "aclfile", get: func(s *Server) string { return s.cfg.ACLFile }},
-	{name: "acllog-max-len", get: func(s *Server) string { return itoa(s.set.aclLogMaxLen.Load()) }, set: setACLLogMaxLen},
-	{name: "appendfsync", get: func(s *Server) string { return s.appendFsync() }, set: setAppendFsync},
+	{name: "acllog-max-len", get: func(s *Server) string { return itoa(s.set.aclLogMaxLen.Load()) }, set: setACLLogMaxLen,
+		file: intFile(0, 1<<31-1, func(c *Config, n int64) { c.ACLLogMaxLen = &n })},
+	{name: "appendfsync", get: func(s *Server) string { return s.appendFsync() }, set: setAppendFsync, file: func(c *Config, v string) error {
+		p, ok := aof.ParsePolicy(v)
+		if !ok {
+			return errConfigValue("argument(s) must be one of the following: always, everysec, no")
+		}
+		c.AppendFsync = p.String()
+		return nil
+	}},
 	{name: "appendonly", get: func(s *Server) string {
 		if s.cfg.NoPersistence || s.cfg.NoAppendLog {
 			return "no"
@@ -92,17 +104,22 @@ var settingList = []setting{
 			s.set.maxClients.Store(n)
 		}
 		return err
-	}},
+	}, file: intFile(1, 1<<31-1, func(c *Config, n int64) { c.MaxClients = int(n) })},
 	{name: "maxmemory", get: func(s *Server) string { return strconv.FormatUint(s.set.limit.Load(), 10) }, set: setMaxMemory},
 	{name: "maxmemory-policy", get: func(s *Server) string { return "noeviction" }},
 	{name: "port", get: func(s *Server) string { return s.plainPort() }, set: func(s *Server, v string) error { return s.setListenPort(v, false) }},
 	{name: "protected-mode", get: func(s *Server) string { return confval.FormatBool(s.set.protected.Load()) }, set: func(s *Server, v string) error {
-		b, err := confval.ParseBool(v)
-		if err != nil {
-			return errConfigValue("argument must be 'yes' or 'no'")
+		b, err := configBool(v)
+		if err == nil {
+			s.set.protected.Store(b)
 		}
-		s.set.protected.Store(b)
-		return nil
+		return err
+	}, file: func(c *Config, v string) error {
+		b, err := configBool(v)
+		if err == nil {
+			c.ProtectedMode = confval.FormatBool(b)
+		}
+		return err
 	}},
 	{name: "proto-max-bulk-len", get: func(s *Server) string { return strconv.Itoa(s.cfg.MaxBulk) }},
 	{name: "requirepass", secret: true, get: func(s *Server) string { return s.requirePass() }, set: func(s *Server, v string) error {
@@ -111,7 +128,7 @@ var settingList = []setting{
 		s.set.requirePass.Store(&v)
 		s.users.SetDefaultPassword(v)
 		return nil
-	}},
+	}, file: func(c *Config, v string) error { c.RequirePass = v; return nil }},
 	{name: "save", get: func(s *Server) string { return "" }},
 	// Read-only: the file's settings the process, not the server, uses
 	// (bloom serve builds the logger and writes the pid file from them),
@@ -141,7 +158,7 @@ var settingList = []setting{
 			s.set.slowerThan.Store(n)
 		}
 		return err
-	}},
+	}, file: intFile(-1, 1<<62, func(c *Config, n int64) { c.SlowlogLogSlowerThan = &n })},
 	{name: "slowlog-max-len", get: func(s *Server) string { return itoa(s.set.slowMaxLen.Load()) }, set: func(s *Server, v string) error {
 		n, err := configInt(v, 0, 1<<31-1)
 		if err == nil {
@@ -149,12 +166,16 @@ var settingList = []setting{
 			s.slowlog.trim(int(n))
 		}
 		return err
-	}},
+	}, file: intFile(0, 1<<31-1, func(c *Config, n int64) { c.SlowlogMaxLen = &n })},
 	{name: "timeout", get: func(s *Server) string { return itoa(int64(s.idleTimeout() / time.Second)) }, set: func(s *Server, v string) error {
 		d, err := parseSeconds(v, 0)
 		if err == nil {
 			s.set.timeout.Store(int64(d))
 		}
+		return err
+	}, file: func(c *Config, v string) error {
+		d, err := parseSeconds(v, 0)
+		c.Timeout = d
 		return err
 	}},
 }
@@ -200,6 +221,27 @@ func lookupSetting(name string) *setting {
 		}
 	}
 	return nil
+}
+
+// intFile is the file function of an integer parameter from lo to hi,
+// read as CONFIG SET reads it (configInt).
+func intFile(lo, hi int64, apply func(c *Config, n int64)) func(c *Config, v string) error {
+	return func(c *Config, v string) error {
+		n, err := configInt(v, lo, hi)
+		if err == nil {
+			apply(c, n)
+		}
+		return err
+	}
+}
+
+// configBool reads a yes/no parameter.
+func configBool(v string) (bool, error) {
+	b, err := confval.ParseBool(v)
+	if err != nil {
+		return false, errConfigValue("argument must be 'yes' or 'no'")
+	}
+	return b, nil
 }
 
 // parseSeconds reads a duration parameter as the config file and CONFIG

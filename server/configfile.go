@@ -338,12 +338,6 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 		cfg.TLSCert = v
 	case "tls-key-file":
 		cfg.TLSKey = v
-	case "protected-mode":
-		b, err := boolean()
-		if err != nil {
-			return err
-		}
-		cfg.ProtectedMode = confval.FormatBool(b)
 	case "dir":
 		cfg.Dir = v
 	case "appendonly":
@@ -353,40 +347,12 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 		}
 		// Redis's meaning: no log; snapshots are still written.
 		cfg.NoPersistence, cfg.NoAppendLog = false, !b
-	case "appendfsync":
-		v = strings.ToLower(v)
-		if v != "always" && v != "everysec" && v != "no" {
-			return bad("want always, everysec or no")
-		}
-		cfg.AppendFsync = v
 	case "aclfile":
 		if len(args) != 1 {
 			return fmt.Errorf("aclfile takes one file")
 		}
 		cfg.ACLFile = args[0]
 		return nil
-	case "acl-pubsub-default":
-		if len(args) != 1 {
-			return fmt.Errorf("acl-pubsub-default takes one value")
-		}
-		v, err := pubsubDefault(args[0])
-		if err != nil {
-			return fmt.Errorf("acl-pubsub-default: %w", err)
-		}
-		cfg.ACLPubsubDefault = v
-		return nil
-	case "acllog-max-len":
-		if len(args) != 1 {
-			return fmt.Errorf("acllog-max-len takes one value")
-		}
-		n, err := strconv.ParseInt(args[0], 10, 64)
-		if err != nil || n < 0 || n > 1<<31-1 {
-			return fmt.Errorf("acllog-max-len must be a number from 0 to 2147483647, not %q", args[0])
-		}
-		cfg.ACLLogMaxLen = &n
-		return nil
-	case "requirepass":
-		cfg.RequirePass = v
 	case "maxmemory":
 		m, err := size(0, 1<<62)
 		if err != nil {
@@ -397,18 +363,6 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 		if strings.ToLower(v) != "noeviction" {
 			r.ignored[name] = "filters are never evicted: the policy is noeviction"
 		}
-	case "maxclients":
-		x, err := num(1, 1<<31-1)
-		if err != nil {
-			return err
-		}
-		cfg.MaxClients = int(x)
-	case "timeout":
-		d, err := parseSeconds(v, 0)
-		if err != nil {
-			return fmt.Errorf("%s: %v", name, err)
-		}
-		cfg.Timeout = d
 	case "tcp-keepalive":
 		d, err := seconds()
 		if err != nil {
@@ -424,18 +378,6 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 			return err
 		}
 		cfg.AutoSaveLogBytes = int64(m)
-	case "slowlog-log-slower-than":
-		x, err := num(-1, 1<<62)
-		if err != nil {
-			return err
-		}
-		cfg.SlowlogLogSlowerThan = &x
-	case "slowlog-max-len":
-		x, err := num(0, 1<<31-1)
-		if err != nil {
-			return err
-		}
-		cfg.SlowlogMaxLen = &x
 	case "latency-monitor-threshold":
 		x, err := num(0, 1<<62)
 		if err != nil {
