@@ -60,7 +60,7 @@ var settingList = []setting{
 		c.ACLPubsubDefault = v
 		return err
 	}},
-	{name: "aclfile", get: func(s *Server) string { return s.cfg.ACLFile }},
+	{name: "aclfile", get: func(s *Server) string { return s.cfg.ACLFile }, file: func(c *Config, v string) error { c.ACLFile = v; return nil }},
 	{name: "acllog-max-len", get: func(s *Server) string { return itoa(s.set.aclLogMaxLen.Load()) }, set: setACLLogMaxLen,
 		file: intFile(0, 1<<31-1, func(c *Config, n int64) { c.ACLLogMaxLen = &n })},
 	{name: "appendfsync", get: func(s *Server) string { return s.appendFsync() }, set: setAppendFsync, file: func(c *Config, v string) error {
@@ -76,9 +76,15 @@ var settingList = []setting{
 			return "no"
 		}
 		return "yes"
+	}, file: func(c *Config, v string) error {
+		b, err := configBool(v)
+		// Redis's meaning: no log; snapshots are still written.
+		c.NoPersistence, c.NoAppendLog = false, !b
+		return err
 	}},
 	{name: "bind", get: func(s *Server) string { h, _ := splitHostPort(s.Addr()); return h }},
-	{name: "client-query-buffer-limit", get: func(s *Server) string { return strconv.Itoa(s.cfg.MaxQuery) }},
+	{name: "client-query-buffer-limit", get: func(s *Server) string { return strconv.Itoa(s.cfg.MaxQuery) },
+		file: sizeFile(1024, 1<<40, func(c *Config, n uint64) { c.MaxQuery = int(n) })},
 	{name: "client-output-buffer-limit", get: func(s *Server) string { return formatOutputLimits(s.outputLimits()) }, set: func(s *Server, v string) error {
 		l, err := parseOutputLimits(v, s.outputLimits())
 		if err != nil {
@@ -97,7 +103,7 @@ var settingList = []setting{
 			return abs
 		}
 		return s.cfg.Dir
-	}},
+	}, file: func(c *Config, v string) error { c.Dir = v; return nil }},
 	{name: "maxclients", get: func(s *Server) string { return itoa(s.maxClients()) }, set: func(s *Server, v string) error {
 		n, err := configInt(v, 1, 1<<31-1)
 		if err == nil {
@@ -105,7 +111,8 @@ var settingList = []setting{
 		}
 		return err
 	}, file: intFile(1, 1<<31-1, func(c *Config, n int64) { c.MaxClients = int(n) })},
-	{name: "maxmemory", get: func(s *Server) string { return strconv.FormatUint(s.set.limit.Load(), 10) }, set: setMaxMemory},
+	{name: "maxmemory", get: func(s *Server) string { return strconv.FormatUint(s.set.limit.Load(), 10) }, set: setMaxMemory,
+		file: sizeFile(0, 1<<62, func(c *Config, n uint64) { c.MaxMemory = n })},
 	{name: "maxmemory-policy", get: func(s *Server) string { return "noeviction" }},
 	{name: "port", get: func(s *Server) string { return s.plainPort() }, set: func(s *Server, v string) error { return s.setListenPort(v, false) }},
 	{name: "protected-mode", get: func(s *Server) string { return confval.FormatBool(s.set.protected.Load()) }, set: func(s *Server, v string) error {
@@ -121,7 +128,8 @@ var settingList = []setting{
 		}
 		return err
 	}},
-	{name: "proto-max-bulk-len", get: func(s *Server) string { return strconv.Itoa(s.cfg.MaxBulk) }},
+	{name: "proto-max-bulk-len", get: func(s *Server) string { return strconv.Itoa(s.cfg.MaxBulk) },
+		file: sizeFile(1024, 1<<40, func(c *Config, n uint64) { c.MaxBulk = int(n) })},
 	{name: "requirepass", secret: true, get: func(s *Server) string { return s.requirePass() }, set: func(s *Server, v string) error {
 		// The default user's password (nopass when empty), as Redis.
 		// Clients already authenticated stay so; new ones need v.
@@ -138,9 +146,16 @@ var settingList = []setting{
 			return "notice"
 		}
 		return s.cfg.LogLevel
+	}, file: func(c *Config, v string) error {
+		l := strings.ToLower(v)
+		if _, ok := redisLogLevels[l]; !ok {
+			return errConfigValue("argument(s) must be one of the following: debug, verbose, notice, warning, nothing")
+		}
+		c.LogLevel = l
+		return nil
 	}},
-	{name: "logfile", get: func(s *Server) string { return s.cfg.LogFile }},
-	{name: "pidfile", get: func(s *Server) string { return s.cfg.PidFile }},
+	{name: "logfile", get: func(s *Server) string { return s.cfg.LogFile }, file: func(c *Config, v string) error { c.LogFile = v; return nil }},
+	{name: "pidfile", get: func(s *Server) string { return s.cfg.PidFile }, file: func(c *Config, v string) error { c.PidFile = v; return nil }},
 	{name: "supervised", get: func(s *Server) string {
 		if s.cfg.Supervised == "" {
 			return "no"
@@ -148,8 +163,16 @@ var settingList = []setting{
 		return s.cfg.Supervised
 	}},
 	{name: "daemonize", get: func(s *Server) string { return "no" }},
-	{name: "tcp-keepalive", get: func(s *Server) string { return itoa(max(int64(s.cfg.TCPKeepAlive/time.Second), 0)) }},
-	{name: "auto-aof-rewrite-min-size", get: func(s *Server) string { return itoa(max(s.cfg.AutoSaveLogBytes, 0)) }},
+	{name: "tcp-keepalive", get: func(s *Server) string { return itoa(max(int64(s.cfg.TCPKeepAlive/time.Second), 0)) }, file: func(c *Config, v string) error {
+		d, err := parseSeconds(v, 0)
+		if d == 0 {
+			d = -1 // Redis's 0: off
+		}
+		c.TCPKeepAlive = d
+		return err
+	}},
+	{name: "auto-aof-rewrite-min-size", get: func(s *Server) string { return itoa(max(s.cfg.AutoSaveLogBytes, 0)) },
+		file: sizeFile(1, 1<<62, func(c *Config, n uint64) { c.AutoSaveLogBytes = int64(n) })},
 	{name: "replicaof", get: getReplicaOf},
 	{name: "slaveof", get: getReplicaOf, alias: "replicaof"},
 	{name: "slowlog-log-slower-than", get: func(s *Server) string { return itoa(s.set.slowerThan.Load()) }, set: func(s *Server, v string) error {
@@ -232,6 +255,19 @@ func intFile(lo, hi int64, apply func(c *Config, n int64)) func(c *Config, v str
 			apply(c, n)
 		}
 		return err
+	}
+}
+
+// sizeFile is the file function of a size parameter (bytes, or with a
+// unit: 4gb) from lo to hi bytes.
+func sizeFile(lo, hi uint64, apply func(c *Config, n uint64)) func(c *Config, v string) error {
+	return func(c *Config, v string) error {
+		n, err := confval.ParseSize(v)
+		if err != nil || n < lo || n > hi {
+			return errConfigValue(fmt.Sprintf("argument must be a memory value from %s to %s", confval.FormatSize(lo), confval.FormatSize(hi)))
+		}
+		apply(c, n)
+		return nil
 	}
 }
 

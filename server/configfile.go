@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/bloomkit/bloomkit/internal/confval"
 	"github.com/bloomkit/bloomkit/server/internal/resp"
@@ -309,20 +308,6 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 		}
 		return b, nil
 	}
-	size := func(lo, hi uint64) (uint64, error) {
-		m, err := confval.ParseSize(v)
-		if err != nil || m < lo || m > hi {
-			return 0, bad(fmt.Sprintf("want a size from %s to %s such as 4gb", confval.FormatSize(lo), confval.FormatSize(hi)))
-		}
-		return m, nil
-	}
-	seconds := func() (time.Duration, error) {
-		d, err := confval.ParseDuration(v, time.Second)
-		if err != nil {
-			return 0, bad("want seconds or a duration such as 300s")
-		}
-		return d, nil
-	}
 	switch name {
 	case "port":
 		if _, err := num(0, 65535); err != nil {
@@ -338,78 +323,10 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 		cfg.TLSCert = v
 	case "tls-key-file":
 		cfg.TLSKey = v
-	case "dir":
-		cfg.Dir = v
-	case "appendonly":
-		b, err := boolean()
-		if err != nil {
-			return err
-		}
-		// Redis's meaning: no log; snapshots are still written.
-		cfg.NoPersistence, cfg.NoAppendLog = false, !b
-	case "aclfile":
-		if len(args) != 1 {
-			return fmt.Errorf("aclfile takes one file")
-		}
-		cfg.ACLFile = args[0]
-		return nil
-	case "maxmemory":
-		m, err := size(0, 1<<62)
-		if err != nil {
-			return err
-		}
-		cfg.MaxMemory = m
 	case "maxmemory-policy":
 		if strings.ToLower(v) != "noeviction" {
 			r.ignored[name] = "filters are never evicted: the policy is noeviction"
 		}
-	case "tcp-keepalive":
-		d, err := seconds()
-		if err != nil {
-			return err
-		}
-		if d == 0 {
-			d = -1 // Redis's 0: off
-		}
-		cfg.TCPKeepAlive = d
-	case "auto-aof-rewrite-min-size":
-		m, err := size(1, 1<<62)
-		if err != nil {
-			return err
-		}
-		cfg.AutoSaveLogBytes = int64(m)
-	case "latency-monitor-threshold":
-		x, err := num(0, 1<<62)
-		if err != nil {
-			return err
-		}
-		cfg.LatencyMonitorThreshold = &x
-	case "latency-tracking":
-		b, err := boolean()
-		if err != nil {
-			return err
-		}
-		cfg.LatencyTracking = confval.FormatBool(b)
-	case "proto-max-bulk-len", "client-query-buffer-limit":
-		m, err := size(1024, 1<<40)
-		if err != nil {
-			return err
-		}
-		if name == "proto-max-bulk-len" {
-			cfg.MaxBulk = int(m)
-		} else {
-			cfg.MaxQuery = int(m)
-		}
-	case "loglevel":
-		l := strings.ToLower(v)
-		if _, ok := redisLogLevels[l]; !ok {
-			return bad("want debug, verbose, notice, warning or nothing")
-		}
-		cfg.LogLevel = l
-	case "logfile":
-		cfg.LogFile = v
-	case "pidfile":
-		cfg.PidFile = v
 	case "daemonize":
 		b, err := boolean()
 		if err != nil {

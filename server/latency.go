@@ -475,14 +475,17 @@ var latencySettings = []setting{
 			s.latency.threshold.Store(n)
 		}
 		return err
-	}},
+	}, file: intFile(0, math.MaxInt64, func(c *Config, n int64) { c.LatencyMonitorThreshold = &n })},
 	{name: "latency-tracking", get: func(s *Server) string { return confval.FormatBool(s.stats.tracking.Load()) }, set: func(s *Server, v string) error {
-		b, err := confval.ParseBool(v)
-		if err != nil {
-			return errConfigValue("argument must be 'yes' or 'no'")
+		b, err := configBool(v)
+		if err == nil {
+			s.stats.tracking.Store(b)
 		}
-		s.stats.tracking.Store(b)
-		return nil
+		return err
+	}, file: func(c *Config, v string) error {
+		b, err := configBool(v)
+		c.LatencyTracking = confval.FormatBool(b)
+		return err
 	}},
 	{name: "latency-tracking-info-percentiles", get: func(s *Server) string {
 		s.track.mu.Lock()
