@@ -288,8 +288,9 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 	}
 	v := args[0]
 	if st := lookupSetting(name); st != nil && st.file != nil {
+		// The table's entry reads it, with CONFIG SET's parser and range.
 		if err := st.file(cfg, v); err != nil {
-			return fmt.Errorf("%s: %v", name, err)
+			return fmt.Errorf("%s %q: %v", name, redactValue(name, v), err)
 		}
 		return nil
 	}

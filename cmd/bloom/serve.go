@@ -175,7 +175,8 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			err = f.apply(&cfg, v)
 		}
 		if err != nil {
-			return usageErr(stderr, "serve", "--%s %s: %v", f.name, *vals[f.name], err)
+			// The error names the value unless it is a password.
+			return usageErr(stderr, "serve", "--%s: %v", f.name, err)
 		}
 	}
 	if *config == "" && !given["addr"] {
