@@ -32,6 +32,10 @@ type setting struct {
 	tls    bool
 	secret bool
 	alias  string
+	// def is the value CONFIG GET shows when nothing set it (for maxmemory
+	// 0: 90% of the memory the process may use; dir relative to where the
+	// server starts).
+	def string
 	// file applies a config file's value to a Config (the reader, and
 	// bloom serve's flags through ApplyDirective), with the same parser
 	// and range as set; nil: the reader has a case of its own.
@@ -40,11 +44,11 @@ type setting struct {
 
 func init() {
 	for _, name := range TLSSettingNames() {
-		settingList = append(settingList, setting{name: name, tls: true, secret: strings.HasSuffix(name, "-pass"),
+		settingList = append(settingList, setting{name: name, tls: true, secret: strings.HasSuffix(name, "-pass"), def: tlsDefaults[name],
 			get: func(s *Server) string { return s.tlsSetting(name) },
 			set: func(s *Server, v string) error { return s.setTLSSetting(name, v) }})
 	}
-	settingList = append(settingList, setting{name: "tls-port", get: func(s *Server) string { return s.tlsPort() },
+	settingList = append(settingList, setting{name: "tls-port", def: "0", get: func(s *Server) string { return s.tlsPort() },
 		set: func(s *Server, v string) error { return s.setListenPort(v, true) }})
 }
 
@@ -55,15 +59,15 @@ type errConfigValue string
 func (e errConfigValue) Error() string { return string(e) }
 
 var settingList = []setting{
-	{name: "acl-pubsub-default", get: getPubsubDefault, set: setPubsubDefault, file: func(c *Config, v string) error {
+	{name: "acl-pubsub-default", def: "resetchannels", get: getPubsubDefault, set: setPubsubDefault, file: func(c *Config, v string) error {
 		v, err := pubsubDefault(v)
 		c.ACLPubsubDefault = v
 		return err
 	}},
-	{name: "aclfile", get: func(s *Server) string { return s.cfg.ACLFile }, file: func(c *Config, v string) error { c.ACLFile = v; return nil }},
-	{name: "acllog-max-len", get: func(s *Server) string { return itoa(s.set.aclLogMaxLen.Load()) }, set: setACLLogMaxLen,
+	{name: "aclfile", def: "", get: func(s *Server) string { return s.cfg.ACLFile }, file: func(c *Config, v string) error { c.ACLFile = v; return nil }},
+	{name: "acllog-max-len", def: "128", get: func(s *Server) string { return itoa(s.set.aclLogMaxLen.Load()) }, set: setACLLogMaxLen,
 		file: intFile(0, 1<<31-1, func(c *Config, n int64) { c.ACLLogMaxLen = &n })},
-	{name: "appendfsync", get: func(s *Server) string { return s.appendFsync() }, set: setAppendFsync, file: func(c *Config, v string) error {
+	{name: "appendfsync", def: "everysec", get: func(s *Server) string { return s.appendFsync() }, set: setAppendFsync, file: func(c *Config, v string) error {
 		p, ok := aof.ParsePolicy(v)
 		if !ok {
 			return errConfigValue("argument(s) must be one of the following: always, everysec, no")
@@ -71,7 +75,7 @@ var settingList = []setting{
 		c.AppendFsync = p.String()
 		return nil
 	}},
-	{name: "appendonly", get: func(s *Server) string {
+	{name: "appendonly", def: "yes", get: func(s *Server) string {
 		if s.cfg.NoPersistence || s.cfg.NoAppendLog {
 			return "no"
 		}
@@ -82,10 +86,10 @@ var settingList = []setting{
 		c.NoPersistence, c.NoAppendLog = false, !b
 		return err
 	}},
-	{name: "bind", get: func(s *Server) string { h, _ := splitHostPort(s.Addr()); return h }},
-	{name: "client-query-buffer-limit", get: func(s *Server) string { return strconv.Itoa(s.cfg.MaxQuery) },
+	{name: "bind", def: "127.0.0.1", get: func(s *Server) string { h, _ := splitHostPort(s.Addr()); return h }},
+	{name: "client-query-buffer-limit", def: "1073741824", get: func(s *Server) string { return strconv.Itoa(s.cfg.MaxQuery) },
 		file: sizeFile(1024, 1<<40, func(c *Config, n uint64) { c.MaxQuery = int(n) })},
-	{name: "client-output-buffer-limit", get: func(s *Server) string { return formatOutputLimits(s.outputLimits()) }, set: func(s *Server, v string) error {
+	{name: "client-output-buffer-limit", def: "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", get: func(s *Server) string { return formatOutputLimits(s.outputLimits()) }, set: func(s *Server, v string) error {
 		l, err := parseOutputLimits(v, s.outputLimits())
 		if err != nil {
 			return errConfigValue(err.Error())
@@ -94,8 +98,8 @@ var settingList = []setting{
 		s.setReplicaOutLimit(l)
 		return nil
 	}},
-	{name: "databases", get: func(s *Server) string { return "1" }},
-	{name: "dir", get: func(s *Server) string {
+	{name: "databases", def: "1", get: func(s *Server) string { return "1" }},
+	{name: "dir", def: "bloomkit-data", get: func(s *Server) string {
 		if s.cfg.Dir == "" {
 			return ""
 		}
@@ -104,18 +108,18 @@ var settingList = []setting{
 		}
 		return s.cfg.Dir
 	}, file: func(c *Config, v string) error { c.Dir = v; return nil }},
-	{name: "maxclients", get: func(s *Server) string { return itoa(s.maxClients()) }, set: func(s *Server, v string) error {
+	{name: "maxclients", def: "10000", get: func(s *Server) string { return itoa(s.maxClients()) }, set: func(s *Server, v string) error {
 		n, err := configInt(v, 1, 1<<31-1)
 		if err == nil {
 			s.set.maxClients.Store(n)
 		}
 		return err
 	}, file: intFile(1, 1<<31-1, func(c *Config, n int64) { c.MaxClients = int(n) })},
-	{name: "maxmemory", get: func(s *Server) string { return strconv.FormatUint(s.set.limit.Load(), 10) }, set: setMaxMemory,
+	{name: "maxmemory", def: "0", get: func(s *Server) string { return strconv.FormatUint(s.set.limit.Load(), 10) }, set: setMaxMemory,
 		file: sizeFile(0, 1<<62, func(c *Config, n uint64) { c.MaxMemory = n })},
-	{name: "maxmemory-policy", get: func(s *Server) string { return "noeviction" }},
-	{name: "port", get: func(s *Server) string { return s.plainPort() }, set: func(s *Server, v string) error { return s.setListenPort(v, false) }},
-	{name: "protected-mode", get: func(s *Server) string { return confval.FormatBool(s.set.protected.Load()) }, set: func(s *Server, v string) error {
+	{name: "maxmemory-policy", def: "noeviction", get: func(s *Server) string { return "noeviction" }},
+	{name: "port", def: "6479", get: func(s *Server) string { return s.plainPort() }, set: func(s *Server, v string) error { return s.setListenPort(v, false) }},
+	{name: "protected-mode", def: "yes", get: func(s *Server) string { return confval.FormatBool(s.set.protected.Load()) }, set: func(s *Server, v string) error {
 		b, err := configBool(v)
 		if err == nil {
 			s.set.protected.Store(b)
@@ -128,20 +132,20 @@ var settingList = []setting{
 		}
 		return err
 	}},
-	{name: "proto-max-bulk-len", get: func(s *Server) string { return strconv.Itoa(s.cfg.MaxBulk) },
+	{name: "proto-max-bulk-len", def: "536870912", get: func(s *Server) string { return strconv.Itoa(s.cfg.MaxBulk) },
 		file: sizeFile(1024, 1<<40, func(c *Config, n uint64) { c.MaxBulk = int(n) })},
-	{name: "requirepass", secret: true, get: func(s *Server) string { return s.requirePass() }, set: func(s *Server, v string) error {
+	{name: "requirepass", def: "", secret: true, get: func(s *Server) string { return s.requirePass() }, set: func(s *Server, v string) error {
 		// The default user's password (nopass when empty), as Redis.
 		// Clients already authenticated stay so; new ones need v.
 		s.set.requirePass.Store(&v)
 		s.users.SetDefaultPassword(v)
 		return nil
 	}, file: func(c *Config, v string) error { c.RequirePass = v; return nil }},
-	{name: "save", get: func(s *Server) string { return "" }},
+	{name: "save", def: "", get: func(s *Server) string { return "" }},
 	// Read-only: the file's settings the process, not the server, uses
 	// (bloom serve builds the logger and writes the pid file from them),
 	// and those fixed at start.
-	{name: "loglevel", get: func(s *Server) string {
+	{name: "loglevel", def: "notice", get: func(s *Server) string {
 		if s.cfg.LogLevel == "" {
 			return "notice"
 		}
@@ -154,16 +158,16 @@ var settingList = []setting{
 		c.LogLevel = l
 		return nil
 	}},
-	{name: "logfile", get: func(s *Server) string { return s.cfg.LogFile }, file: func(c *Config, v string) error { c.LogFile = v; return nil }},
-	{name: "pidfile", get: func(s *Server) string { return s.cfg.PidFile }, file: func(c *Config, v string) error { c.PidFile = v; return nil }},
-	{name: "supervised", get: func(s *Server) string {
+	{name: "logfile", def: "", get: func(s *Server) string { return s.cfg.LogFile }, file: func(c *Config, v string) error { c.LogFile = v; return nil }},
+	{name: "pidfile", def: "", get: func(s *Server) string { return s.cfg.PidFile }, file: func(c *Config, v string) error { c.PidFile = v; return nil }},
+	{name: "supervised", def: "no", get: func(s *Server) string {
 		if s.cfg.Supervised == "" {
 			return "no"
 		}
 		return s.cfg.Supervised
 	}},
-	{name: "daemonize", get: func(s *Server) string { return "no" }},
-	{name: "tcp-keepalive", get: func(s *Server) string { return itoa(max(int64(s.cfg.TCPKeepAlive/time.Second), 0)) }, file: func(c *Config, v string) error {
+	{name: "daemonize", def: "no", get: func(s *Server) string { return "no" }},
+	{name: "tcp-keepalive", def: "300", get: func(s *Server) string { return itoa(max(int64(s.cfg.TCPKeepAlive/time.Second), 0)) }, file: func(c *Config, v string) error {
 		d, err := parseSeconds(v, 0)
 		if d == 0 {
 			d = -1 // Redis's 0: off
@@ -171,18 +175,18 @@ var settingList = []setting{
 		c.TCPKeepAlive = d
 		return err
 	}},
-	{name: "auto-aof-rewrite-min-size", get: func(s *Server) string { return itoa(max(s.cfg.AutoSaveLogBytes, 0)) },
+	{name: "auto-aof-rewrite-min-size", def: "67108864", get: func(s *Server) string { return itoa(max(s.cfg.AutoSaveLogBytes, 0)) },
 		file: sizeFile(1, 1<<62, func(c *Config, n uint64) { c.AutoSaveLogBytes = int64(n) })},
-	{name: "replicaof", get: getReplicaOf},
-	{name: "slaveof", get: getReplicaOf, alias: "replicaof"},
-	{name: "slowlog-log-slower-than", get: func(s *Server) string { return itoa(s.set.slowerThan.Load()) }, set: func(s *Server, v string) error {
+	{name: "replicaof", def: "", get: getReplicaOf},
+	{name: "slaveof", def: "", get: getReplicaOf, alias: "replicaof"},
+	{name: "slowlog-log-slower-than", def: "10000", get: func(s *Server) string { return itoa(s.set.slowerThan.Load()) }, set: func(s *Server, v string) error {
 		n, err := configInt(v, -1, 1<<62)
 		if err == nil {
 			s.set.slowerThan.Store(n)
 		}
 		return err
 	}, file: intFile(-1, 1<<62, func(c *Config, n int64) { c.SlowlogLogSlowerThan = &n })},
-	{name: "slowlog-max-len", get: func(s *Server) string { return itoa(s.set.slowMaxLen.Load()) }, set: func(s *Server, v string) error {
+	{name: "slowlog-max-len", def: "128", get: func(s *Server) string { return itoa(s.set.slowMaxLen.Load()) }, set: func(s *Server, v string) error {
 		n, err := configInt(v, 0, 1<<31-1)
 		if err == nil {
 			s.set.slowMaxLen.Store(n)
@@ -190,7 +194,7 @@ var settingList = []setting{
 		}
 		return err
 	}, file: intFile(0, 1<<31-1, func(c *Config, n int64) { c.SlowlogMaxLen = &n })},
-	{name: "timeout", get: func(s *Server) string { return itoa(int64(s.idleTimeout() / time.Second)) }, set: func(s *Server, v string) error {
+	{name: "timeout", def: "0", get: func(s *Server) string { return itoa(int64(s.idleTimeout() / time.Second)) }, set: func(s *Server, v string) error {
 		d, err := parseSeconds(v, 0)
 		if err == nil {
 			s.set.timeout.Store(int64(d))
@@ -225,13 +229,17 @@ type ConfigParam struct {
 	Secret bool
 	// AliasOf is the parameter this one is another name of ("" for none).
 	AliasOf string
+	// Default is the value it has when nothing sets it, as CONFIG GET
+	// shows it (maxmemory 0 stands for 90% of the memory the process may
+	// use, which CONFIG GET shows in bytes).
+	Default string
 }
 
 // ConfigParams lists every CONFIG parameter, in name order.
 func ConfigParams() []ConfigParam {
 	out := make([]ConfigParam, 0, len(settingList))
 	for _, st := range settingList {
-		out = append(out, ConfigParam{Name: st.name, Mutable: st.set != nil, Secret: st.secret, AliasOf: st.alias})
+		out = append(out, ConfigParam{Name: st.name, Mutable: st.set != nil, Secret: st.secret, AliasOf: st.alias, Default: st.def})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -165,7 +166,7 @@ func paramsDoc() string {
 		}
 	}
 	var b strings.Builder
-	b.WriteString("| parameter | `CONFIG SET` | |\n|---|---|---|\n")
+	b.WriteString("| parameter | default | `CONFIG SET` | |\n|---|---|---|---|\n")
 	for _, p := range ConfigParams() {
 		if p.AliasOf != "" {
 			continue
@@ -181,7 +182,14 @@ func paramsDoc() string {
 		if p.Secret {
 			note = "secret: `(redacted)` in `SLOWLOG` and the log"
 		}
-		b.WriteString("| " + name + " | " + set + " | " + note + " |\n")
+		def := "`" + p.Default + "`"
+		switch {
+		case p.Name == "maxmemory":
+			def = "`0`: 90 % of the memory the process may use"
+		case p.Default == "":
+			def = "none"
+		}
+		b.WriteString("| " + name + " | " + strings.ReplaceAll(def, "|", "\\|") + " | " + set + " | " + note + " |\n")
 	}
 	return b.String()
 }
@@ -243,6 +251,23 @@ func TestConfigFileAndSetAgree(t *testing.T) {
 			if (ferr == nil) != (got == "+OK") {
 				t.Errorf("%s %q: the config file says %v, CONFIG SET %s", st.name, v, ferr, got)
 			}
+		}
+	}
+}
+
+// Each parameter's default in the table is what CONFIG GET answers on a
+// server nothing configured (the port, the data directory and maxmemory's
+// 0, which depend on where and on what machine it runs, aside).
+func TestConfigDefaults(t *testing.T) {
+	s := startServer(t, Config{Dir: t.TempDir()})
+	rc := dialRaw(t, s.Addr())
+	for _, st := range settingList {
+		switch st.name {
+		case "port", "dir", "maxmemory":
+			continue
+		}
+		if got, want := rc.do("CONFIG", "GET", st.name), "{"+st.name+":"+strconv.Quote(st.def)+"}"; got != want && got != "["+strconv.Quote(st.name)+" "+strconv.Quote(st.def)+"]" {
+			t.Errorf("CONFIG GET %s = %s, the table's default is %q", st.name, got, st.def)
 		}
 	}
 }

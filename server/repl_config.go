@@ -25,7 +25,7 @@ func init() {
 			st.name = st.alias
 		}
 	}
-	yesNo := func(name string, live func(s *Server) *atomic.Bool, file func(c *Config) *string, aliases ...string) {
+	yesNo := func(name, def string, live func(s *Server) *atomic.Bool, file func(c *Config) *string, aliases ...string) {
 		parse := func(v string) (bool, error) {
 			b, err := confval.ParseBool(v)
 			if err != nil {
@@ -33,7 +33,7 @@ func init() {
 			}
 			return b, nil
 		}
-		add(setting{name: name,
+		add(setting{name: name, def: def,
 			get: func(s *Server) string { return confval.FormatBool(live(s).Load()) },
 			set: func(s *Server, v string) error {
 				b, err := parse(v)
@@ -50,8 +50,8 @@ func init() {
 				return err
 			}}, aliases...)
 	}
-	intParam := func(name string, lo, hi int64, live func(s *Server) i64, file func(c *Config, n int64), aliases ...string) {
-		add(setting{name: name,
+	intParam := func(name, def string, lo, hi int64, live func(s *Server) i64, file func(c *Config, n int64), aliases ...string) {
+		add(setting{name: name, def: def,
 			get: func(s *Server) string { return itoa(live(s).Load()) },
 			set: func(s *Server, v string) error {
 				n, err := configInt(v, lo, hi)
@@ -77,23 +77,23 @@ func init() {
 				return nil
 			}}, aliases...)
 	}
-	yesNo("replica-read-only", func(s *Server) *atomic.Bool { return &s.repl.readOnly }, func(c *Config) *string { return &c.ReplicaReadOnly }, "slave-read-only")
-	yesNo("replica-serve-stale-data", func(s *Server) *atomic.Bool { return &s.repl.serveStale }, func(c *Config) *string { return &c.ReplicaServeStaleData }, "slave-serve-stale-data")
-	yesNo("replica-announced", func(s *Server) *atomic.Bool { return &s.repl.announced }, func(c *Config) *string { return &c.ReplicaAnnounced })
-	intParam("min-replicas-to-write", 0, 1<<31-1, func(s *Server) i64 { return &s.repl.minReplicas },
+	yesNo("replica-read-only", "yes", func(s *Server) *atomic.Bool { return &s.repl.readOnly }, func(c *Config) *string { return &c.ReplicaReadOnly }, "slave-read-only")
+	yesNo("replica-serve-stale-data", "yes", func(s *Server) *atomic.Bool { return &s.repl.serveStale }, func(c *Config) *string { return &c.ReplicaServeStaleData }, "slave-serve-stale-data")
+	yesNo("replica-announced", "yes", func(s *Server) *atomic.Bool { return &s.repl.announced }, func(c *Config) *string { return &c.ReplicaAnnounced })
+	intParam("min-replicas-to-write", "0", 0, 1<<31-1, func(s *Server) i64 { return &s.repl.minReplicas },
 		func(c *Config, n int64) { c.MinReplicasToWrite = int(n) }, "min-slaves-to-write")
-	intParam("min-replicas-max-lag", 0, 1<<31-1, func(s *Server) i64 { return &s.repl.minLag },
+	intParam("min-replicas-max-lag", itoa(defaultMinLag), 0, 1<<31-1, func(s *Server) i64 { return &s.repl.minLag },
 		func(c *Config, n int64) { x := int(n); c.MinReplicasMaxLag = &x }, "min-slaves-max-lag")
-	intParam("replica-priority", 0, 1<<31-1, func(s *Server) i64 { return &s.repl.priority },
+	intParam("replica-priority", itoa(defaultPriority), 0, 1<<31-1, func(s *Server) i64 { return &s.repl.priority },
 		func(c *Config, n int64) { x := int(n); c.ReplicaPriority = &x }, "slave-priority")
-	intParam("replica-announce-port", 0, 65535, func(s *Server) i64 { return &s.repl.announcePort },
+	intParam("replica-announce-port", "0", 0, 65535, func(s *Server) i64 { return &s.repl.announcePort },
 		func(c *Config, n int64) { c.ReplicaAnnouncePort = int(n) }, "slave-announce-port")
-	intParam("repl-ping-replica-period", 1, 1<<31-1, func(s *Server) i64 { return &s.repl.pingPeriod },
+	intParam("repl-ping-replica-period", itoa(defaultPingPeriod), 1, 1<<31-1, func(s *Server) i64 { return &s.repl.pingPeriod },
 		func(c *Config, n int64) { c.ReplPingReplicaPeriod = int(n) }, "repl-ping-slave-period")
 	text("replica-announce-ip", func(s *Server) *atomic.Pointer[string] { return &s.repl.announceIP }, func(c *Config) *string { return &c.ReplicaAnnounceIP }, false, "slave-announce-ip")
 	text("masterauth", func(s *Server) *atomic.Pointer[string] { return &s.repl.masterAuth }, func(c *Config) *string { return &c.MasterAuth }, true)
 	text("masteruser", func(s *Server) *atomic.Pointer[string] { return &s.repl.masterUser }, func(c *Config) *string { return &c.MasterUser }, false)
-	add(setting{name: "repl-timeout",
+	add(setting{name: "repl-timeout", def: itoa(defaultReplTimeout),
 		get: func(s *Server) string { return itoa(s.repl.timeout.Load()) },
 		set: func(s *Server, v string) error {
 			d, err := parseSeconds(v, 1)
@@ -116,7 +116,7 @@ func init() {
 		}
 		return int64(n), nil
 	}
-	add(setting{name: "repl-backlog-size",
+	add(setting{name: "repl-backlog-size", def: itoa(defaultBacklogSize),
 		get: func(s *Server) string { return itoa(s.repl.backlogSize.Load()) },
 		set: func(s *Server, v string) error {
 			n, err := backlogSize(v)
