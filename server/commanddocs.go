@@ -214,5 +214,6 @@ var commandDocs = map[string]cmdDoc{
 	"punsubscribe": {group: "pubsub", since: "2.0.0", summary: "Stops listening to messages published to channels that match one or more patterns", complexity: "O(N) where N is the number of patterns to unsubscribe"},
 	"publish":      {group: "pubsub", since: "2.0.0", summary: "Posts a message to a channel", complexity: "O(N+M) where N is the number of clients subscribed to the channel and M the number of subscribed patterns"},
 	"pubsub":       {group: "pubsub", since: "2.8.0", summary: "A container for pub/sub introspection commands", complexity: "Depends on subcommand."},
+	"module":       {group: "server", since: "4.0.0", summary: "A container for module commands (RedisBloom's, module bf, are built in)", complexity: "Depends on subcommand."},
 	"script":       {group: "scripting", since: "2.6.0", summary: "A container for Lua scripts management commands (there are no scripts: SCRIPT KILL answers NOTBUSY)", complexity: "Depends on subcommand.", categories: "scripting"},
 }

@@ -201,6 +201,8 @@ func init() {
 		{name: "punsubscribe", arity: -1, flags: []string{"pubsub", "noscript", "loading", "stale"}, unlocked: true, inSubscribed: true, fn: cmdUnsubscribe},
 		{name: "publish", arity: 3, flags: []string{"pubsub", "loading", "stale", "fast"}, unlocked: true, fn: cmdPublish},
 		{name: "pubsub", arity: -2, flags: []string{"pubsub", "loading", "stale"}, unlocked: true, hasSubcommands: true, fn: cmdPubsub},
+		// MODULE: RedisBloom's commands are built in (cmd_module.go).
+		{name: "module", arity: -2, flags: []string{"admin", "noscript", "no_async_loading"}, unlocked: true, hasSubcommands: true, fn: cmdModule},
 		{name: "script", arity: -2, flags: []string{"noscript"}, unlocked: true, hasSubcommands: true, fn: cmdScript},
 	}
 	commandTable = make(map[string]*command, len(list))

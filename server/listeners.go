@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
@@ -304,7 +305,21 @@ func (s *Server) listenMetrics() error {
 	if err != nil {
 		return fmt.Errorf("server: metrics listen %s: %w", s.cfg.MetricsAddr, err)
 	}
-	s.httpLn = hl
-	s.httpSrv = &http.Server{Handler: s.metrics.handler(s), ReadHeaderTimeout: 10 * time.Second}
+	s.httpLn = &limitListener{Listener: hl, max: metricsMaxConns}
+	idle := s.cfg.metricsIdle
+	if idle <= 0 {
+		idle = metricsIdleTimeout
+	}
+	s.httpSrv = &http.Server{
+		Handler: s.metrics.handler(s),
+		// A client that connects and says nothing, sends slowly, reads
+		// slowly or keeps an idle keep-alive connection open is dropped:
+		// it must not hold a descriptor for ever.
+		ReadHeaderTimeout: min(10*time.Second, idle),
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      metricsWriteTimeout,
+		IdleTimeout:       idle,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
 	return nil
 }

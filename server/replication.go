@@ -588,6 +588,7 @@ func cmdWait(s *Server, c *Session, args [][]byte, r *Reply) {
 		case <-w.ch:
 		case <-timer:
 		case <-s.stop:
+		case <-c.gone: // the client went away: nobody reads the answer
 		}
 		rs.waitMu.Lock()
 		delete(rs.waiters, w)

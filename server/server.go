@@ -264,6 +264,9 @@ type Config struct {
 	// retryMin is the first pause before retrying a failed rewrite after
 	// the log failed (default 1 s; it doubles up to a minute).
 	retryMin time.Duration
+	// metricsIdle closes the metrics listener's idle keep-alive
+	// connections (default metricsIdleTimeout; tests make it short).
+	metricsIdle time.Duration
 	// replRetryMin is the first pause before a replica tries again a
 	// master that is not bloom serve (default 1 s; it doubles up to a
 	// minute).
@@ -391,6 +394,9 @@ type Session struct {
 	// their replies (wait, closed when it is done) instead of the lock.
 	canWait bool
 	wait    <-chan struct{}
+	// gone is closed when the network client is closed (endSession): a
+	// WAIT it was blocked in stops waiting.
+	gone chan struct{}
 
 	// sub is the pub/sub state (nil until the first subscription; see
 	// pubsub.go); notify wakes the connection's owner to send what

@@ -110,6 +110,7 @@ var multiCases = map[string][][]string{
 	"publish":      {{"PUBLISH", "ch", "m"}},
 	"pubsub":       {{"PUBSUB", "CHANNELS"}, {"PUBSUB", "NUMSUB", "ch"}, {"PUBSUB", "NUMPAT"}, {"PUBSUB", "HELP"}},
 	"script":       {{"SCRIPT", "KILL"}, {"SCRIPT", "HELP"}},
+	"module":       {{"MODULE", "LIST"}, {"MODULE", "HELP"}, {"MODULE", "LOAD", "/x.so"}},
 }
 
 // TestEveryCommandInMulti queues every command of the table (each
