@@ -244,3 +244,29 @@ func TestServeFlagsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// An environment variable wins over the config file and a flag over both;
+// a setting neither gives keeps the file's value; a bad value in the
+// environment stops start-up naming the flag.
+func TestServeEnvironmentOverFile(t *testing.T) {
+	dir := t.TempDir()
+	port := freePort(t)
+	file := writeConf(t, dir, port, "maxclients 33", "timeout 40", "slowlog-max-len 5")
+	t.Setenv("BLOOMKIT_MAXCLIENTS", "55")
+	t.Setenv("BLOOMKIT_TIMEOUT", "60")
+	startConf(t, file, port, "--timeout", "70")
+	got, err := confClient(t, port, "", "").ConfigGet(context.Background(), "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]string{"maxclients": "55", "timeout": "70", "slowlog-max-len": "5"} {
+		if got[k] != want {
+			t.Errorf("CONFIG GET %s = %q, want %q", k, got[k], want)
+		}
+	}
+	t.Setenv("BLOOMKIT_MAXCLIENTS", "many")
+	r := bloomIn(t, dir, "", "serve", "--config", file)
+	if r.code != exitError || !strings.Contains(r.stderr, "--maxclients") {
+		t.Errorf("BLOOMKIT_MAXCLIENTS=many: exit %d, %s", r.code, r.stderr)
+	}
+}
