@@ -136,9 +136,11 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	fs := newFlags("serve")
 	config := fs.String("config", env("BLOOMKIT_CONFIG", ""), "read settings from this Redis-style config file (CONFIG REWRITE writes to it); flags win over it")
+	// --help shows the defaults, never the environment's values (which
+	// may be passwords).
 	vals := make(map[string]*string, len(serveFlags))
 	for _, f := range serveFlags {
-		vals[f.name] = fs.String(f.name, env(f.env, f.def), f.usage)
+		vals[f.name] = fs.String(f.name, f.def, f.usage)
 	}
 	pos, code, ok := parseFlags(fs, serveHelp, args, stdout, stderr)
 	if !ok {
@@ -159,7 +161,8 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	for _, f := range serveFlags {
-		if _, ok := os.LookupEnv(f.env); ok {
+		if v, ok := os.LookupEnv(f.env); ok && !given[f.name] {
+			*vals[f.name] = v
 			given[f.name] = true
 		}
 	}

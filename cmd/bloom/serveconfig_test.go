@@ -270,3 +270,14 @@ func TestServeEnvironmentOverFile(t *testing.T) {
 		t.Errorf("BLOOMKIT_MAXCLIENTS=many: exit %d, %s", r.code, r.stderr)
 	}
 }
+
+// bloom serve --help shows the flags' defaults, not the environment's
+// values: BLOOMKIT_REQUIREPASS is a password.
+func TestServeHelpHidesEnvironment(t *testing.T) {
+	t.Setenv("BLOOMKIT_REQUIREPASS", "hunter2-secret")
+	t.Setenv("BLOOMKIT_MASTERAUTH", "hunter3-secret")
+	r := bloomIn(t, t.TempDir(), "", "serve", "--help")
+	if r.code != 0 || strings.Contains(r.stdout+r.stderr, "-secret") {
+		t.Errorf("bloom serve --help: exit %d, shows a password from the environment:\n%s", r.code, r.stdout)
+	}
+}
