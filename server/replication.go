@@ -130,6 +130,9 @@ func (s *Server) initReplication(cfg *Config) {
 		r.timeout.Store(int64(cfg.ReplTimeout / time.Second))
 	}
 	r.pingPeriod.Store(defaultPingPeriod)
+	if cfg.ReplPingReplicaPeriod > 0 {
+		r.pingPeriod.Store(int64(cfg.ReplPingReplicaPeriod))
+	}
 	s.setReplicaOutLimit(s.outputLimits())
 	if cfg.replicaOutLimit != nil {
 		r.outLimit.Store(cfg.replicaOutLimit)

@@ -246,6 +246,9 @@ type Config struct {
 	ReplicaAnnouncePort int
 	// ReplTimeout is repl-timeout (default 60 s).
 	ReplTimeout time.Duration
+	// ReplPingReplicaPeriod is how often, in seconds, a master pings its
+	// replicas (repl-ping-replica-period; default 10).
+	ReplPingReplicaPeriod int
 	// replicaOutLimit replaces client-output-buffer-limit replica
 	// (default 256 MiB hard, 64 MiB for 60 s soft).
 	replicaOutLimit *backlog.Limits
