@@ -568,13 +568,26 @@ func init() {
 // CONFIG SET that the file lacks are appended; defaults are not. Other
 // lines are kept. The file is replaced atomically (written beside it,
 // fsynced, renamed).
+//
+// The file is read and written under rewriteMu alone: cfgMu, which CONFIG
+// SET takes with the keyspace lock held, guards only the settings while
+// the new contents are built, so a slow disk holds no client up.
 func (s *Server) rewriteConfig() error {
-	s.cfgMu.Lock()
-	defer s.cfgMu.Unlock()
+	s.rewriteMu.Lock()
+	defer s.rewriteMu.Unlock()
 	old, err := os.ReadFile(s.configFile)
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
+	s.cfgMu.Lock()
+	locked := true
+	unlock := func() {
+		if locked {
+			s.cfgMu.Unlock()
+			locked = false
+		}
+	}
+	defer unlock()
 	// value is the line to write for a setting: the value CONFIG SET was
 	// given when it still holds (the user's units), else the live one.
 	live := func(st *setting) string {
@@ -688,6 +701,7 @@ func (s *Server) rewriteConfig() error {
 		}
 		writeUsers()
 	}
+	unlock()
 	tmp := s.configFile + ".rewrite-tmp"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {

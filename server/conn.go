@@ -318,16 +318,21 @@ func (c *Session) disconnect() {
 	if kill != nil {
 		kill()
 	} else if conn != nil {
-		// A TLS connection's Close writes a close alert, which can wait
-		// for a peer that reads nothing; this may run under the keyspace
-		// lock (CLIENT KILL, ACL DELUSER), so the socket itself is
-		// closed: the connection's goroutine sees it at once.
-		if tc, ok := conn.(*tls.Conn); ok {
-			tc.NetConn().Close()
-		} else {
-			conn.Close()
-		}
+		closeNow(conn)
 	}
+}
+
+// closeNow closes a connection without writing to it. A TLS connection's
+// Close writes a close alert, which can wait for a peer that reads
+// nothing; closing happens under the keyspace lock (CLIENT KILL, ACL
+// DELUSER, REPLICAOF dropping replicas), so the socket itself is closed:
+// whoever reads the connection sees it at once.
+func closeNow(nc net.Conn) {
+	if tc, ok := nc.(*tls.Conn); ok {
+		tc.NetConn().Close()
+		return
+	}
+	nc.Close()
 }
 
 // setConn records the goroutine path's connection; a disconnect asked for

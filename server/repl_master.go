@@ -70,7 +70,7 @@ func (rp *replica) stateName() string {
 func (rp *replica) close() {
 	rp.once.Do(func() {
 		close(rp.done)
-		rp.nc.Close()
+		closeNow(rp.nc)
 	})
 }
 

@@ -479,6 +479,9 @@ type Server struct {
 	runID      string // INFO run_id: random, new each start
 	// cfgMu serializes CONFIG SET and CONFIG REWRITE.
 	cfgMu sync.Mutex
+	// rewriteMu serializes CONFIG REWRITE's reading and writing of the
+	// config file (cfgMu is not held across that I/O).
+	rewriteMu sync.Mutex
 	// cfgSet holds the values CONFIG SET was given since the start, as
 	// written (CONFIG REWRITE keeps the user's units); under cfgMu.
 	cfgSet map[string]string
