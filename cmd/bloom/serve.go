@@ -27,7 +27,7 @@ func init() {
 
 var serveHelp = help{
 	name:     "serve",
-	synopsis: "serve [--addr host:port] [--dir path] [--appendfsync always|everysec|no] [flags]",
+	synopsis: "serve [config-file] [--addr host:port] [--port n] [--dir path] [--appendfsync always|everysec|no] [flags]\nserve --version",
 	about: `Runs bloomkit's server: the Redis protocol (RESP2, RESP3 after HELLO 3) with
 RedisBloom's BF.* and CF.* commands, so go-redis, redis-py and redis-cli code
 written for RedisBloom works unchanged. Writes go to an append-only log in --dir
@@ -36,7 +36,10 @@ and to snapshots (SAVE, BGSAVE, and on SIGTERM/SIGINT); start-up loads them.
 Every flag can also be set by an environment variable: BLOOMKIT_ and the
 flag's name in capitals, '-' as '_' (BLOOMKIT_ADDR, BLOOMKIT_TLS_AUTH_CLIENTS).
 Flags win over the environment, which wins over --config FILE; a setting
-neither gives keeps the file's value.
+neither gives keeps the file's value. As with redis-server, the config file
+may be the first argument instead (bloom serve /etc/redis/redis.conf --port
+6380), --port sets the plain-text port on the address the file or --addr
+binds, and --version prints the version.
 docs/operations.md is the manual.`,
 	examples: `bloom serve
 redis-cli -p 6479 BF.ADD urls https://a.example
@@ -63,6 +66,8 @@ type serveFlag struct {
 var serveFlags = []serveFlag{
 	{name: "addr", env: "BLOOMKIT_ADDR", def: server.DefaultAddr, usage: "plain-text listen address ('' for none: TLS only)",
 		apply: func(c *server.Config, v string) error { c.Addr, c.ExtraAddrs = v, nil; return nil }},
+	{name: "port", env: "BLOOMKIT_PORT", usage: "plain-text port, on the hosts --addr or the config file's bind give (redis-server's --port; 0: TLS only)",
+		apply: setPort},
 	{name: "dir", env: "BLOOMKIT_DIR", def: "bloomkit-data", usage: "data directory (snapshot and append-only log)", directive: "dir"},
 	{name: "appendonly", env: "BLOOMKIT_APPENDONLY", def: "yes", usage: "yes: log every write (durable as --appendfsync says); no: snapshots only (SAVE, BGSAVE, save points, shutdown), as Redis's appendonly no", directive: "appendonly"},
 	{name: "appendfsync", env: "BLOOMKIT_APPENDFSYNC", def: "everysec", usage: "fsync the log: always, everysec or no", directive: "appendfsync"},
@@ -142,9 +147,18 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	for _, f := range serveFlags {
 		vals[f.name] = fs.String(f.name, f.def, f.usage)
 	}
+	showVersion := fs.Bool("version", false, "print the version and exit (as redis-server --version)")
 	pos, code, ok := parseFlags(fs, serveHelp, args, stdout, stderr)
 	if !ok {
 		return code
+	}
+	if *showVersion {
+		fmt.Fprintf(stdout, "bloom serve %s (Redis protocol as redis_version %s, RedisBloom's commands as module bf %d)\n", version(), server.RedisVersion, server.RedisBloomVersion)
+		return exitOK
+	}
+	if len(pos) > 0 && *config == "" {
+		// redis-server's form: the config file first, flags after it.
+		*config, pos = pos[0], pos[1:]
 	}
 	if len(pos) > 0 {
 		return usageErr(stderr, "serve", "unexpected argument %q", pos[0])
@@ -182,7 +196,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return usageErr(stderr, "serve", "--%s: %v", f.name, err)
 		}
 	}
-	if *config == "" && !given["addr"] {
+	if *config == "" && !given["addr"] && !given["port"] {
 		cfg.Addr = server.DefaultAddr
 	}
 	level := "info"
@@ -300,6 +314,39 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
+}
+
+// setPort is --port: the plain-text listeners' port, on the hosts they
+// have (the config file's bind, --addr, or 127.0.0.1); 0 turns plain text
+// off, as Redis's port 0.
+func setPort(c *server.Config, v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("want a port from 0 to 65535, not %q", v)
+	}
+	if n == 0 {
+		c.Addr, c.ExtraAddrs = "", nil
+		return nil
+	}
+	onPort := func(addr string) string {
+		opt, rest := "", addr
+		if strings.HasPrefix(addr, "-") {
+			opt, rest = "-", addr[1:]
+		}
+		host, _, err := net.SplitHostPort(rest)
+		if err != nil {
+			return addr
+		}
+		return opt + net.JoinHostPort(host, v)
+	}
+	if c.Addr == "" {
+		c.Addr = server.DefaultAddr
+	}
+	c.Addr = onPort(c.Addr)
+	for i, a := range c.ExtraAddrs {
+		c.ExtraAddrs[i] = onPort(a)
+	}
+	return nil
 }
 
 // pprofMux serves net/http/pprof's handlers (CPU, heap, allocation, goroutine

@@ -39,8 +39,16 @@ type confServer struct {
 // the test if stop was not called.
 func startConf(t *testing.T, file string, port int, args ...string) *confServer {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--config", file}, args...)...)
-	cmd.Dir = filepath.Dir(file)
+	return startServeArgs(t, filepath.Dir(file), port, append([]string{"--config", file}, args...)...)
+}
+
+// startServeArgs runs the built binary's serve with args in dir and waits
+// until port answers a connection, as startConf.
+func startServeArgs(t *testing.T, dir string, port int, args ...string) *confServer {
+	t.Helper()
+	file := strings.Join(args, " ")
+	cmd := exec.Command(bin, append([]string{"serve"}, args...)...)
+	cmd.Dir = dir
 	var log strings.Builder
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
@@ -59,7 +67,7 @@ func startConf(t *testing.T, file string, port int, args ...string) *confServer 
 		}
 		select {
 		case <-exited:
-			t.Fatalf("bloom serve --config %s exited: %s", file, log.String())
+			t.Fatalf("bloom serve %s exited: %s", file, log.String())
 		default:
 		}
 		if time.Now().After(deadline) {
