@@ -275,3 +275,55 @@ func TestReplayShortCommandStopsStartup(t *testing.T) {
 		}
 	}
 }
+
+// save is Redis's: the config file's lines (the first replaces the
+// defaults, the next add, save "" clears), CONFIG GET and CONFIG SET; the
+// points in force decide when a snapshot is due with appendonly no.
+func TestSavePoints(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ file, want string }{
+		{"", "3600 1 300 100 60 10000"},
+		{"save 900 1\nsave 300 10\n", "900 1 300 10"},
+		{"save \"900 1 60 5\"\n", "900 1 60 5"},
+		{"save 900 1\nsave \"\"\n", ""},
+		{"save \"\"\nsave 5 1\n", "5 1"},
+	} {
+		conf := filepath.Join(dir, "x.conf")
+		if err := os.WriteFile(conf, []byte(c.file), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var cfg Config
+		if err := ReadConfigFile(conf, &cfg); err != nil {
+			t.Fatalf("%q: %v", c.file, err)
+		}
+		cfg.NoPersistence, cfg.Addr = true, "127.0.0.1:0"
+		s := startServer(t, cfg)
+		rc := dialRaw(t, s.Addr())
+		mustDo(t, rc, `["save" "`+c.want+`"]`, "CONFIG", "GET", "save")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bad.conf"), []byte("save 900\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := ReadConfigFile(filepath.Join(dir, "bad.conf"), &Config{}); err == nil || !strings.Contains(err.Error(), "Invalid save parameters") {
+		t.Fatalf("save 900: %v", err)
+	}
+
+	s := startServer(t, Config{NoAppendLog: true})
+	rc := dialRaw(t, s.Addr())
+	mustDo(t, rc, "-ERR CONFIG SET failed (possibly related to argument 'save') - Invalid save parameters", "CONFIG", "SET", "save", "0 1")
+	mustDo(t, rc, "+OK", "CONFIG", "SET", "save", "10 2")
+	rc.do("SAVE")
+	rc.do("SET", "a", "1")
+	s.persist.lastSave.Store(s.persist.lastSave.Load() - 11)
+	if s.savePointDue() {
+		t.Fatal("save 10 2: due after one change")
+	}
+	rc.do("SET", "b", "1")
+	if !s.savePointDue() {
+		t.Fatal("save 10 2: not due after two changes 11 s old")
+	}
+	mustDo(t, rc, "+OK", "CONFIG", "SET", "save", "")
+	if s.savePointDue() {
+		t.Fatal(`save "": a snapshot is still due`)
+	}
+}

@@ -64,9 +64,10 @@ func (s *Server) background() {
 	}
 }
 
-// savePoints are Redis's default save points (seconds, changes): with the
-// log off, a snapshot is written once that many changes are that old.
-var savePoints = [][2]int64{{3600, 1}, {300, 100}, {60, 10000}}
+// defaultSavePoints are Redis's default save points (seconds, changes):
+// with the log off, a snapshot is written once that many changes are that
+// old.
+var defaultSavePoints = [][2]int64{{3600, 1}, {300, 100}, {60, 10000}}
 
 // savePointDue reports whether a save point is reached.
 func (s *Server) savePointDue() bool {
@@ -74,7 +75,7 @@ func (s *Server) savePointDue() bool {
 	changes := int64(s.db.Dirty() - s.persist.dirtyAtSave.Load())
 	s.db.Unlock()
 	age := time.Now().Unix() - s.persist.lastSave.Load()
-	for _, p := range savePoints {
+	for _, p := range *s.set.savePoints.Load() {
 		if age >= p[0] && changes >= p[1] {
 			return true
 		}

@@ -53,6 +53,35 @@ func init() {
 		set: func(s *Server, v string) error { return s.setListenPort(v, true) }})
 }
 
+// parseSavePoints reads save's value as Redis does: "" for none, else
+// pairs of seconds (at least 1) and changes (at least 0), separated by
+// spaces.
+func parseSavePoints(v string) ([][2]int64, error) {
+	f := strings.Fields(v)
+	if len(f)%2 != 0 {
+		return nil, errConfigValue("Invalid save parameters")
+	}
+	points := make([][2]int64, 0, len(f)/2)
+	for i := 0; i < len(f); i += 2 {
+		secs, err1 := strconv.ParseInt(f[i], 10, 64)
+		changes, err2 := strconv.ParseInt(f[i+1], 10, 64)
+		if err1 != nil || err2 != nil || secs < 1 || changes < 0 {
+			return nil, errConfigValue("Invalid save parameters")
+		}
+		points = append(points, [2]int64{secs, changes})
+	}
+	return points, nil
+}
+
+// formatSavePoints is save's value as CONFIG GET shows it.
+func formatSavePoints(points [][2]int64) string {
+	f := make([]string, 0, 2*len(points))
+	for _, p := range points {
+		f = append(f, itoa(p[0]), itoa(p[1]))
+	}
+	return strings.Join(f, " ")
+}
+
 // errConfigValue is a CONFIG SET value error; its text follows Redis's
 // "CONFIG SET failed (possibly related to argument 'x') - " prefix.
 type errConfigValue string
@@ -142,7 +171,19 @@ var settingList = []setting{
 		s.users.SetDefaultPassword(v)
 		return nil
 	}, file: func(c *Config, v string) error { c.RequirePass = v; return nil }},
-	{name: "save", def: "", get: func(s *Server) string { return "" }},
+	{name: "save", def: formatSavePoints(defaultSavePoints), get: func(s *Server) string { return formatSavePoints(*s.set.savePoints.Load()) },
+		set: func(s *Server, v string) error {
+			p, err := parseSavePoints(v)
+			if err == nil {
+				s.set.savePoints.Store(&p)
+			}
+			return err
+		},
+		file: func(c *Config, v string) error {
+			p, err := parseSavePoints(v)
+			c.SavePoints = &p
+			return err
+		}},
 	// Read-only: the file's settings the process, not the server, uses
 	// (bloom serve builds the logger and writes the pid file from them),
 	// and those fixed at start.

@@ -75,6 +75,10 @@ type Config struct {
 	Users []UserRule
 	// ACLLogMaxLen bounds the ACL log (nil: 128, Redis's acllog-max-len).
 	ACLLogMaxLen *int64
+	// SavePoints are Redis's save points, (seconds, changes) pairs: with
+	// appendonly no, a snapshot is written once that many changes are that
+	// old (nil: Redis's defaults, 3600 1 300 100 60 10000; empty: none).
+	SavePoints *[][2]int64
 	// ACLPubsubDefault is the channels a new ACL user starts with, and
 	// "reset" gives: "resetchannels" (none; "" means it too, Redis 7's
 	// default) or "allchannels" (Redis's acl-pubsub-default).

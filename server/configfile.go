@@ -87,6 +87,9 @@ type configReader struct {
 	tlsPort string
 	line    int               // the line being read, for user directives' messages
 	ignored map[string]string // directive → why it has no effect
+	// saveSeen is set at the first save line, which replaces the default
+	// save points (later ones add to them).
+	saveSeen bool
 }
 
 // ignoredDirectives are Redis directives with no meaning for bloomkit,
@@ -106,7 +109,7 @@ func init() {
 	ignore("writes are always refused (MISCONF) while the log cannot be written", "stop-writes-on-bgsave-error")
 	ignore("snapshots are always checksummed and uncompressed", "rdbcompression", "rdbchecksum", "rdb-del-sync-files", "sanitize-dump-payload")
 	ignore("bloomkit names its own files in dir", "dbfilename", "appendfilename", "appenddirname")
-	ignore("snapshots are written when the log grows (auto-aof-rewrite-min-size) and at shutdown", "save", "auto-aof-rewrite-percentage")
+	ignore("snapshots are written when the log grows (auto-aof-rewrite-min-size) and at shutdown", "auto-aof-rewrite-percentage")
 	ignore("a full sync always writes the snapshot to a file first and the replica loads it from its own", "repl-diskless-sync",
 		"repl-diskless-sync-delay", "repl-diskless-sync-max-replicas", "repl-diskless-load", "slave-lazy-flush", "replica-lazy-flush")
 	ignore("replication links always disable Nagle's algorithm", "repl-disable-tcp-nodelay")
@@ -277,8 +280,25 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 		cfg.Users = append(cfg.Users, UserRule{Name: args[0], Rules: args[1:], Where: fmt.Sprintf("%s:%d", path, r.line)})
 		return nil
 	}
+	if name == "save" {
+		// Redis's way: the file's first save line replaces the default
+		// points, the next ones add theirs; save "" clears them. A line
+		// may give its pairs as words or as one quoted string.
+		p, err := parseSavePoints(strings.Join(args, " "))
+		if err != nil {
+			return fmt.Errorf("save %q: %v", strings.Join(args, " "), err)
+		}
+		if !r.saveSeen || len(p) == 0 {
+			r.saveSeen = true
+			cfg.SavePoints = &p
+			return nil
+		}
+		all := append(*cfg.SavePoints, p...)
+		cfg.SavePoints = &all
+		return nil
+	}
 	if len(args) != 1 {
-		if name == "save" || name == "oom-score-adj-values" {
+		if name == "oom-score-adj-values" {
 			return nil
 		}
 		if !knownDirective(name) {

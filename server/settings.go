@@ -25,6 +25,8 @@ type settings struct {
 	filter      atomic.Pointer[filterConfig]
 	// aclLogMaxLen is acllog-max-len.
 	aclLogMaxLen atomic.Int64
+	// savePoints are the save points in force (CONFIG SET save).
+	savePoints atomic.Pointer[[][2]int64]
 	// limit mirrors the memory limit in force (db.Limit) for CONFIG GET,
 	// which may run inside EXEC, where the keyspace lock is held.
 	limit atomic.Uint64
@@ -50,6 +52,11 @@ func (st *settings) init(cfg *Config, filter *filterConfig) {
 		st.slowMaxLen.Store(max(*cfg.SlowlogMaxLen, 0))
 	}
 	st.maxMemory.Store(cfg.MaxMemory)
+	points := defaultSavePoints
+	if cfg.SavePoints != nil {
+		points = *cfg.SavePoints
+	}
+	st.savePoints.Store(&points)
 	st.aclLogMaxLen.Store(128)
 	if cfg.ACLLogMaxLen != nil {
 		st.aclLogMaxLen.Store(max(*cfg.ACLLogMaxLen, 0))
