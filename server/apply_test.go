@@ -327,3 +327,52 @@ func TestSavePoints(t *testing.T) {
 		t.Fatal(`save "": a snapshot is still due`)
 	}
 }
+
+// rename-command as Redis: the old name is unknown, the new one runs the
+// command, "" turns it off; what is logged names the command by its own
+// name, so the log replays (and a replica applies it) whatever the
+// renames.
+func TestRenameCommand(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "r.conf")
+	if err := os.WriteFile(conf, []byte("rename-command FLUSHALL \"\"\nrename-command SET my-set\nrename-command CONFIG \"\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var cfg Config
+	if err := ReadConfigFile(conf, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Addr, cfg.Dir, cfg.AppendFsync = "127.0.0.1:0", filepath.Join(dir, "data"), "always"
+	s := startServer(t, cfg)
+	rc := dialRaw(t, s.Addr())
+	if got := rc.do("FLUSHALL"); !strings.HasPrefix(got, "-ERR unknown command 'FLUSHALL'") {
+		t.Fatalf("FLUSHALL renamed to \"\": %s", got)
+	}
+	if got := rc.do("SET", "k", "v"); !strings.HasPrefix(got, "-ERR unknown command 'SET'") {
+		t.Fatalf("SET renamed: %s", got)
+	}
+	mustDo(t, rc, "+OK", "MY-SET", "k", "v")
+	mustDo(t, rc, "+OK", "MULTI")
+	mustDo(t, rc, "+QUEUED", "my-set", "t", "1")
+	mustDo(t, rc, "[+OK]", "EXEC")
+	s.Close()
+	// The log names SET: a server without the renames replays it.
+	s2 := startServer(t, Config{Dir: cfg.Dir})
+	rc2 := dialRaw(t, s2.Addr())
+	mustDo(t, rc2, `"v"`, "GET", "k")
+	mustDo(t, rc2, `"1"`, "GET", "t")
+
+	for _, bad := range []string{"rename-command NOSUCH x\n", "rename-command SET get\n"} {
+		if err := os.WriteFile(conf, []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var c Config
+		if err := ReadConfigFile(conf, &c); err != nil {
+			t.Fatal(err)
+		}
+		c.NoPersistence = true
+		if _, err := New(c); err == nil {
+			t.Errorf("%q: New accepted it", bad)
+		}
+	}
+}

@@ -79,6 +79,10 @@ type Config struct {
 	// appendonly no, a snapshot is written once that many changes are that
 	// old (nil: Redis's defaults, 3600 1 300 100 60 10000; empty: none).
 	SavePoints *[][2]int64
+	// RenameCommands are a config file's rename-command directives: a
+	// command's name (lower case) to the name clients must use instead,
+	// or "" for none (the command is off), as Redis's.
+	RenameCommands map[string]string
 	// ACLPubsubDefault is the channels a new ACL user starts with, and
 	// "reset" gives: "resetchannels" (none; "" means it too, Redis 7's
 	// default) or "allchannels" (Redis's acl-pubsub-default).

@@ -272,6 +272,18 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 		r.cfg.ReplicaOf = args[0] + " " + args[1]
 		return nil
 	}
+	if name == "rename-command" {
+		// rename-command NAME NEWNAME (or "" to turn it off): checked
+		// against the command table when the server starts.
+		if len(args) != 2 {
+			return fmt.Errorf("rename-command: want a command and its new name (\"\" to turn it off)")
+		}
+		if cfg.RenameCommands == nil {
+			cfg.RenameCommands = map[string]string{}
+		}
+		cfg.RenameCommands[strings.ToLower(args[0])] = strings.ToLower(args[1])
+		return nil
+	}
 	if name == "user" {
 		// user <name> <rules...>: checked when the server starts.
 		if len(args) < 1 {
@@ -404,7 +416,7 @@ func isRedisBloomModule(path string) bool {
 // include and user (for errors: a known directive with the wrong number of
 // values is not an unknown one).
 func knownDirective(name string) bool {
-	return name == "include" || name == "user" || lookupSetting(name) != nil
+	return name == "include" || name == "user" || name == "rename-command" || lookupSetting(name) != nil
 }
 
 // redisLogLevels maps Redis's log levels to the log's: verbose is debug,

@@ -206,6 +206,8 @@ type Server struct {
 	// taking the keyspace lock (under cfgMu).
 	tlsMu    sync.Mutex
 	tlsReady *tlsBuild
+	// names is rename-command (nil: none).
+	names *commandNames
 }
 
 // New creates a server: it loads the snapshot and replays the append-only
@@ -272,6 +274,9 @@ func New(cfg Config) (*Server, error) {
 	s.slowlog.maxLen = int(s.set.slowMaxLen.Load())
 	s.configFile = cfg.ConfigFile
 	s.runID = newRunID()
+	if s.names, err = newCommandNames(cfg.RenameCommands); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	if err := s.initUsers(&cfg); err != nil {
 		return nil, err
 	}
@@ -508,9 +513,16 @@ func (s *Server) do(c *Session, args [][]byte, r *Reply) {
 	}
 	cmd, ok := c.lastLookup, true
 	if cmd == nil || !bytes.Equal(args[0], c.lastName) {
-		if cmd, ok = lookupCommand(args[0]); ok && len(args[0]) <= 32 {
+		if cmd, ok = lookupCommand(args[0]); s.names != nil {
+			cmd, ok = s.names.resolve(args[0], cmd, ok)
+		}
+		if ok && len(args[0]) <= 32 {
 			c.lastName, c.lastLookup = append(c.lastName[:0], args[0]...), cmd
 		}
+	}
+	if s.names != nil && ok && !strings.EqualFold(string(args[0]), cmd.name) {
+		// Logged, replicated and queued by its own name.
+		args[0] = []byte(cmd.name)
 	}
 	if !ok {
 		if c.multi != nil {
