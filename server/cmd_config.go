@@ -171,6 +171,16 @@ var settingList = []setting{
 		s.users.SetDefaultPassword(v)
 		return nil
 	}, file: func(c *Config, v string) error { c.RequirePass = v; return nil }},
+	{name: "unixsocket", def: "", get: func(s *Server) string { return s.cfg.UnixSocket }, file: func(c *Config, v string) error { c.UnixSocket = v; return nil }},
+	{name: "unixsocketperm", def: "0", get: func(s *Server) string { return strconv.FormatUint(uint64(s.cfg.UnixSocketPerm), 8) },
+		file: func(c *Config, v string) error {
+			n, err := strconv.ParseUint(v, 8, 32)
+			if err != nil || n > 0o777 {
+				return errConfigValue("argument must be an octal number from 0 to 777")
+			}
+			c.UnixSocketPerm = os.FileMode(n)
+			return nil
+		}},
 	{name: "save", def: formatSavePoints(defaultSavePoints), get: func(s *Server) string { return formatSavePoints(*s.set.savePoints.Load()) },
 		set: func(s *Server, v string) error {
 			p, err := parseSavePoints(v)

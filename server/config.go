@@ -2,6 +2,7 @@ package server
 
 import (
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/bloomkit/bloomkit/internal/memlimit"
@@ -83,6 +84,11 @@ type Config struct {
 	// command's name (lower case) to the name clients must use instead,
 	// or "" for none (the command is off), as Redis's.
 	RenameCommands map[string]string
+	// UnixSocket, when set, is a Unix socket path served beside the TCP
+	// listeners (Redis's unixsocket); UnixSocketPerm its permissions
+	// (0: as the umask leaves them; Redis's unixsocketperm, octal).
+	UnixSocket     string
+	UnixSocketPerm os.FileMode
 	// ACLPubsubDefault is the channels a new ACL user starts with, and
 	// "reset" gives: "resetchannels" (none; "" means it too, Redis 7's
 	// default) or "allchannels" (Redis's acl-pubsub-default).
@@ -226,7 +232,7 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
-	if c.Addr == "" && c.TLSAddr == "" {
+	if c.Addr == "" && c.TLSAddr == "" && c.UnixSocket == "" {
 		c.Addr = DefaultAddr
 	}
 	if c.Dir == "" && !c.NoPersistence {

@@ -143,7 +143,6 @@ func init() {
 		"cluster-migration-barrier", "cluster-ping-interval", "cluster-preferred-endpoint-type",
 		"cluster-replica-no-failover", "cluster-replica-validity-factor", "cluster-require-full-coverage",
 		"cluster-slave-no-failover", "cluster-slave-validity-factor")
-	ignore("no Unix socket; TCP only", "unixsocket", "unixsocketperm")
 	// Newer Redis versions' settings, so that their redis.conf starts the
 	// server (with a warning naming each) instead of stopping it.
 	ignore("clients are served by --event-loops (half the CPUs by default)", "io-threads", "io-threads-do-reads")

@@ -119,7 +119,7 @@ func (s *Server) serveConn(nc net.Conn) {
 		return
 	}
 	s.totalConns.Add(1)
-	c := &Session{ID: s.nextID.Add(1), Addr: nc.RemoteAddr().String(), LocalAddr: nc.LocalAddr().String(), created: time.Now(), gone: make(chan struct{})}
+	c := &Session{ID: s.nextID.Add(1), Addr: connAddr(nc.RemoteAddr(), nc.LocalAddr()), LocalAddr: connAddr(nc.LocalAddr(), nil), created: time.Now(), gone: make(chan struct{})}
 	s.startSession(c)
 	c.canWait = true
 	c.lastCmd.Store(c.created.UnixMilli())
@@ -320,6 +320,23 @@ func (c *Session) disconnect() {
 	} else if conn != nil {
 		closeNow(conn)
 	}
+}
+
+// connAddr is a connection's address as CLIENT LIST shows it: ip:port,
+// or for a Unix socket the socket's path and ":0", as Redis writes it (a
+// client's end of a Unix socket has no name: the server's is used).
+func connAddr(a, server net.Addr) string {
+	if ua, ok := a.(*net.UnixAddr); ok || a == nil {
+		name := ""
+		if ua != nil {
+			name = ua.Name
+		}
+		if name == "" && server != nil {
+			return connAddr(server, nil)
+		}
+		return name + ":0"
+	}
+	return a.String()
 }
 
 // closeNow closes a connection without writing to it. A TLS connection's

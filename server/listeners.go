@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -161,6 +162,17 @@ func (s *Server) Listen() error {
 		}
 		s.tlsLns = lns
 	}
+	if s.cfg.UnixSocket != "" {
+		l, err := listenUnix(s.cfg.UnixSocket, s.cfg.UnixSocketPerm)
+		if err != nil {
+			for _, l := range s.allListeners() {
+				l.Close()
+			}
+			s.plainLns, s.tlsLns = nil, nil
+			return fmt.Errorf("server: %w", err)
+		}
+		s.unixLns = []net.Listener{l}
+	}
 	s.addr.Store(firstAddr(s.plainLns))
 	s.tlsAddr.Store(firstAddr(s.tlsLns))
 	if s.cfg.MetricsAddr != "" {
@@ -168,23 +180,48 @@ func (s *Server) Listen() error {
 			for _, l := range s.allListeners() {
 				l.Close()
 			}
-			s.plainLns, s.tlsLns = nil, nil
+			s.plainLns, s.tlsLns, s.unixLns = nil, nil, nil
 			return err
 		}
 	}
 	return nil
 }
 
-// allListeners are the plain-text listeners, then the TLS ones (lnMu held).
+// listenUnix listens on a Unix socket at path, as Redis's unixsocket: a
+// socket left there by an earlier run is removed first (anything else at
+// the path is an error, never removed), and perm, when not 0, is set on
+// the new one.
+func listenUnix(path string, perm os.FileMode) (net.Listener, error) {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("unixsocket %s: the path exists and is not a socket", path)
+		}
+		os.Remove(path)
+	}
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("unixsocket: %w", err)
+	}
+	if perm != 0 {
+		if err := os.Chmod(path, perm); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("unixsocketperm: %w", err)
+		}
+	}
+	return l, nil
+}
+
+// allListeners are the plain-text listeners, the TLS ones, then the Unix
+// socket (lnMu held).
 func (s *Server) allListeners() []net.Listener {
-	return append(append([]net.Listener{}, s.plainLns...), s.tlsLns...)
+	return append(append(append([]net.Listener{}, s.plainLns...), s.tlsLns...), s.unixLns...)
 }
 
 // listening reports whether Listen opened a listener.
 func (s *Server) listening() bool {
 	s.lnMu.Lock()
 	defer s.lnMu.Unlock()
-	return len(s.plainLns)+len(s.tlsLns) > 0
+	return len(s.plainLns)+len(s.tlsLns)+len(s.unixLns) > 0
 }
 
 // ListenAddrs are the addresses the server listens on for clients

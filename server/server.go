@@ -178,8 +178,9 @@ type Server struct {
 	lnMu      sync.Mutex
 	plainLns  []net.Listener
 	tlsLns    []net.Listener
-	bindHosts []string // the hosts both listen on ("-" before one: optional)
-	serving   bool     // Serve started the accept loops
+	unixLns   []net.Listener // the unixsocket (at most one)
+	bindHosts []string       // the hosts both listen on ("-" before one: optional)
+	serving   bool           // Serve started the accept loops
 	acceptWG  sync.WaitGroup
 	acceptErr chan error // an accept loop's failure, which ends Serve
 	addr      atomic.Value

@@ -92,6 +92,9 @@ func (s *Server) protectedRefuses(remote net.Addr) bool {
 	if !s.set.protected.Load() || s.authRequired() {
 		return false
 	}
+	if _, unix := remote.(*net.UnixAddr); unix {
+		return false // a Unix socket is on this machine
+	}
 	ta, ok := remote.(*net.TCPAddr)
 	return !ok || !ta.IP.IsLoopback()
 }

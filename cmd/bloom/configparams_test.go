@@ -119,6 +119,8 @@ func TestServeConfigParamsRoundTrip(t *testing.T) {
 		"replicaof":                         {file: "127.0.0.1 1"},
 		"requirepass":                       {file: "filepw", set: "setpw"},
 		"save":                              {file: "900 1", set: "300 10 60 1000"},
+		"unixsocket":                        {file: filepath.Join(dir, "bloom.sock")},
+		"unixsocketperm":                    {file: "700"},
 		"slave-announce-ip":                 {alias: "replica-announce-ip"},
 		"slave-announce-port":               {alias: "replica-announce-port"},
 		"slave-priority":                    {alias: "replica-priority"},

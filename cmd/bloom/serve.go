@@ -238,7 +238,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		// than serve plain text where TLS was meant.
 		return usageErr(stderr, "serve", "--tls-cert and --tls-key serve TLS on --tls-addr, beside the plain-text --addr (--addr '' for TLS only): give --tls-addr")
 	}
-	if cfg.Addr == "" && cfg.TLSAddr == "" {
+	if cfg.Addr == "" && cfg.TLSAddr == "" && cfg.UnixSocket == "" {
 		return usageErr(stderr, "serve", "--addr '' and no --tls-addr: the server would not listen anywhere")
 	}
 	pidFile, pprofAddr := cfg.PidFile, *vals["pprof-addr"]
