@@ -209,6 +209,9 @@ type Server struct {
 	tlsReady *tlsBuild
 	// names is rename-command (nil: none).
 	names *commandNames
+	// expireCycleNanos is the time active expiry ran (INFO
+	// expire_cycle_cpu_milliseconds).
+	expireCycleNanos atomic.Int64
 }
 
 // New creates a server: it loads the snapshot and replays the append-only
