@@ -58,3 +58,56 @@ func TestInfoHasEveryRedisField(t *testing.T) {
 		}
 	}
 }
+
+// MEMORY STATS has Redis 7's fields, in Redis's order (then the Go
+// runtime's two), in both protocols.
+func TestMemoryStatsFields(t *testing.T) {
+	r := redistest.Start(t)
+	s := startServer(t, Config{NoPersistence: true})
+	ctx := context.Background()
+	names := func(c *redis.Client) []string {
+		t.Helper()
+		v, err := c.Do(ctx, "MEMORY", "STATS").Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for i := 0; i < len(v); i += 2 {
+			out = append(out, v[i].(string))
+		}
+		return out
+	}
+	rc := redis.NewClient(&redis.Options{Addr: r.Addr, Protocol: 2})
+	defer rc.Close()
+	rc.Set(ctx, "k", "v", 0)
+	theirs := names(rc)
+	for _, proto := range []int{2, 3} {
+		c := redis.NewClient(&redis.Options{Addr: s.Addr(), Protocol: proto})
+		c.Set(ctx, "k", "v", 0)
+		var ours []string
+		if proto == 2 {
+			ours = names(c)
+		} else {
+			m, err := c.Do(ctx, "MEMORY", "STATS").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k := range m.(map[any]any) {
+				ours = append(ours, k.(string))
+			}
+		}
+		c.Close()
+		have := map[string]bool{}
+		for _, n := range ours {
+			have[n] = true
+		}
+		for _, n := range theirs {
+			if !have[n] {
+				t.Errorf("RESP%d: MEMORY STATS has no %s", proto, n)
+			}
+		}
+		if proto == 2 && strings.Join(ours[:len(theirs)], " ") != strings.Join(theirs, " ") {
+			t.Errorf("MEMORY STATS order:\n ours   %v\n Redis  %v", ours, theirs)
+		}
+	}
+}
