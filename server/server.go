@@ -539,6 +539,10 @@ func (s *Server) do(c *Session, args [][]byte, r *Reply) {
 	if c.curCmd.Load() != cmd {
 		c.curCmd.Store(cmd)
 	}
+	if cmd.hasSubcommands {
+		name := aclCommand(cmd, args).Name
+		c.curSub.Store(&name)
+	}
 	s.totalCmds.Add(1)
 	if !c.authed && !cmd.noauth {
 		if s.authRequired() {
