@@ -138,6 +138,11 @@ func keyPerm(cmd *command, i int) acl.Perm {
 			return acl.Write
 		}
 		return acl.Read
+	case "copy":
+		if i == 1 {
+			return acl.Read
+		}
+		return acl.Write
 	}
 	if cmd.write {
 		return acl.Write

@@ -25,6 +25,60 @@ func cmdDel(s *Server, c *Session, args [][]byte, r *Reply) {
 	r.Int(n)
 }
 
+// COPY source destination [DB 0] [REPLACE]: a copy of the source key,
+// value and expiry, as Redis 7. There is one database, so DB is 0 or
+// refused. Logged as COPY with REPLACE when given: the copy depends only on
+// the source and what it replaces.
+func cmdCopy(s *Server, c *Session, args [][]byte, r *Reply) {
+	replace := false
+	for i := 3; i < len(args); i++ {
+		switch strings.ToLower(string(args[i])) {
+		case "replace":
+			replace = true
+		case "db":
+			if i+1 >= len(args) {
+				r.Error(errSyntax)
+				return
+			}
+			i++
+			db, ok := resp.ParseInt(args[i])
+			if !ok {
+				r.Error(errNotInt)
+				return
+			}
+			if db != 0 {
+				r.Error("ERR DB index is out of range")
+				return
+			}
+		default:
+			r.Error(errSyntax)
+			return
+		}
+	}
+	if string(args[1]) == string(args[2]) {
+		r.Error("ERR source and destination objects are the same")
+		return
+	}
+	copied, fits, err := s.db.Copy(string(args[1]), string(args[2]), replace)
+	switch {
+	case err != nil:
+		r.Error("ERR " + err.Error())
+		return
+	case !fits:
+		r.Error(errOOMCommand)
+		return
+	case !copied:
+		c.skipLog = true
+		r.Int(0)
+		return
+	}
+	c.logArgs = [][]byte{[]byte("COPY"), args[1], args[2]}
+	if replace {
+		c.logArgs = append(c.logArgs, []byte("REPLACE"))
+	}
+	r.Int(1)
+}
+
 // RANDOMKEY: a key picked at random, or nil when there is none.
 func cmdRandomKey(s *Server, c *Session, args [][]byte, r *Reply) {
 	k, ok := s.db.RandomKey()

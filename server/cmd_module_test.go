@@ -96,3 +96,98 @@ func TestRandomKey(t *testing.T) {
 		t.Errorf("200 RANDOMKEYs gave only %d different keys", len(seen))
 	}
 }
+
+// COPY as Redis 7, for every kind of key: the copy answers exactly as the
+// original (its dump, info, TTL), is independent of it, and survives a
+// restart from the log; REPLACE, an existing destination, the same key, DB
+// other than 0 and a write-only user as Redis answer them.
+func TestCopy(t *testing.T) {
+	clock := newFakeClock(time.Unix(5_000_000, 0))
+	s := startServer(t, Config{AppendFsync: "always", Now: clock.Now})
+	rc := dialRaw(t, s.Addr())
+	for _, cmd := range [][]string{
+		{"SET", "str", "value", "PX", "100000"},
+		{"BF.RESERVE", "bf", "0.01", "20", "EXPANSION", "2"}, {"BF.MADD", "bf", "a", "b", "c"},
+		{"BF.INSERT", "bf", "ITEMS", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s", "t", "u", "v", "w", "x"},
+		{"CF.RESERVE", "cf", "8", "BUCKETSIZE", "2", "EXPANSION", "1"}, {"CF.INSERT", "cf", "ITEMS", "a", "b", "c", "d", "e", "f", "g", "h", "i", "j"},
+		{"BF.RESERVE", "nat", "0.01", "100", "LAYOUT", "blocked", "SEED", "7"}, {"BF.ADD", "nat", "a"},
+		{"BF.RESERVE", "win", "0.01", "100", "WINDOW", "4s", "GENERATIONS", "4", "SEED", "7"}, {"BF.ADD", "win", "a"},
+	} {
+		if got := rc.do(cmd...); strings.HasPrefix(got, "-") {
+			t.Fatalf("%v: %s", cmd, got)
+		}
+	}
+	for _, k := range []string{"str", "bf", "cf", "nat", "win"} {
+		mustDo(t, rc, ":1", "COPY", k, k+"-copy")
+	}
+	mustDo(t, rc, ":0", "COPY", "bf", "cf-copy")
+	mustDo(t, rc, ":0", "COPY", "missing", "x")
+	mustDo(t, rc, "-ERR source and destination objects are the same", "COPY", "bf", "bf")
+	mustDo(t, rc, "-ERR DB index is out of range", "COPY", "bf", "x", "DB", "1")
+	mustDo(t, rc, ":1", "COPY", "bf", "x", "DB", "0")
+	mustDo(t, rc, "-ERR syntax error", "COPY", "bf", "y", "NOW")
+	// Each copy answers as its original.
+	same := func(rc *rawConn) {
+		t.Helper()
+		for _, k := range []string{"str", "bf", "cf", "nat", "win"} {
+			for _, q := range [][]string{{"TYPE", k}, {"PTTL", k}, {"DUMPALL", k}} {
+				a, b := copyObserve(rc, q, k), copyObserve(rc, q, k+"-copy")
+				if a != b {
+					t.Errorf("%v: original %s, copy %s", q, a, b)
+				}
+			}
+		}
+	}
+	same(rc)
+	// Independent: an add to the copy leaves the original alone.
+	rc.do("BF.ADD", "bf-copy", "only-in-copy")
+	mustDo(t, rc, ":0", "BF.EXISTS", "bf", "only-in-copy")
+	rc.do("BF.ADD", "bf", "only-in-copy")
+	// REPLACE overwrites.
+	mustDo(t, rc, ":1", "COPY", "str", "cf-copy", "REPLACE")
+	mustDo(t, rc, `"value"`, "GET", "cf-copy")
+	mustDo(t, rc, ":1", "COPY", "cf", "cf-copy", "REPLACE")
+	// A restart replays the copies.
+	s.Close()
+	s2 := startServer(t, Config{Dir: s.cfg.Dir, Now: clock.Now})
+	rc2 := dialRaw(t, s2.Addr())
+	same(rc2)
+	// The source needs read access, the destination write access.
+	mustDo(t, rc2, "+OK", "ACL", "SETUSER", "w", "on", ">pw", "%W~*", "+@all")
+	w := asUser(t, s2, "w", "pw")
+	mustDo(t, w, "-NOPERM No permissions to access a key", "COPY", "str", "z")
+}
+
+// copyObserve is one observation of key k: its type, TTL, or everything
+// its type shows (DUMPALL: GET, or INFO and every SCANDUMP chunk).
+func copyObserve(rc *rawConn, q []string, k string) string {
+	if q[0] != "DUMPALL" {
+		return rc.do(q[0], k)
+	}
+	switch rc.do("TYPE", k) {
+	case "+string":
+		return rc.do("GET", k)
+	case "+MBbloomCF":
+		return rc.do("CF.INFO", k) + copyDump(rc, "CF", k)
+	default:
+		return rc.do("BF.INFO", k) + copyDump(rc, "BF", k)
+	}
+}
+
+func copyDump(rc *rawConn, prefix, k string) string {
+	var b strings.Builder
+	it := "0"
+	for n := 0; n < 10000; n++ {
+		got := rc.do(prefix+".SCANDUMP", k, it)
+		next, data, ok := parseDumpReply(got)
+		if !ok {
+			return b.String() + got
+		}
+		b.WriteString(next + ":" + data + ";")
+		if next == "0" {
+			break
+		}
+		it = next
+	}
+	return b.String()
+}

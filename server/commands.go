@@ -148,6 +148,7 @@ func init() {
 		{name: "unlink", arity: -2, flags: []string{"write", "fast"}, first: 1, last: -1, step: 1, write: true, fn: cmdDel},
 		{name: "exists", arity: -2, flags: []string{"readonly", "fast"}, first: 1, last: -1, step: 1, fn: cmdExists},
 		{name: "type", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, fn: cmdType},
+		{name: "copy", arity: -3, flags: []string{"write", "denyoom"}, first: 1, last: 2, step: 1, write: true, fn: cmdCopy},
 		{name: "randomkey", arity: 1, flags: []string{"readonly"}, fn: cmdRandomKey},
 		{name: "keys", arity: 2, flags: []string{"readonly"}, fn: cmdKeys},
 		{name: "scan", arity: -2, flags: []string{"readonly"}, fn: cmdScan},

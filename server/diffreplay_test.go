@@ -14,7 +14,7 @@ import (
 )
 
 // The differential replay test: random streams of every write command —
-// expiries in the past and the future, PERSIST, RENAME, DEL, FLUSHALL,
+// expiries in the past and the future, PERSIST, RENAME, COPY, DEL, FLUSHALL,
 // MULTI/EXEC with commands that fail, LOADCHUNK, BF.MERGE, native and
 // window keys on a clock that also goes backwards, --maxmemory hits,
 // snapshots taken meanwhile — then a crash and a restart from the log (and
@@ -188,6 +188,11 @@ func (d *diffReplay) writeCmd() []string {
 		return []string{"BF.ADD", k, "n" + strconv.Itoa(r.Intn(1<<30))}
 	case 26:
 		return []string{"CF.ADD", k, "n" + strconv.Itoa(r.Intn(1<<30))}
+	case 28:
+		if r.Intn(2) == 0 {
+			return []string{"COPY", k, d.key(), "REPLACE"}
+		}
+		return []string{"COPY", k, d.key()}
 	}
 	return []string{"BF.CARD", k}
 }
