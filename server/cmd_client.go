@@ -357,6 +357,9 @@ func (s *Server) clientLine(me, c *Session) string {
 	if c.noEvict {
 		flags += "e"
 	}
+	if c.monitoring.Load() {
+		flags += "O"
+	}
 	if flags == "" {
 		flags = "N"
 	}

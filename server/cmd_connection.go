@@ -170,6 +170,7 @@ func cmdHello(s *Server, c *Session, args [][]byte, r *Reply) {
 // discarded, no subscriptions, replies on, RESP2, no name, and not
 // authenticated when a password is required.
 func cmdReset(s *Server, c *Session, args [][]byte, r *Reply) {
+	s.endMonitor(c)
 	s.unsubscribeAll(c)
 	if c.sub != nil {
 		c.sub.resp3.Store(false)

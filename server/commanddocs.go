@@ -173,6 +173,7 @@ var commandDocs = map[string]cmdDoc{
 	"type":         {group: "generic", since: "1.0.0", summary: "Determines the type of value stored at a key", complexity: "O(1)", categories: "keyspace"},
 	"keys":         {group: "generic", since: "1.0.0", summary: "Returns all key names that match a pattern", complexity: "O(N) with N being the number of keys in the database", categories: "keyspace dangerous"},
 	"copy":         {group: "generic", since: "6.2.0", summary: "Copies the value of a key to a new key", complexity: "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.", categories: "keyspace"},
+	"monitor":      {group: "server", since: "1.0.0", summary: "Listens for all requests received by the server in real-time", complexity: ""},
 	"randomkey":    {group: "generic", since: "1.0.0", summary: "Returns a random key name from the database", complexity: "O(1)", categories: "keyspace"},
 	"scan":         {group: "generic", since: "2.8.0", summary: "Iterates over the key names in the database", complexity: "O(1) for every call. O(N) for a complete iteration", categories: "keyspace"},
 	"rename":       {group: "generic", since: "1.0.0", summary: "Renames a key and overwrites the destination", complexity: "O(1)", categories: "keyspace"},

@@ -149,6 +149,7 @@ func init() {
 		{name: "exists", arity: -2, flags: []string{"readonly", "fast"}, first: 1, last: -1, step: 1, fn: cmdExists},
 		{name: "type", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, fn: cmdType},
 		{name: "copy", arity: -3, flags: []string{"write", "denyoom"}, first: 1, last: 2, step: 1, write: true, fn: cmdCopy},
+		{name: "monitor", arity: 1, flags: []string{"admin", "noscript", "loading", "stale"}, unlocked: true, fn: cmdMonitor},
 		{name: "randomkey", arity: 1, flags: []string{"readonly"}, fn: cmdRandomKey},
 		{name: "keys", arity: 2, flags: []string{"readonly"}, fn: cmdKeys},
 		{name: "scan", arity: -2, flags: []string{"readonly"}, fn: cmdScan},

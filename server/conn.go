@@ -300,6 +300,7 @@ func (s *Server) endSession(c *Session) {
 	delete(s.sessions, c.ID)
 	s.smu.Unlock()
 	s.endMulti(c) // a queue left behind no longer counts
+	s.endMonitor(c)
 	s.endSubscriber(c)
 	if c.gone != nil {
 		close(c.gone) // a WAIT it was blocked in stops waiting

@@ -1,10 +1,12 @@
 package server
 
 import (
+	"bufio"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -164,5 +166,54 @@ func TestUnixSocket(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(sock); string(b) != "data" {
 		t.Fatal("the file at the socket's path was changed")
+	}
+}
+
+// redis-cli monitor sees every command as Redis shows it: time, client
+// address, the arguments quoted, passwords redacted, administrative
+// commands left out; CLIENT LIST flags the monitor O.
+func TestMonitorWithRedisCLI(t *testing.T) {
+	cli := requireTool(t, "redis-cli")
+	s := startServer(t, Config{NoPersistence: true})
+	host, port, _ := net.SplitHostPort(s.Addr())
+	mon := exec.Command(cli, "-h", host, "-p", port, "monitor")
+	out, err := mon.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mon.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer mon.Process.Kill()
+	br := bufio.NewReader(out)
+	if l, err := br.ReadString('\n'); err != nil || strings.TrimSpace(l) != "OK" {
+		t.Fatalf("MONITOR: %q %v", l, err)
+	}
+	rc := dialRaw(t, s.Addr())
+	if got := rc.do("CLIENT", "LIST"); !regexp.MustCompile(`flags=O `).MatchString(got) {
+		t.Errorf("CLIENT LIST has no monitor (flags=O): %s", got)
+	}
+	rc.do("BF.ADD", "k", "a b\n\"c\"")
+	rc.do("AUTH", "secret")
+	rc.do("CONFIG", "SET", "timeout", "0") // admin: not shown
+	rc.do("SET", "x", "1")
+	local := rc.c.LocalAddr().String()
+	want := []*regexp.Regexp{
+		regexp.MustCompile(`^\d+\.\d{6} \[0 ` + regexp.QuoteMeta(local) + `\] "CLIENT" "LIST"$`),
+		regexp.MustCompile(`^\d+\.\d{6} \[0 ` + regexp.QuoteMeta(local) + `\] "BF.ADD" "k" "a b\\n\\"c\\""$`),
+		regexp.MustCompile(`^\d+\.\d{6} \[0 ` + regexp.QuoteMeta(local) + `\] "AUTH" "\(redacted\)"$`),
+		regexp.MustCompile(`^\d+\.\d{6} \[0 ` + regexp.QuoteMeta(local) + `\] "SET" "x" "1"$`),
+	}
+	// The lines arrive in order; a missing one ends the test when the
+	// monitor is killed at its end.
+	time.AfterFunc(10*time.Second, func() { mon.Process.Kill() })
+	for _, re := range want {
+		l, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("monitor output ended before %s: %v", re, err)
+		}
+		if l = strings.TrimSpace(l); !re.MatchString(l) {
+			t.Errorf("monitor line %q, want %s", l, re)
+		}
 	}
 }

@@ -212,6 +212,8 @@ type Server struct {
 	// expireCycleNanos is the time active expiry ran (INFO
 	// expire_cycle_cpu_milliseconds).
 	expireCycleNanos atomic.Int64
+	// mon are the clients in MONITOR mode (monitor.go).
+	mon monitors
 }
 
 // New creates a server: it loads the snapshot and replays the append-only
@@ -628,6 +630,9 @@ func (s *Server) do(c *Session, args [][]byte, r *Reply) {
 		d = s.locked(c, cmd, args, r, start)
 	}
 	s.executed(c, cmd, args, start, d, r)
+	if s.mon.n.Load() > 0 {
+		s.feedMonitors(c, cmd, args, monoTime(start))
+	}
 }
 
 // reject counts a command refused before it ran (cmd nil: unknown).

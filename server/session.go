@@ -32,6 +32,8 @@ type Session struct {
 	curSub atomic.Pointer[string]
 	// fd is the connection's descriptor (CLIENT LIST fd; -1: unknown).
 	fd atomic.Int64
+	// monitoring is set by MONITOR (monitor.go).
+	monitoring atomic.Bool
 
 	resp3  bool
 	authed bool

@@ -111,6 +111,7 @@ var multiCases = map[string][][]string{
 	"pubsub":       {{"PUBSUB", "CHANNELS"}, {"PUBSUB", "NUMSUB", "ch"}, {"PUBSUB", "NUMPAT"}, {"PUBSUB", "HELP"}},
 	"script":       {{"SCRIPT", "KILL"}, {"SCRIPT", "HELP"}},
 	"randomkey":    {{"RANDOMKEY"}},
+	"monitor":      {{"MONITOR"}},
 	"copy":         {{"COPY", "bk", "bk2"}},
 	"module":       {{"MODULE", "LIST"}, {"MODULE", "HELP"}, {"MODULE", "LOAD", "/x.so"}},
 }
