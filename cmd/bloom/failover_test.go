@@ -567,7 +567,7 @@ func failoverKills(t *testing.T) int {
 // rejoins as a replica and converges.
 func TestSentinelFailover(t *testing.T) {
 	if raceEnabled {
-		t.Skip("six processes and Sentinel's timers: run without the race detector (make test runs cmd/bloom both ways)")
+		t.Skip("six processes and Sentinel's timers: runs without -race (make test reruns it so)")
 	}
 	runFailover(t, bloomTarget(), failoverKills(t))
 }
@@ -576,7 +576,7 @@ func TestSentinelFailover(t *testing.T) {
 // (requirepass and masterauth; the sentinels' auth-pass), in the long run.
 func TestSentinelFailoverAuth(t *testing.T) {
 	if raceEnabled {
-		t.Skip("without the race detector only")
+		t.Skip("runs without -race only")
 	}
 	if os.Getenv("BLOOMKIT_LONG") != "1" && os.Getenv("BLOOMKIT_FAILOVER_AUTH") != "1" {
 		t.Skip("with passwords: BLOOMKIT_LONG=1 or BLOOMKIT_FAILOVER_AUTH=1")
@@ -590,7 +590,7 @@ func TestSentinelFailoverAuth(t *testing.T) {
 // harness's check, and the times bloom serve is compared with.
 func TestSentinelFailoverRedis(t *testing.T) {
 	if raceEnabled {
-		t.Skip("without the race detector only")
+		t.Skip("runs without -race only")
 	}
 	if os.Getenv("BLOOMKIT_LONG") != "1" && os.Getenv("BLOOMKIT_FAILOVER_TARGET") != "redis" {
 		t.Skip("the scenario on redis-server checks the harness: BLOOMKIT_LONG=1 or BLOOMKIT_FAILOVER_TARGET=redis")

@@ -9,10 +9,11 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bloomkit/bloomkit/examples/internal/prebuilt"
 )
 
 func freeAddr(t *testing.T) string {
@@ -64,10 +65,7 @@ func stats(t *testing.T, base string) Snapshot {
 // TestSiblingQueriesSaved runs three node processes on loopback and counts
 // the sibling queries the summaries save and waste.
 func TestSiblingQueriesSaved(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "summaries")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := prebuilt.Example(t, "summaries")
 	const nodes, held, p = 3, 1500, 0.01
 	addrs := make([]string, nodes)
 	for i := range addrs {
