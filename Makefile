@@ -10,6 +10,9 @@ TESTBIN := $(CURDIR)/bin/test
 TESTRUN := $(TESTBIN)/testrun
 TESTFLAGS ?= -count=1 -timeout=30m
 TESTENV := BLOOMKIT_TEST_BIN=$(TESTBIN)
+# WATCH runs a command that prints little for minutes (go vet, builds on a
+# cold cache), with a line every 20 s.
+WATCH := sh $(CURDIR)/internal/testrun/watch.sh
 
 .PHONY: test test-long test-short testbin vet lint bench fuzz deps build licenses release image
 
@@ -52,9 +55,9 @@ test: deps vet testbin
 ## testbin: what the tests share, in bin/test: testrun (make test's
 ## reporter), bloom, and the examples' programs.
 testbin:
-	$(GO) build -o $(TESTBIN)/testrun ./internal/testrun
-	$(GO) build -o $(TESTBIN)/bloom ./cmd/bloom
-	cd examples && $(GO) build -o $(TESTBIN)/ ./blacklist ./cacheguard ./crawler ./seen ./spell ./summaries
+	$(WATCH) $(GO) build -o $(TESTBIN)/testrun ./internal/testrun
+	$(WATCH) $(GO) build -o $(TESTBIN)/bloom ./cmd/bloom
+	cd examples && $(WATCH) $(GO) build -o $(TESTBIN)/ ./blacklist ./cacheguard ./crawler ./seen ./spell ./summaries
 
 ## test-short: every package once without the race detector, the long and
 ## slow forms skipped (go test -short), for the edit-compile loop (about 2
@@ -149,10 +152,10 @@ image: release
 vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
-	$(GO) vet $(PKGS)
-	cd examples && $(GO) vet ./...
-	cd bench && $(GO) vet ./...
-	cd release && $(GO) vet ./...
+	$(WATCH) $(GO) vet $(PKGS)
+	cd examples && $(WATCH) $(GO) vet ./...
+	cd bench && $(WATCH) $(GO) vet ./...
+	cd release && $(WATCH) $(GO) vet ./...
 
 ## lint: vet, and staticcheck's unused check (no dead code), installing
 ## staticcheck at STATICCHECK_VERSION when it is missing. CI runs it once
@@ -161,9 +164,9 @@ vet:
 lint: vet
 	@if ! $(STATICCHECK) -version 2>/dev/null | grep -q '$(STATICCHECK_VERSION:v%=%)'; then \
 		echo "installing staticcheck $(STATICCHECK_VERSION)"; \
-		$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION); \
+		$(WATCH) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION); \
 	fi
-	$(STATICCHECK) -checks U1000 $(PKGS)
+	$(WATCH) $(STATICCHECK) -checks U1000 $(PKGS)
 
 ## bench: the comparison against other Go filter libraries; writes bench/RESULTS.md.
 ## BENCHFLAGS="-quick" runs a smaller version.
