@@ -31,6 +31,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bloomkit/bloomkit/internal/poll"
 	"github.com/bloomkit/bloomkit/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -422,8 +423,19 @@ type failoverRound struct {
 func (g *failoverGroup) killMaster(w *failoverWriter) failoverRound {
 	t := g.t
 	old := g.master
-	// Writes confirmed before the kill must all survive it.
-	time.Sleep(300 * time.Millisecond)
+	// Writes confirmed before the kill must all survive it: let the writer
+	// have 10 more of them confirmed first.
+	w.mu.Lock()
+	before := len(w.waited)
+	w.mu.Unlock()
+	poll.Until(t, 30*time.Second, func() error {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if n := len(w.waited) - before; n < 10 {
+			return fmt.Errorf("%s: %d writes confirmed before the kill (last error: %v)", g.tg.name, n, w.lastErr)
+		}
+		return nil
+	})
 	killAt := time.Now()
 	g.nodes[old].kill()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bloomkit/bloomkit/examples/internal/prebuilt"
+	"github.com/bloomkit/bloomkit/internal/poll"
 )
 
 func freeAddr(t *testing.T) string {
@@ -26,14 +27,14 @@ func freeAddr(t *testing.T) string {
 }
 
 func waitUp(t *testing.T, base string) {
-	for range 200 {
-		if resp, err := http.Get(base + "/stats"); err == nil {
+	t.Helper()
+	poll.Until(t, time.Minute, func() error {
+		resp, err := http.Get(base + "/stats")
+		if err == nil {
 			resp.Body.Close()
-			return
 		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	t.Fatalf("%s did not come up", base)
+		return err
+	})
 }
 
 func get(t *testing.T, u string) (string, string) {
