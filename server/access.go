@@ -173,17 +173,14 @@ func aclCheck(r *acl.Rules, cmd *command, args [][]byte) *aclDenied {
 	if !r.CanRun(ac, args) {
 		return &aclDenied{reason: acl.DeniedCommand, cmd: ac}
 	}
-	if cmd.first > 0 {
-		last := cmd.last
-		if last < 0 {
-			last += len(args)
+	var denied *aclDenied
+	commandKeys(cmd, args, func(i int, need acl.Perm) {
+		if denied == nil && !r.CanKey(args[i], need) {
+			denied = &aclDenied{reason: acl.DeniedKey, cmd: ac, arg: i}
 		}
-		step := max(cmd.step, 1)
-		for i := cmd.first; i <= last && i < len(args); i += step {
-			if !r.CanKey(args[i], keyPerm(cmd, i)) {
-				return &aclDenied{reason: acl.DeniedKey, cmd: ac, arg: i}
-			}
-		}
+	})
+	if denied != nil {
+		return denied
 	}
 	if first, last, pattern := channelArgs(cmd, args); first > 0 {
 		for i := first; i <= last; i++ {
@@ -317,6 +314,37 @@ func (s *Server) closeUserSessions(me *Session, users []*acl.User) {
 	}
 }
 
+// closeRevokedSubscribers disconnects the subscribers whose user may no
+// longer receive one of the channels or patterns they are subscribed to,
+// after ACL SETUSER or ACL LOAD changed the rules, as Redis 7 does: a
+// subscription is checked when it is made, so one the rules no longer
+// allow would otherwise go on delivering. The session asking is closed
+// after its reply.
+func (s *Server) closeRevokedSubscribers(me *Session) {
+	revoked := map[*Session]bool{}
+	s.pubsub.mu.RLock()
+	for _, m := range []struct {
+		subs    map[string]map[*Session]struct{}
+		pattern bool
+	}{{s.pubsub.channels, false}, {s.pubsub.patterns, true}} {
+		for name, subs := range m.subs {
+			for c := range subs {
+				if u := c.user.Load(); u != nil && !u.Rules().CanChannel([]byte(name), m.pattern) {
+					revoked[c] = true
+				}
+			}
+		}
+	}
+	s.pubsub.mu.RUnlock()
+	for c := range revoked {
+		if c == me {
+			me.closing.Store(true)
+		} else {
+			c.disconnect()
+		}
+	}
+}
+
 // initUsers sets up the users at start: requirepass as the default user's
 // password, then the config file's user lines or the aclfile (not both,
 // as Redis refuses).
@@ -375,6 +403,7 @@ func (s *Server) loadACLFile(me *Session) error {
 		return err
 	}
 	s.closeUserSessions(me, removed)
+	s.closeRevokedSubscribers(me)
 	return nil
 }
 

@@ -36,6 +36,7 @@ func cmdACL(s *Server, c *Session, args [][]byte, r *Reply) {
 			return
 		}
 		s.aclChanged.Store(true)
+		s.closeRevokedSubscribers(c)
 		r.OK()
 	case sub == "deluser" && n >= 3:
 		names := make([]string, n-2)

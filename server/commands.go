@@ -3,6 +3,8 @@ package server
 import (
 	"strconv"
 	"strings"
+
+	"github.com/bloomkit/bloomkit/server/internal/acl"
 )
 
 type handlerFunc func(s *Server, c *Session, args [][]byte, r *Reply)
@@ -31,7 +33,67 @@ type command struct {
 	hasSubcommands bool
 	fast           bool // flag "fast": LATENCY records it as a fast-command
 	fn             handlerFunc
-	idx            int // position in commandList (per-server metric children)
+	// keys names a request's key arguments when first, last and step
+	// cannot (a subcommand's key, an option that changes the access):
+	// see commandKeys.
+	keys keysFunc
+	idx  int // position in commandList (per-server metric children)
+}
+
+// keysFunc calls visit with the position of each key argument of a
+// request and the access the request needs to it.
+type keysFunc func(args [][]byte, visit func(i int, need acl.Perm))
+
+// commandKeys calls visit with each key argument of a request and the
+// access it needs to that key: read (it returns or uses what the key
+// holds), write (it changes the key), both, or neither (it only looks at
+// whether the key is there, as EXISTS does: the key must still match one
+// of the user's patterns). It is the one place that knows which
+// arguments are keys: the ACL check, the before-write rules, the
+// durability doubt set and COMMAND GETKEYS all read it.
+func commandKeys(cmd *command, args [][]byte, visit func(i int, need acl.Perm)) {
+	if cmd.keys != nil {
+		cmd.keys(args, visit)
+		return
+	}
+	if cmd.first <= 0 {
+		return
+	}
+	last := cmd.last
+	if last < 0 {
+		last += len(args)
+	}
+	for i := cmd.first; i <= last && i < len(args); i += max(cmd.step, 1) {
+		visit(i, keyPerm(cmd, i))
+	}
+}
+
+// forKeys calls fn with each key argument of a request (commandKeys).
+func forKeys(cmd *command, args [][]byte, fn func([]byte)) {
+	commandKeys(cmd, args, func(i int, _ acl.Perm) { fn(args[i]) })
+}
+
+// setKeys is SET's key: written, and read as well when GET returns what
+// it held (Redis's key flags for SET ... GET: RW ACCESS UPDATE).
+func setKeys(args [][]byte, visit func(int, acl.Perm)) {
+	if len(args) < 2 {
+		return
+	}
+	for _, a := range args[min(3, len(args)):] {
+		if strings.EqualFold(string(a), "get") {
+			visit(1, acl.Read|acl.Write)
+			return
+		}
+	}
+	visit(1, acl.Write)
+}
+
+// memoryKeys is MEMORY USAGE's key (its third argument): it reports the
+// key's size, not its value, so the key need only match a pattern.
+func memoryKeys(args [][]byte, visit func(int, acl.Perm)) {
+	if len(args) >= 3 && strings.EqualFold(string(args[1]), "usage") {
+		visit(2, 0)
+	}
 }
 
 // commandList is the table in a fixed order.
@@ -99,7 +161,7 @@ func init() {
 		{name: "flushall", arity: -1, flags: []string{"write"}, write: true, fn: cmdFlush},
 		{name: "flushdb", arity: -1, flags: []string{"write"}, write: true, fn: cmdFlush},
 		// Plain strings, debugging and memory (cmd_string.go, cmd_debug.go, cmd_memory.go).
-		{name: "set", arity: -3, flags: []string{"write", "denyoom"}, first: 1, last: 1, step: 1, write: true, fn: cmdSet},
+		{name: "set", arity: -3, flags: []string{"write", "denyoom"}, first: 1, last: 1, step: 1, write: true, keys: setKeys, fn: cmdSet},
 		{name: "get", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, fn: cmdGet},
 		{name: "getdel", arity: 2, flags: []string{"write", "fast"}, first: 1, last: 1, step: 1, write: true, fn: cmdGetDel},
 		{name: "strlen", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, fn: cmdStrlen},
@@ -107,7 +169,7 @@ func init() {
 		{name: "mget", arity: -2, flags: []string{"readonly", "fast"}, first: 1, last: -1, step: 1, fn: cmdMGet},
 		{name: "bf.debug", arity: 2, flags: []string{"readonly", "module", "fast"}, first: 1, last: 1, step: 1, fn: cmdBFDebug},
 		{name: "cf.debug", arity: 2, flags: []string{"readonly", "module", "fast"}, first: 1, last: 1, step: 1, fn: cmdCFDebug},
-		{name: "memory", arity: -2, flags: []string{"readonly"}, unlocked: true, hasSubcommands: true, fn: cmdMemory},
+		{name: "memory", arity: -2, flags: []string{"readonly"}, unlocked: true, hasSubcommands: true, keys: memoryKeys, fn: cmdMemory},
 		// Persistence.
 		{name: "save", arity: 1, flags: []string{"admin", "noscript", "no_async_loading", "no_multi"}, noMulti: true, unlocked: true, fn: cmdSave},
 		{name: "bgsave", arity: -1, flags: []string{"admin", "noscript", "no_async_loading", "no_multi"}, noMulti: true, unlocked: true, fn: cmdBGSave},

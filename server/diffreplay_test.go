@@ -22,6 +22,12 @@ import (
 // bytes), BF.INFO/CF.INFO and BF.CARD must equal what the clients saw
 // just before the crash.
 //
+// The replica leg: a replica follows the master through every round (a
+// full sync after each restart, then the stream), and before each crash
+// it must answer every observation as the master does and hold a
+// byte-equal keyspace: what the master logged and streamed reproduces
+// what its clients saw.
+//
 // The crash is the in-process equivalent of kill -9 with appendfsync
 // always: Close writes no snapshot, and every acknowledged write is in the
 // log already. Each round goes on from the restarted server, so replay of
@@ -46,6 +52,9 @@ type diffReplay struct {
 	// (pending), so that rc's next commands meet the merge running.
 	rc2     *rawConn
 	pending bool
+	// replica follows the master; rrc is a client of it.
+	replica *Server
+	rrc     *rawConn
 	merged  int      // BF.MERGEs that succeeded
 	log     []string // the commands of this round (printed on failure)
 }
@@ -324,6 +333,37 @@ func (d *diffReplay) start() {
 	d.cfg.Dir = d.s.cfg.Dir
 	d.rc = dialRaw(d.t, d.s.Addr())
 	d.rc2 = dialRaw(d.t, d.s.Addr())
+	if d.replica == nil {
+		d.replica = startServer(d.t, Config{AppendFsync: "always", Now: d.cfg.Now, AutoSaveLogBytes: -1, Logger: quietLogger()})
+		d.rrc = dialRaw(d.t, d.replica.Addr())
+	}
+	h, p := hostPort(d.t, d.s)
+	if got := d.rrc.do("REPLICAOF", h, p); got != "+OK" {
+		d.t.Fatalf("REPLICAOF: %s", got)
+	}
+	waitSynced(d.t, d.rc, d.rrc)
+}
+
+// sameOnReplica compares the replica with what the master's clients saw.
+func (d *diffReplay) sameOnReplica(before []string) bool {
+	waitSynced(d.t, d.rc, d.rrc)
+	got := d.observe(d.rrc)
+	ok := true
+	for i := range before {
+		if i >= len(got) || before[i] != got[i] {
+			a := "(missing)"
+			if i < len(got) {
+				a = got[i]
+			}
+			d.t.Errorf("on the replica:\n got  %.400s\n want %.400s", a, before[i])
+			ok = false
+		}
+	}
+	if ok && !sameData(d.t, d.s, d.replica, d.rc, d.rrc) {
+		d.t.Errorf("the replica's keyspace is not byte-equal to the master's")
+		ok = false
+	}
+	return ok
 }
 
 // round runs n random steps, crashes, restarts and compares.
@@ -334,10 +374,10 @@ func (d *diffReplay) round(n int) bool {
 	}
 	d.settle()
 	before := d.observe(d.rc)
+	ok := d.sameOnReplica(before)
 	d.s.Close()
 	d.start()
 	after := d.observe(d.rc)
-	ok := true
 	for i := range before {
 		if i >= len(after) || before[i] != after[i] {
 			a := "(missing)"

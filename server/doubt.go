@@ -34,7 +34,7 @@ func (d *doubtSet) add(records []byte) {
 		}
 		for _, args := range cmds {
 			cmd, ok := lookupCommand(args[0])
-			if !ok || cmd.first <= 0 {
+			if !ok || (cmd.first <= 0 && cmd.keys == nil) {
 				d.all = true
 				continue
 			}
@@ -70,19 +70,4 @@ func (d *doubtSet) clear() {
 	d.keys, d.all = nil, false
 	d.active.Store(false)
 	d.mu.Unlock()
-}
-
-// forKeys calls fn with each key argument of a command, by its key
-// positions (first, last, step as COMMAND INFO reports them).
-func forKeys(cmd *command, args [][]byte, fn func([]byte)) {
-	if cmd.first <= 0 {
-		return
-	}
-	last := cmd.last
-	if last < 0 {
-		last = len(args) + last
-	}
-	for i := cmd.first; i <= last && i < len(args); i += max(cmd.step, 1) {
-		fn(args[i])
-	}
 }

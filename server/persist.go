@@ -141,61 +141,6 @@ func (s *Server) load() error {
 	return nil
 }
 
-// replayCommand applies one logged command during start-up.
-func (s *Server) replayCommand(c *Session, args [][]byte, r *Reply) error {
-	cmd, ok := lookupCommand(args[0])
-	if !ok || cmd.fn == nil || !cmd.write {
-		return errors.New("not a logged command")
-	}
-	r.Reset(false)
-	s.db.Lock()
-	c.skipLog, c.logArgs, c.logBefore = false, nil, nil
-	cmd.fn(s, c, args, r)
-	s.db.Unlock()
-	if r.w.Failed() {
-		return errors.New(strings.TrimSpace(strings.TrimPrefix(string(r.Bytes()), "-")))
-	}
-	return nil
-}
-
-// logCommand appends a write to the log and to the replication stream,
-// or to the transaction being executed (db.mu held).
-func (s *Server) logCommand(c *Session, args [][]byte) {
-	if s.db.Loading() {
-		return
-	}
-	if s.txn != nil {
-		cp := make([][]byte, len(args))
-		for i, a := range args {
-			cp[i] = append([]byte(nil), a...)
-		}
-		s.txn = append(s.txn, cp)
-		return
-	}
-	if s.aof != nil && !s.cfg.NoAppendLog {
-		s.aof.Append(func(b []byte) []byte { return aof.EncodeRecord(b, args) })
-	}
-	s.feed([][][]byte{args}, false)
-}
-
-// logCommands appends writes that one command made as one record, so
-// that a crash replays all or none of them (db.mu held).
-func (s *Server) logCommands(c *Session, cmds ...[][]byte) {
-	if s.db.Loading() {
-		return
-	}
-	if s.txn != nil {
-		for _, args := range cmds {
-			s.logCommand(c, args)
-		}
-		return
-	}
-	if s.aof != nil && !s.cfg.NoAppendLog {
-		s.aof.Append(func(b []byte) []byte { return aof.EncodeTransaction(b, cmds) })
-	}
-	s.feed(cmds, true)
-}
-
 // rewrite moves to a new generation: a snapshot of the keyspace as it is
 // now, and a new log after it (see the top of this file). It is what SAVE,
 // BGSAVE, BGREWRITEAOF, the automatic save and the shutdown save do.

@@ -106,7 +106,7 @@ func cmdReplConf(s *Server, c *Session, args [][]byte, r *Reply) {
 				r.Error("ERR value is not an integer or out of range")
 				return
 			}
-			c.replPort = p
+			c.replPort, c.replListening = p, true
 		case "ip-address":
 			if len(val) > 255 {
 				r.Error("ERR REPLCONF ip-address provided by replica instance is too long: " + strconv.Itoa(len(val)) + " bytes")
@@ -121,6 +121,7 @@ func cmdReplConf(s *Server, c *Session, args [][]byte, r *Reply) {
 				r.Error("ERR this server cannot be a replica of itself")
 				return
 			}
+			c.replBloomkit = true
 		case "ack", "getack":
 			// Only meaningful on a replication link; no reply, as Redis.
 			r.w.Discard()
@@ -167,6 +168,19 @@ func cmdSync(s *Server, c *Session, args [][]byte, r *Reply) {
 	}
 	if !c.canWait {
 		r.Error("ERR SYNC and PSYNC need a network connection")
+		return
+	}
+	if c.replListening && !c.replBloomkit {
+		// A replica that did not say it is bloom serve (Redis): it
+		// would discard its data before finding that it cannot load
+		// bloomkit's snapshot format, and reconnect at once. Refused
+		// before any byte of payload, it keeps its data; the master
+		// makes no snapshot for it.
+		if now := time.Now().Unix(); now-s.repl.foreignLogged.Load() >= 60 {
+			s.repl.foreignLogged.Store(now)
+			s.log.Warn("refused a replica that is not bloom serve (a Redis replica cannot load bloomkit's snapshot format); it keeps its data", "addr", c.Addr)
+		}
+		r.Error(errForeignReplica)
 		return
 	}
 	c.handoff = h

@@ -136,10 +136,17 @@ func (l *masterLink) setConn(nc net.Conn) bool {
 
 var errLinkStopped = errors.New("the link to the master was stopped")
 
+// errForeignMaster is a master that is not bloom serve (a Redis server):
+// it does not know REPLCONF bloomkit-run-id. The replica stops before
+// PSYNC, so the master forks and dumps nothing for it, and tries again
+// later, each pause twice the one before, up to a minute.
+var errForeignMaster = errors.New("the master is not bloom serve (it does not know REPLCONF bloomkit-run-id: a Redis server); bloom serve follows only bloom serve and stopped before PSYNC, so the master makes no snapshot for it; copy the data with bloom migrate")
+
 // follow keeps the link up until it is stopped.
 func (s *Server) follow(l *masterLink) {
 	addr := net.JoinHostPort(l.host, l.port)
 	s.log.Info("connecting to MASTER", "master", addr)
+	pause := s.cfg.replRetryMin
 	for {
 		err := s.syncWith(l)
 		wasUp := l.state.Swap(linkConnect) == linkConnected
@@ -150,16 +157,27 @@ func (s *Server) follow(l *masterLink) {
 		if l.stopped() {
 			return
 		}
-		if err != nil {
+		wait := time.Second
+		switch {
+		case errors.Is(err, errForeignMaster):
+			// Refused by design, not by chance: trying again each
+			// second would only load the master.
+			wait, pause = pause, min(2*pause, time.Minute)
+			l.setErr(err.Error())
+			s.log.Warn("replication refused; retrying later", "master", addr, "retry_in", wait, "err", err)
+		case err != nil:
 			l.setErr(err.Error())
 			s.log.Warn("replication link to the master failed; retrying in a second", "master", addr, "err", err)
+		}
+		if wasUp {
+			pause = s.cfg.replRetryMin
 		}
 		select {
 		case <-l.stopc:
 			return
 		case <-s.stop:
 			return
-		case <-time.After(time.Second):
+		case <-time.After(wait):
 		}
 	}
 }
@@ -291,6 +309,9 @@ func (s *Server) syncWith(l *masterLink) error {
 	if strings.Contains(line, "replica of itself") {
 		return errors.New("REPLICAOF points at this server itself")
 	}
+	if strings.HasPrefix(line, "-ERR Unrecognized REPLCONF option") {
+		return errForeignMaster
+	}
 	// The history this server holds: its replication ID and offset,
 	// once it has one (a full sync, or this server's own as a master).
 	l.mu.Lock()
@@ -398,7 +419,7 @@ func (s *Server) loadFullSync(l *masterLink, br *bufio.Reader, replid string, mo
 		}
 	}
 	if strings.HasPrefix(line, "$EOF:") {
-		return errors.New("the master sent a diskless Redis RDB stream: it is a Redis server, not bloom serve; only bloom serve can be bloom serve's master (the payload is bloomkit's snapshot format)")
+		return fmt.Errorf("the master sent a diskless Redis RDB stream: %w", errForeignMaster)
 	}
 	if !strings.HasPrefix(line, "$") {
 		return fmt.Errorf("bad sync payload header from master: %q", line)
@@ -408,7 +429,7 @@ func (s *Server) loadFullSync(l *masterLink, br *bufio.Reader, replid string, mo
 		return fmt.Errorf("bad sync payload length from master: %q", line)
 	}
 	if head, err := br.Peek(5); err == nil && string(head) == "REDIS" {
-		return errors.New("the master sent a Redis RDB file: it is a Redis server, not bloom serve; only bloom serve can be bloom serve's master (the payload is bloomkit's snapshot format)")
+		return fmt.Errorf("the master sent a Redis RDB file: %w", errForeignMaster)
 	}
 	if head, err := br.Peek(8); err != nil || string(head) != "BKSNAP02" {
 		return fmt.Errorf("the sync payload is not a bloomkit snapshot (it starts %q)", head)
@@ -667,17 +688,24 @@ func (s *Server) sendAck(l *masterLink, nc net.Conn) {
 }
 
 // applyFromMaster applies commands of the stream (a transaction's
-// together) exactly as the log's replay does, logs them, and feeds them,
-// byte for byte, to this server's own backlog.
+// together) through the apply path, logs what they did in this server's
+// log, and feeds the stream's own commands, byte for byte, to this
+// server's backlog, so that its replicas' offsets agree with the master's.
+// A command that fails here (wrong arity, a wrong type) is logged and
+// skipped: the master applied it, and the replica goes on, as Redis's does.
 func (s *Server) applyFromMaster(l *masterLink, sess *Session, cmds [][][]byte, txn bool) error {
 	s.db.Lock()
 	defer s.db.Unlock()
 	if !s.linkCurrent(l) {
 		return errLinkStopped
 	}
-	var writes [][][]byte
 	var reply Reply
+	// As loading: no memory limit refuses what the master accepted, and
+	// keys expire only when the master says so (its DEL).
 	s.db.BeginLoad()
+	if txn {
+		s.beginTxn()
+	}
 	for _, args := range cmds {
 		cmd, ok := lookupCommand(args[0])
 		if ok && cmd.name == "publish" && len(args) == 3 {
@@ -689,23 +717,15 @@ func (s *Server) applyFromMaster(l *masterLink, sess *Session, cmds [][][]byte, 
 			continue
 		}
 		reply.Reset(false)
-		s.beforeWrite(cmd, args)
-		sess.skipLog, sess.logArgs = false, nil
-		cmd.fn(s, sess, args, &reply)
+		s.apply(srcMaster, sess, cmd, args, &reply)
 		if reply.w.Failed() {
-			s.log.Warn("a command from the master failed on this replica", "cmd", strings.ToUpper(string(args[0])), "err", strings.TrimSpace(string(reply.Bytes())))
-			continue
+			s.log.Warn("a command from the master failed on this replica", "cmd", trimArg(args[0]), "err", strings.TrimSpace(string(reply.Bytes())))
 		}
-		writes = append(writes, args)
+	}
+	if txn {
+		s.endTxn()
 	}
 	s.db.EndLoad()
-	if s.aof != nil && !s.cfg.NoAppendLog && len(writes) > 0 {
-		if txn {
-			s.aof.Append(func(b []byte) []byte { return aof.EncodeTransaction(b, writes) })
-		} else {
-			s.aof.Append(func(b []byte) []byte { return aof.EncodeRecord(b, writes[0]) })
-		}
-	}
 	buf := s.repl.enc[:0]
 	if txn {
 		buf = appendRESP(buf, argMulti)

@@ -35,12 +35,15 @@ type replState struct {
 	// must line up with the stream (role, replication IDs, the backlog)
 	// are made with the keyspace lock held too, so a command logged
 	// under that lock sees one consistent state.
-	mu       sync.Mutex
-	replid   string
-	replid2  string
-	second   int64 // second_repl_offset: offsets up to it are valid under replid2 (-1: none)
-	replicas map[*replica]struct{}
-	link     *masterLink // non-nil: this server is a replica of link's master
+	mu sync.Mutex
+	// foreignLogged is the second of the last warning about a refused
+	// Redis replica (one a minute: such a replica retries every second).
+	foreignLogged atomic.Int64
+	replid        string
+	replid2       string
+	second        int64 // second_repl_offset: offsets up to it are valid under replid2 (-1: none)
+	replicas      map[*replica]struct{}
+	link          *masterLink // non-nil: this server is a replica of link's master
 	// following mirrors link for the per-command check (replicaRefuses)
 	// without taking mu.
 	following atomic.Pointer[masterLink]
@@ -88,6 +91,10 @@ const (
 	errMasterDown      = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
 	errNoReplicas      = "NOREPLICAS Not enough good replicas to write."
 	errWaitOnReplica   = "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated."
+	// errForeignReplica refuses SYNC/PSYNC from a replica that is not
+	// bloom serve, before any payload: a Redis replica keeps its data
+	// (it discards it only once a payload starts).
+	errForeignReplica = "ERR this master is bloom serve, whose full-sync payload is bloomkit's snapshot format, which a Redis replica cannot load; refused before any payload, so the replica keeps its data (copy the data with bloom migrate instead)"
 )
 
 func (s *Server) initReplication(cfg *Config) {

@@ -15,7 +15,11 @@
 //	internal/resp/reader.go        the one request reader, with every limit
 //	prefetch.go                    a pipeline's filter bytes read ahead
 //	server.go                      dispatch (Server.Do), locking, transactions
-//	commands.go                    the command table and its flags
+//	apply.go                       the one apply path: every source of a
+//	                               command (client, EXEC, log replay, a
+//	                               master's stream) runs it through apply
+//	commands.go                    the command table, its flags, its key
+//	                               positions and the access each key needs
 //	cmd_*.go                       the handlers
 //	internal/keyspace/keyspace.go  entries, expiry, memory accounting
 //	internal/keyspace/snapshot.go  a running snapshot's images (copy-on-write)
@@ -25,7 +29,7 @@
 //	                               on (endBatch, aof.Log.Commit)
 //
 // persist.go is the glue of durability: start-up loads the newest snapshot
-// and replays the logs through the command table, and a rewrite fixes its
+// and replays the logs through apply, and a rewrite fixes its
 // point in time; internal/aof owns the files and the policy.
 // docs/server-internals.md traces one BF.ADD and one BGSAVE through them.
 package server
@@ -257,6 +261,10 @@ type Config struct {
 	// retryMin is the first pause before retrying a failed rewrite after
 	// the log failed (default 1 s; it doubles up to a minute).
 	retryMin time.Duration
+	// replRetryMin is the first pause before a replica tries again a
+	// master that is not bloom serve (default 1 s; it doubles up to a
+	// minute).
+	replRetryMin time.Duration
 }
 
 func (c *Config) defaults() {
@@ -302,6 +310,9 @@ func (c *Config) defaults() {
 	}
 	if c.retryMin <= 0 {
 		c.retryMin = time.Second
+	}
+	if c.replRetryMin <= 0 {
+		c.replRetryMin = time.Second
 	}
 }
 
@@ -404,6 +415,11 @@ type Session struct {
 	handoff    *replHandoff
 	woff       int64
 	fromMaster bool
+	// replListening is set by REPLCONF listening-port (a replica, not a
+	// tool such as redis-cli --rdb); replBloomkit by REPLCONF
+	// bloomkit-run-id (a replica that is bloom serve and loads its
+	// payload).
+	replListening, replBloomkit bool
 }
 
 // Replication roles of a connection (Session.replRole).
@@ -972,11 +988,11 @@ func (s *Server) do(c *Session, args [][]byte, r *Reply) {
 		}
 		c.authed = true // CONFIG SET requirepass "" let everyone in
 	}
-	if !cmd.checkOwn && !cmd.arityOK(len(args)) {
+	if msg := checkArgs(cmd, args); msg != "" {
 		if c.multi != nil {
 			c.multiErr = true
 		}
-		r.Error(wrongArity(cmd.name))
+		r.Error(msg)
 		s.reject(cmd, start, r)
 		return
 	}
@@ -1088,7 +1104,7 @@ func (s *Server) locked(c *Session, cmd *command, args [][]byte, r *Reply, start
 	}()
 	s.db.Lock()
 	defer s.db.Unlock()
-	s.run(c, cmd, args, r)
+	s.apply(srcClient, c, cmd, args, r)
 	c.clock = monoNow()
 	d = time.Duration(c.clock - start)
 	s.stats.executedLocked(cmd, d, r)
@@ -1105,51 +1121,6 @@ func monoNow() int64 { return int64(time.Since(monoBase)) }
 
 // monoTime is the wall-clock time of a monoNow reading.
 func monoTime(ns int64) time.Time { return monoBase.Add(time.Duration(ns)) }
-
-// run executes a command (db.mu held): it preserves the point-in-time image
-// of the keys a write names for a running snapshot, and logs a write that
-// succeeded. The connection's replies then wait for everything it saw.
-func (s *Server) run(c *Session, cmd *command, args [][]byte, r *Reply) {
-	s.beforeWrite(cmd, args)
-	c.skipLog, c.logArgs, c.logBefore = false, nil, nil
-	s.db.CountReads(!cmd.write) // keyspace_hits/misses count the lookups of reads
-	cmd.fn(s, c, args, r)
-	s.db.CountReads(false)
-	var la [][]byte
-	if cmd.write && !r.w.Failed() && !c.skipLog {
-		la = args
-		if c.logArgs != nil {
-			la = c.logArgs
-		}
-		if c.logBefore != nil {
-			s.logCommands(c, c.logBefore, la)
-		} else {
-			s.logCommand(c, la)
-		}
-		c.woff = s.repl.offset()
-	}
-	if s.aof == nil {
-		return
-	}
-	logged := false
-	if la != nil {
-		c.pendingWrite, logged = true, true
-		if s.txn == nil && s.aof.Failed() {
-			// Appended after the log failed: in doubt, and its reply
-			// will say so (the flush below fails).
-			s.doubt.add(aof.EncodeRecord(nil, la))
-		}
-	}
-	if logged || !s.aof.Failed() {
-		// The reply waits until everything it could have seen is durable.
-		c.pendingSync = s.aof.Appended()
-	} else if !cmd.write && s.doubt.has(cmd, args) {
-		// The log failed (and the doubtful keys were recorded before that
-		// became visible): do not reveal a write that may not survive.
-		r.Reset(c.resp3)
-		r.Error("IOERR the append-only log failed; the state of this key is in doubt until a snapshot succeeds")
-	}
-}
 
 // beforeWrite readies the keys a command names (db.mu held): background
 // merges of them finish, a memory recount and a running snapshot see
@@ -1215,22 +1186,15 @@ func (s *Server) exec(c *Session, r *Reply) {
 	now := s.db.Now()
 	clock := s.db.Now
 	s.db.Now = func() time.Time { return now }
-	s.txn = [][][]byte{}
+	s.beginTxn()
 	defer func() {
 		s.db.Now = clock
-		if len(s.txn) > 0 {
-			cmds := s.txn
+		if s.endTxn() {
 			if s.aof != nil && !s.cfg.NoAppendLog {
-				s.aof.Append(func(b []byte) []byte { return aof.EncodeTransaction(b, cmds) })
 				c.pendingWrite = true
-				if s.aof.Failed() {
-					s.doubt.add(aof.EncodeTransaction(nil, cmds))
-				}
 			}
-			s.feed(cmds, true)
 			c.woff = s.repl.offset()
 		}
-		s.txn = nil
 		if s.aof != nil {
 			c.pendingSync = s.aof.Appended()
 		}
@@ -1246,7 +1210,7 @@ func (s *Server) exec(c *Session, r *Reply) {
 			continue
 		}
 		t := time.Now()
-		s.run(c, e.cmd, e.args, &sub)
+		s.apply(srcExec, c, e.cmd, e.args, &sub)
 		s.stats.executedInTxn(e.cmd, time.Since(t), &sub)
 		r.w.Raw(sub.w.Pending())
 	}
