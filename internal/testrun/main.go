@@ -69,7 +69,7 @@ type result struct {
 
 // reporter turns the events of one go test run into lines on out.
 type reporter struct {
-	mu        sync.Mutex
+	mu        *sync.Mutex
 	out       io.Writer
 	begun     time.Time
 	lastPrint time.Time
@@ -82,7 +82,7 @@ type reporter struct {
 
 func newReporter(out io.Writer) *reporter {
 	now := time.Now()
-	return &reporter{out: out, begun: now, lastPrint: now, pkgs: map[string]*pkgState{}, norace: map[string][]string{}}
+	return &reporter{mu: new(sync.Mutex), out: out, begun: now, lastPrint: now, pkgs: map[string]*pkgState{}, norace: map[string][]string{}}
 }
 
 func (r *reporter) printf(format string, args ...any) {
@@ -324,6 +324,8 @@ func main() {
 			pkgs = append(pkgs, p)
 		}
 		sort.Strings(pkgs)
+		// The packages' reruns run side by side, as go test runs packages.
+		var wg sync.WaitGroup
 		for _, p := range pkgs {
 			tests := r.norace[p]
 			r.mu.Lock()
@@ -334,12 +336,17 @@ func main() {
 				quoted[i] = regexp.QuoteMeta(t)
 			}
 			rr := newReporter(os.Stdout)
+			rr.mu = r.mu // one lock for the lines of every run
 			rr.begun = r.begun
-			if !rr.run(append(append(append([]string{}, flags...), "-run=^("+strings.Join(quoted, "|")+")$"), p)) {
-				ok = false
-			}
-			r.slow = append(r.slow, rr.slow...)
+			wg.Go(func() {
+				passed := rr.run(append(append(append([]string{}, flags...), "-run=^("+strings.Join(quoted, "|")+")$"), p))
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				ok = ok && passed
+				r.slow = append(r.slow, rr.slow...)
+			})
 		}
+		wg.Wait()
 	}
 	if *slowest > 0 && len(r.slow) > 0 {
 		sort.Slice(r.slow, func(i, j int) bool { return r.slow[i].elapsed > r.slow[j].elapsed })
