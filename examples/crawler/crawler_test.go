@@ -83,7 +83,7 @@ func crawl(t *testing.T, s *site, f Frontier) Stats {
 }
 
 func TestCrawlEveryPageOnce(t *testing.T) {
-	const pages = 3000
+	const pages = 1000
 	// A crawl with an exact set finds the true set of canonical URLs.
 	ref := newSite(t, pages)
 	crawl(t, ref, &exactSeen{m: map[string]bool{}})

@@ -353,7 +353,7 @@ func main() {
 		n := min(*slowest, len(r.slow))
 		fmt.Printf("      slowest tests:")
 		for _, s := range r.slow[:n] {
-			fmt.Printf(" %s %s (%s);", s.test, secs(s.elapsed), s.pkg[strings.LastIndex(s.pkg, "/")+1:])
+			fmt.Printf(" %s %s (%s);", s.test, secs(s.elapsed), s.pkg)
 		}
 		fmt.Printf(" %s in all\n", dur(time.Since(r.begun)))
 	}
