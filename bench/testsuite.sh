@@ -7,6 +7,9 @@
 # run; bench/TESTSUITE.md records the results.
 #
 # Usage: bench/testsuite.sh [TARGET]    (default: test)
+#
+# TESTRUN_JSON=FILE keeps every go test -json event (internal/testrun), from
+# which bench/testsuite-table.sh makes the per-package table.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 target=${1:-test}

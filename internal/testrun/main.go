@@ -17,6 +17,9 @@
 // run again afterwards, exactly those, with the same flags less -race. So
 // every test of a package runs once, with or without the race detector.
 //
+// When $TESTRUN_JSON names a file, every line of go test -json is appended
+// to it too, for a closer look at where the time went.
+//
 // The exit status is go test's: nonzero when any run failed.
 package main
 
@@ -281,9 +284,20 @@ func (r *reporter) run(args []string) bool {
 			}
 		}
 	}()
+	var log io.Writer = io.Discard
+	if name := os.Getenv("TESTRUN_JSON"); name != "" {
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "testrun:", err)
+		} else {
+			defer f.Close()
+			log = f
+		}
+	}
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
+		fmt.Fprintf(log, "%s\n", sc.Bytes())
 		r.line(sc.Bytes())
 	}
 	err = cmd.Wait()
