@@ -14,7 +14,7 @@ TESTENV := BLOOMKIT_TEST_BIN=$(TESTBIN)
 # cold cache), with a line every 20 s.
 WATCH := sh $(CURDIR)/internal/testrun/watch.sh
 
-.PHONY: test test-long test-short testbin vet lint bench fuzz deps build licenses release image
+.PHONY: test test-long test-short testbin gofmt vet lint bench fuzz deps build licenses release image
 
 # staticcheck, for lint's unused check; make lint installs this version.
 STATICCHECK_VERSION := v0.8.2
@@ -34,8 +34,10 @@ RACE := ./server/... ./redisfilter ./bloom ./cmd/bloom ./internal/redistest ./in
 EXAMPLES_RACE := ./crawler ./summaries ./seen
 
 ## test: installs what the tests need when it is missing (as root), checks
-## gofmt and go vet, and runs every test once: the packages with concurrent
-## code under the race detector, the rest without it.
+## gofmt, and runs every test once: the packages with concurrent code under
+## the race detector, the rest without it. go test runs go vet's
+## high-confidence checks (printf, atomic, errorsas, ...) on every package
+## it tests; make lint runs all of go vet (and staticcheck), as CI does.
 # Within the race packages, a test whose work is one goroutine (bloom's
 # statistical tests, cmd/bloom's output tests, which run the binary once)
 # skips itself under -race with a message saying "without -race"; testrun
@@ -44,7 +46,7 @@ EXAMPLES_RACE := ./crawler ./summaries ./seen
 # other libraries' formats against those libraries (bench/go.mod).
 # The tests share binaries built once here: BLOOMKIT_TEST_BIN holds bloom
 # and the examples (tests build their own when it is unset).
-test: deps vet testbin
+test: deps gofmt testbin
 	$(TESTENV) $(TESTRUN) -rerun-norace -- -race $(TESTFLAGS) $(RACE)
 	$(TESTENV) $(TESTRUN) -- $(TESTFLAGS) $$($(GO) list ./... | grep -v -x -F "$$($(GO) list $(RACE))")
 	cd examples && $(TESTENV) $(TESTRUN) -- -race $(TESTFLAGS) $(EXAMPLES_RACE)
@@ -148,18 +150,25 @@ image: release
 	cd release && $(GO) run ./image -root .. -out $(abspath $(DIST)) -binary $(abspath $(DIST))/bloom-$(VERSION)-linux-amd64/bloom -version "$(VERSION)" -commit "$(COMMIT)" -date "$(DATE)"
 
 
-## vet: gofmt and go vet must be clean (part of make test).
-vet:
+## gofmt: every Go file must be as gofmt writes it (part of make test).
+gofmt:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+
+## vet: gofmt, and go vet over every module: the library, examples/, bench/
+## and release/ (part of make lint). Its compile of every package and test
+## variant without the race detector costs about 240 CPU-seconds from a
+## cold cache (bench/TESTSUITE.md), much of which make test would not
+## otherwise spend.
+vet: gofmt
 	$(WATCH) $(GO) vet $(PKGS)
 	cd examples && $(WATCH) $(GO) vet ./...
 	cd bench && $(WATCH) $(GO) vet ./...
 	cd release && $(WATCH) $(GO) vet ./...
 
 ## lint: vet, and staticcheck's unused check (no dead code), installing
-## staticcheck at STATICCHECK_VERSION when it is missing. CI runs it once
-## beside make test; building staticcheck costs a minute of CPU, which the
+## staticcheck at STATICCHECK_VERSION when it is missing. CI runs it beside
+## make test; building staticcheck costs a minute of CPU, which the
 ## edit-test loop need not pay.
 lint: vet
 	@if ! $(STATICCHECK) -version 2>/dev/null | grep -q '$(STATICCHECK_VERSION:v%=%)'; then \
