@@ -581,6 +581,9 @@ func TestSentinelFailover(t *testing.T) {
 	if raceEnabled {
 		t.Skip("six processes and Sentinel's timers: runs without -race (make test reruns it so)")
 	}
+	if testing.Short() {
+		t.Skip("-short: half a minute of Sentinel's timers (make test runs it)")
+	}
 	runFailover(t, bloomTarget(), failoverKills(t))
 }
 
