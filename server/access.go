@@ -59,6 +59,8 @@ var subcommandCategories = map[string]string{
 	"latency|latest": "admin slow dangerous", "latency|reset": "admin slow dangerous",
 	"pubsub|channels": "pubsub slow", "pubsub|help": "slow", "pubsub|numpat": "pubsub slow",
 	"pubsub|numsub": "pubsub slow", "pubsub|shardchannels": "pubsub slow", "pubsub|shardnumsub": "pubsub slow",
+	"module|help": "slow", "module|list": "admin slow dangerous", "module|load": "admin slow dangerous",
+	"module|loadex": "admin slow dangerous", "module|unload": "admin slow dangerous",
 	"object|encoding": "keyspace read slow", "object|freq": "keyspace read slow", "object|help": "keyspace slow",
 	"object|idletime": "keyspace read slow", "object|refcount": "keyspace read slow",
 }
@@ -68,7 +70,7 @@ var subcommandCategories = map[string]string{
 // lists and what a category rule allows with all its subcommands.
 var containerCategories = map[string]string{
 	"client": "slow", "config": "slow", "command": "slow connection", "memory": "slow", "slowlog": "slow",
-	"acl": "slow", "latency": "slow", "pubsub": "slow", "object": "slow",
+	"acl": "slow", "latency": "slow", "pubsub": "slow", "object": "slow", "module": "slow",
 }
 
 // aclCatalog is the command table as the ACL model sees it; aclCommands[i]
@@ -122,7 +124,7 @@ func aclCommand(cmd *command, args [][]byte) *acl.Command {
 // TYPE, TTL) need neither, only a pattern that matches.
 func keyPerm(cmd *command, i int) acl.Perm {
 	switch cmd.name {
-	case "exists", "type", "ttl", "pttl", "strlen":
+	case "exists", "type", "ttl", "pttl", "strlen", "watch":
 		return 0
 	case "getdel", "bf.add", "bf.madd", "bf.insert", "cf.add", "cf.addnx", "cf.insert", "cf.insertnx", "cf.del":
 		return acl.Read | acl.Write

@@ -199,3 +199,24 @@ func (s *Server) replayCommand(c *Session, args [][]byte, r *Reply) error {
 	}
 	return nil
 }
+
+// beforeWrite readies the keys a command names (db.mu held): background
+// merges of them finish, a memory recount and a running snapshot see
+// them before they change.
+func (s *Server) beforeWrite(cmd *command, args [][]byte) {
+	if s.db.Merging() {
+		// A merge in the background took effect when it was logged:
+		// whoever names its keys sees it done (internal/keyspace/merge.go).
+		forKeys(cmd, args, s.db.FinishMergesNamed)
+	}
+	if cmd.write && s.db.Recounting() {
+		forKeys(cmd, args, s.db.Touch)
+	}
+	if cmd.write && s.db.Snapshotting() {
+		forKeys(cmd, args, func(k []byte) {
+			if e := s.db.Lookup(string(k)); e != nil {
+				s.db.Preserve(e)
+			}
+		})
+	}
+}

@@ -1,11 +1,18 @@
 package server
 
 import (
+	"context"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bloomkit/bloomkit/internal/redistest"
+	"github.com/bloomkit/bloomkit/server/internal/aof"
+	"github.com/redis/go-redis/v9"
 )
 
 // A master's stream is input like any client's: a command with missing
@@ -184,4 +191,188 @@ func TestRevokedChannelsDisconnectSubscribers(t *testing.T) {
 		t.Fatalf("pattern subscriber still allowed: %s", got)
 	}
 	mustDo(t, admin, ":0", "PUBLISH", "news", "x")
+}
+
+// Every command both servers have names the same key positions in
+// COMMAND INFO as Redis 7 (first, last, step), and COMMAND GETKEYS on
+// Redis finds no key where ours names none: a command that takes keys
+// but names none escapes the ACL key patterns (WATCH did, MEMORY USAGE
+// did).
+func TestKeyPositionsMatchRedis(t *testing.T) {
+	rs := redistest.Start(t)
+	s := startServer(t, Config{NoPersistence: true})
+	ctx := context.Background()
+	ours := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	defer ours.Close()
+	theirs := rs.Client(t)
+	keys := func(c *redis.Client, name string) ([3]int64, bool) {
+		v, err := c.Do(ctx, "COMMAND", "INFO", name).Slice()
+		if err != nil || len(v) != 1 || v[0] == nil {
+			return [3]int64{}, false
+		}
+		info := v[0].([]any)
+		return [3]int64{info[3].(int64), info[4].(int64), info[5].(int64)}, true
+	}
+	compared := 0
+	for _, cmd := range commandList {
+		want, ok := keys(theirs, cmd.name)
+		if !ok {
+			continue // not a Redis command (BF.*, CF.*)
+		}
+		got, _ := keys(ours, cmd.name)
+		compared++
+		if got != want {
+			t.Errorf("COMMAND INFO %s: key positions %v, Redis 7 says %v", cmd.name, got, want)
+		}
+	}
+	if compared < 40 {
+		t.Fatalf("compared only %d commands with Redis", compared)
+	}
+	// The keys of requests whose positions depend on their arguments.
+	for _, args := range [][]string{{"MEMORY", "USAGE", "k"}, {"SET", "k", "v", "GET"}, {"WATCH", "a", "b"}} {
+		bargs := make([][]byte, len(args))
+		rargs := make([]any, len(args)+2)
+		rargs[0], rargs[1] = "COMMAND", "GETKEYS"
+		for i, a := range args {
+			bargs[i], rargs[i+2] = []byte(a), a
+		}
+		want, err := theirs.Do(ctx, rargs...).StringSlice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd, _ := lookupCommand(bargs[0])
+		var got []string
+		forKeys(cmd, bargs, func(k []byte) { got = append(got, string(k)) })
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("%v: keys %v, Redis 7 finds %v", args, got, want)
+		}
+	}
+}
+
+// A logged command with missing arguments (a log written by hand, or by
+// a broken tool) stops start-up with the arity error, file and offset,
+// as any record that fails on replay does: never a panic.
+func TestReplayShortCommandStopsStartup(t *testing.T) {
+	for _, args := range [][]string{{"SET", "k"}, {"EXPIRE", "k"}, {"RENAME", "k"}, {"PEXPIREAT", "k"}, {"GETDEL"}, {"PERSIST"}, {"MSET", "k"}} {
+		s := startServer(t, Config{AppendFsync: "always"})
+		rc := dialRaw(t, s.Addr())
+		rc.do("SET", "k", "v")
+		s.Close()
+		path := filepath.Join(s.cfg.Dir, LogName(1))
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := make([][]byte, len(args))
+		for i, a := range args {
+			cmd[i] = []byte(a)
+		}
+		f.Write(aof.EncodeRecord(nil, cmd))
+		f.Close()
+		_, err = New(Config{Dir: s.cfg.Dir, Logger: quietLogger()})
+		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "wrong number of arguments") {
+			t.Fatalf("%v logged: New = %v", args, err)
+		}
+	}
+}
+
+// save is Redis's: the config file's lines (the first replaces the
+// defaults, the next add, save "" clears), CONFIG GET and CONFIG SET; the
+// points in force decide when a snapshot is due with appendonly no.
+func TestSavePoints(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ file, want string }{
+		{"", "3600 1 300 100 60 10000"},
+		{"save 900 1\nsave 300 10\n", "900 1 300 10"},
+		{"save \"900 1 60 5\"\n", "900 1 60 5"},
+		{"save 900 1\nsave \"\"\n", ""},
+		{"save \"\"\nsave 5 1\n", "5 1"},
+	} {
+		conf := filepath.Join(dir, "x.conf")
+		if err := os.WriteFile(conf, []byte(c.file), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var cfg Config
+		if err := ReadConfigFile(conf, &cfg); err != nil {
+			t.Fatalf("%q: %v", c.file, err)
+		}
+		cfg.NoPersistence, cfg.Addr = true, "127.0.0.1:0"
+		s := startServer(t, cfg)
+		rc := dialRaw(t, s.Addr())
+		mustDo(t, rc, `["save" "`+c.want+`"]`, "CONFIG", "GET", "save")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bad.conf"), []byte("save 900\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := ReadConfigFile(filepath.Join(dir, "bad.conf"), &Config{}); err == nil || !strings.Contains(err.Error(), "Invalid save parameters") {
+		t.Fatalf("save 900: %v", err)
+	}
+
+	s := startServer(t, Config{NoAppendLog: true})
+	rc := dialRaw(t, s.Addr())
+	mustDo(t, rc, "-ERR CONFIG SET failed (possibly related to argument 'save') - Invalid save parameters", "CONFIG", "SET", "save", "0 1")
+	mustDo(t, rc, "+OK", "CONFIG", "SET", "save", "10 2")
+	rc.do("SAVE")
+	rc.do("SET", "a", "1")
+	s.persist.lastSave.Store(s.persist.lastSave.Load() - 11)
+	if s.savePointDue() {
+		t.Fatal("save 10 2: due after one change")
+	}
+	rc.do("SET", "b", "1")
+	if !s.savePointDue() {
+		t.Fatal("save 10 2: not due after two changes 11 s old")
+	}
+	mustDo(t, rc, "+OK", "CONFIG", "SET", "save", "")
+	if s.savePointDue() {
+		t.Fatal(`save "": a snapshot is still due`)
+	}
+}
+
+// rename-command as Redis: the old name is unknown, the new one runs the
+// command, "" turns it off; what is logged names the command by its own
+// name, so the log replays (and a replica applies it) whatever the
+// renames.
+func TestRenameCommand(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "r.conf")
+	if err := os.WriteFile(conf, []byte("rename-command FLUSHALL \"\"\nrename-command SET my-set\nrename-command CONFIG \"\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var cfg Config
+	if err := ReadConfigFile(conf, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Addr, cfg.Dir, cfg.AppendFsync = "127.0.0.1:0", filepath.Join(dir, "data"), "always"
+	s := startServer(t, cfg)
+	rc := dialRaw(t, s.Addr())
+	if got := rc.do("FLUSHALL"); !strings.HasPrefix(got, "-ERR unknown command 'FLUSHALL'") {
+		t.Fatalf("FLUSHALL renamed to \"\": %s", got)
+	}
+	if got := rc.do("SET", "k", "v"); !strings.HasPrefix(got, "-ERR unknown command 'SET'") {
+		t.Fatalf("SET renamed: %s", got)
+	}
+	mustDo(t, rc, "+OK", "MY-SET", "k", "v")
+	mustDo(t, rc, "+OK", "MULTI")
+	mustDo(t, rc, "+QUEUED", "my-set", "t", "1")
+	mustDo(t, rc, "[+OK]", "EXEC")
+	s.Close()
+	// The log names SET: a server without the renames replays it.
+	s2 := startServer(t, Config{Dir: cfg.Dir})
+	rc2 := dialRaw(t, s2.Addr())
+	mustDo(t, rc2, `"v"`, "GET", "k")
+	mustDo(t, rc2, `"1"`, "GET", "t")
+
+	for _, bad := range []string{"rename-command NOSUCH x\n", "rename-command SET get\n"} {
+		if err := os.WriteFile(conf, []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var c Config
+		if err := ReadConfigFile(conf, &c); err != nil {
+			t.Fatal(err)
+		}
+		c.NoPersistence = true
+		if _, err := New(c); err == nil {
+			t.Errorf("%q: New accepted it", bad)
+		}
+	}
 }

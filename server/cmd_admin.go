@@ -274,12 +274,12 @@ func cmdBGSave(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error("ERR syntax error")
 		return
 	}
-	if !s.startRewrite("BGSAVE") {
-		if schedule {
-			s.persist.scheduled.Store(true)
+	if schedule {
+		if !s.scheduleRewrite("BGSAVE") {
 			r.Simple("Background saving scheduled")
 			return
 		}
+	} else if !s.startRewrite("BGSAVE") {
 		r.Error("ERR Background save already in progress")
 		return
 	}

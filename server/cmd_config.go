@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,21 +23,63 @@ import (
 // setting is one CONFIG parameter. set is nil for a read-only one. A tls
 // setting's set only records the value: once every pair of a CONFIG SET is
 // recorded, the TLS configuration is built from all of them (applyTLS).
+// secret marks a password: its value never shows in the slow log or the
+// server's log (redactValue). alias names the parameter this one is
+// another name of (slave-read-only: replica-read-only).
 type setting struct {
-	name string
-	get  func(s *Server) string
-	set  func(s *Server, v string) error
-	tls  bool
+	name   string
+	get    func(s *Server) string
+	set    func(s *Server, v string) error
+	tls    bool
+	secret bool
+	alias  string
+	// def is the value CONFIG GET shows when nothing set it (for maxmemory
+	// 0: 90% of the memory the process may use; dir relative to where the
+	// server starts).
+	def string
+	// file applies a config file's value to a Config (the reader, and
+	// bloom serve's flags through ApplyDirective), with the same parser
+	// and range as set; nil: the reader has a case of its own.
+	file func(c *Config, v string) error
 }
 
 func init() {
 	for _, name := range TLSSettingNames() {
-		settingList = append(settingList, setting{name: name, tls: true,
+		settingList = append(settingList, setting{name: name, tls: true, secret: strings.HasSuffix(name, "-pass"), def: tlsDefaults[name],
 			get: func(s *Server) string { return s.tlsSetting(name) },
 			set: func(s *Server, v string) error { return s.setTLSSetting(name, v) }})
 	}
-	settingList = append(settingList, setting{name: "tls-port", get: func(s *Server) string { return s.tlsPort() },
+	settingList = append(settingList, setting{name: "tls-port", def: "0", get: func(s *Server) string { return s.tlsPort() },
 		set: func(s *Server, v string) error { return s.setListenPort(v, true) }})
+}
+
+// parseSavePoints reads save's value as Redis does: "" for none, else
+// pairs of seconds (at least 1) and changes (at least 0), separated by
+// spaces.
+func parseSavePoints(v string) ([][2]int64, error) {
+	f := strings.Fields(v)
+	if len(f)%2 != 0 {
+		return nil, errConfigValue("Invalid save parameters")
+	}
+	points := make([][2]int64, 0, len(f)/2)
+	for i := 0; i < len(f); i += 2 {
+		secs, err1 := strconv.ParseInt(f[i], 10, 64)
+		changes, err2 := strconv.ParseInt(f[i+1], 10, 64)
+		if err1 != nil || err2 != nil || secs < 1 || changes < 0 {
+			return nil, errConfigValue("Invalid save parameters")
+		}
+		points = append(points, [2]int64{secs, changes})
+	}
+	return points, nil
+}
+
+// formatSavePoints is save's value as CONFIG GET shows it.
+func formatSavePoints(points [][2]int64) string {
+	f := make([]string, 0, 2*len(points))
+	for _, p := range points {
+		f = append(f, itoa(p[0]), itoa(p[1]))
+	}
+	return strings.Join(f, " ")
 }
 
 // errConfigValue is a CONFIG SET value error; its text follows Redis's
@@ -46,19 +89,37 @@ type errConfigValue string
 func (e errConfigValue) Error() string { return string(e) }
 
 var settingList = []setting{
-	{name: "acl-pubsub-default", get: getPubsubDefault, set: setPubsubDefault},
-	{name: "aclfile", get: func(s *Server) string { return s.cfg.ACLFile }},
-	{name: "acllog-max-len", get: func(s *Server) string { return itoa(s.set.aclLogMaxLen.Load()) }, set: setACLLogMaxLen},
-	{name: "appendfsync", get: func(s *Server) string { return s.appendFsync() }, set: setAppendFsync},
-	{name: "appendonly", get: func(s *Server) string {
+	{name: "acl-pubsub-default", def: "resetchannels", get: getPubsubDefault, set: setPubsubDefault, file: func(c *Config, v string) error {
+		v, err := pubsubDefault(v)
+		c.ACLPubsubDefault = v
+		return err
+	}},
+	{name: "aclfile", def: "", get: func(s *Server) string { return s.cfg.ACLFile }, file: func(c *Config, v string) error { c.ACLFile = v; return nil }},
+	{name: "acllog-max-len", def: "128", get: func(s *Server) string { return itoa(s.set.aclLogMaxLen.Load()) }, set: setACLLogMaxLen,
+		file: intFile(0, 1<<31-1, func(c *Config, n int64) { c.ACLLogMaxLen = &n })},
+	{name: "appendfsync", def: "everysec", get: func(s *Server) string { return s.appendFsync() }, set: setAppendFsync, file: func(c *Config, v string) error {
+		p, ok := aof.ParsePolicy(v)
+		if !ok {
+			return errConfigValue("argument(s) must be one of the following: always, everysec, no")
+		}
+		c.AppendFsync = p.String()
+		return nil
+	}},
+	{name: "appendonly", def: "yes", get: func(s *Server) string {
 		if s.cfg.NoPersistence || s.cfg.NoAppendLog {
 			return "no"
 		}
 		return "yes"
+	}, file: func(c *Config, v string) error {
+		b, err := configBool(v)
+		// Redis's meaning: no log; snapshots are still written.
+		c.NoPersistence, c.NoAppendLog = false, !b
+		return err
 	}},
-	{name: "bind", get: func(s *Server) string { h, _ := splitHostPort(s.Addr()); return h }},
-	{name: "client-query-buffer-limit", get: func(s *Server) string { return strconv.Itoa(s.cfg.MaxQuery) }},
-	{name: "client-output-buffer-limit", get: func(s *Server) string { return formatOutputLimits(s.outputLimits()) }, set: func(s *Server, v string) error {
+	{name: "bind", def: "127.0.0.1", get: func(s *Server) string { h, _ := splitHostPort(s.Addr()); return h }},
+	{name: "client-query-buffer-limit", def: "1073741824", get: func(s *Server) string { return strconv.Itoa(s.cfg.MaxQuery) },
+		file: sizeFile(1024, 1<<40, func(c *Config, n uint64) { c.MaxQuery = int(n) })},
+	{name: "client-output-buffer-limit", def: "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", get: func(s *Server) string { return formatOutputLimits(s.outputLimits()) }, set: func(s *Server, v string) error {
 		l, err := parseOutputLimits(v, s.outputLimits())
 		if err != nil {
 			return errConfigValue(err.Error())
@@ -67,8 +128,8 @@ var settingList = []setting{
 		s.setReplicaOutLimit(l)
 		return nil
 	}},
-	{name: "databases", get: func(s *Server) string { return "1" }},
-	{name: "dir", get: func(s *Server) string {
+	{name: "databases", def: "1", get: func(s *Server) string { return "1" }},
+	{name: "dir", def: "bloomkit-data", get: func(s *Server) string {
 		if s.cfg.Dir == "" {
 			return ""
 		}
@@ -76,60 +137,164 @@ var settingList = []setting{
 			return abs
 		}
 		return s.cfg.Dir
-	}},
-	{name: "maxclients", get: func(s *Server) string { return itoa(s.maxClients()) }, set: func(s *Server, v string) error {
+	}, file: func(c *Config, v string) error { c.Dir = v; return nil }},
+	{name: "maxclients", def: "10000", get: func(s *Server) string { return itoa(s.maxClients()) }, set: func(s *Server, v string) error {
 		n, err := configInt(v, 1, 1<<31-1)
 		if err == nil {
 			s.set.maxClients.Store(n)
 		}
 		return err
-	}},
-	{name: "maxmemory", get: func(s *Server) string { return strconv.FormatUint(s.set.limit.Load(), 10) }, set: setMaxMemory},
-	{name: "maxmemory-policy", get: func(s *Server) string { return "noeviction" }},
-	{name: "port", get: func(s *Server) string { return s.plainPort() }, set: func(s *Server, v string) error { return s.setListenPort(v, false) }},
-	{name: "protected-mode", get: func(s *Server) string { return confval.FormatBool(s.set.protected.Load()) }, set: func(s *Server, v string) error {
-		b, err := confval.ParseBool(v)
-		if err != nil {
-			return errConfigValue("argument must be 'yes' or 'no'")
+	}, file: intFile(1, 1<<31-1, func(c *Config, n int64) { c.MaxClients = int(n) })},
+	{name: "maxmemory", def: "0", get: func(s *Server) string { return strconv.FormatUint(s.set.limit.Load(), 10) }, set: setMaxMemory,
+		file: sizeFile(0, 1<<62, func(c *Config, n uint64) { c.MaxMemory = n })},
+	{name: "maxmemory-policy", def: "noeviction", get: func(s *Server) string { return "noeviction" }},
+	{name: "port", def: "6479", get: func(s *Server) string { return s.plainPort() }, set: func(s *Server, v string) error { return s.setListenPort(v, false) }},
+	{name: "protected-mode", def: "yes", get: func(s *Server) string { return confval.FormatBool(s.set.protected.Load()) }, set: func(s *Server, v string) error {
+		b, err := configBool(v)
+		if err == nil {
+			s.set.protected.Store(b)
 		}
-		s.set.protected.Store(b)
-		return nil
+		return err
+	}, file: func(c *Config, v string) error {
+		b, err := configBool(v)
+		if err == nil {
+			c.ProtectedMode = confval.FormatBool(b)
+		}
+		return err
 	}},
-	{name: "proto-max-bulk-len", get: func(s *Server) string { return strconv.Itoa(s.cfg.MaxBulk) }},
-	{name: "requirepass", get: func(s *Server) string { return s.requirePass() }, set: func(s *Server, v string) error {
+	{name: "proto-max-bulk-len", def: "536870912", get: func(s *Server) string { return strconv.Itoa(s.cfg.MaxBulk) },
+		file: sizeFile(1024, 1<<40, func(c *Config, n uint64) { c.MaxBulk = int(n) })},
+	{name: "requirepass", def: "", secret: true, get: func(s *Server) string { return s.requirePass() }, set: func(s *Server, v string) error {
 		// The default user's password (nopass when empty), as Redis.
 		// Clients already authenticated stay so; new ones need v.
 		s.set.requirePass.Store(&v)
 		s.users.SetDefaultPassword(v)
 		return nil
+	}, file: func(c *Config, v string) error { c.RequirePass = v; return nil }},
+	{name: "unixsocket", def: "", get: func(s *Server) string { return s.cfg.UnixSocket }, file: func(c *Config, v string) error { c.UnixSocket = v; return nil }},
+	{name: "unixsocketperm", def: "0", get: func(s *Server) string { return strconv.FormatUint(uint64(s.cfg.UnixSocketPerm), 8) },
+		file: func(c *Config, v string) error {
+			n, err := strconv.ParseUint(v, 8, 32)
+			if err != nil || n > 0o777 {
+				return errConfigValue("argument must be an octal number from 0 to 777")
+			}
+			c.UnixSocketPerm = os.FileMode(n)
+			return nil
+		}},
+	{name: "save", def: formatSavePoints(defaultSavePoints), get: func(s *Server) string { return formatSavePoints(*s.set.savePoints.Load()) },
+		set: func(s *Server, v string) error {
+			p, err := parseSavePoints(v)
+			if err == nil {
+				s.set.savePoints.Store(&p)
+			}
+			return err
+		},
+		file: func(c *Config, v string) error {
+			p, err := parseSavePoints(v)
+			c.SavePoints = &p
+			return err
+		}},
+	// Read-only: the file's settings the process, not the server, uses
+	// (bloom serve builds the logger and writes the pid file from them),
+	// and those fixed at start.
+	{name: "loglevel", def: "notice", get: func(s *Server) string {
+		if s.cfg.LogLevel == "" {
+			return "notice"
+		}
+		return s.cfg.LogLevel
+	}, file: func(c *Config, v string) error {
+		l := strings.ToLower(v)
+		if _, ok := redisLogLevels[l]; !ok {
+			return errConfigValue("argument(s) must be one of the following: debug, verbose, notice, warning, nothing")
+		}
+		c.LogLevel = l
+		return nil
 	}},
-	{name: "save", get: func(s *Server) string { return "" }},
-	{name: "slowlog-log-slower-than", get: func(s *Server) string { return itoa(s.set.slowerThan.Load()) }, set: func(s *Server, v string) error {
+	{name: "logfile", def: "", get: func(s *Server) string { return s.cfg.LogFile }, file: func(c *Config, v string) error { c.LogFile = v; return nil }},
+	{name: "pidfile", def: "", get: func(s *Server) string { return s.cfg.PidFile }, file: func(c *Config, v string) error { c.PidFile = v; return nil }},
+	{name: "supervised", def: "no", get: func(s *Server) string {
+		if s.cfg.Supervised == "" {
+			return "no"
+		}
+		return s.cfg.Supervised
+	}},
+	{name: "daemonize", def: "no", get: func(s *Server) string { return "no" }},
+	{name: "tcp-keepalive", def: "300", get: func(s *Server) string { return itoa(max(int64(s.cfg.TCPKeepAlive/time.Second), 0)) }, file: func(c *Config, v string) error {
+		d, err := parseSeconds(v, 0)
+		if d == 0 {
+			d = -1 // Redis's 0: off
+		}
+		c.TCPKeepAlive = d
+		return err
+	}},
+	{name: "auto-aof-rewrite-min-size", def: "67108864", get: func(s *Server) string { return itoa(max(s.cfg.AutoSaveLogBytes, 0)) },
+		file: sizeFile(1, 1<<62, func(c *Config, n uint64) { c.AutoSaveLogBytes = int64(n) })},
+	{name: "replicaof", def: "", get: getReplicaOf},
+	{name: "slaveof", def: "", get: getReplicaOf, alias: "replicaof"},
+	{name: "slowlog-log-slower-than", def: "10000", get: func(s *Server) string { return itoa(s.set.slowerThan.Load()) }, set: func(s *Server, v string) error {
 		n, err := configInt(v, -1, 1<<62)
 		if err == nil {
 			s.set.slowerThan.Store(n)
 		}
 		return err
-	}},
-	{name: "slowlog-max-len", get: func(s *Server) string { return itoa(s.set.slowMaxLen.Load()) }, set: func(s *Server, v string) error {
+	}, file: intFile(-1, 1<<62, func(c *Config, n int64) { c.SlowlogLogSlowerThan = &n })},
+	{name: "slowlog-max-len", def: "128", get: func(s *Server) string { return itoa(s.set.slowMaxLen.Load()) }, set: func(s *Server, v string) error {
 		n, err := configInt(v, 0, 1<<31-1)
 		if err == nil {
 			s.set.slowMaxLen.Store(n)
 			s.slowlog.trim(int(n))
 		}
 		return err
-	}},
-	{name: "timeout", get: func(s *Server) string { return itoa(int64(s.idleTimeout() / time.Second)) }, set: func(s *Server, v string) error {
-		d, err := confval.ParseDuration(v, time.Second)
-		if _, nerr := strconv.ParseInt(v, 10, 64); err != nil && nerr != nil {
-			return errConfigValue("argument couldn't be parsed into an integer")
+	}, file: intFile(0, 1<<31-1, func(c *Config, n int64) { c.SlowlogMaxLen = &n })},
+	{name: "timeout", def: "0", get: func(s *Server) string { return itoa(int64(s.idleTimeout() / time.Second)) }, set: func(s *Server, v string) error {
+		d, err := parseSeconds(v, 0)
+		if err == nil {
+			s.set.timeout.Store(int64(d))
 		}
-		if err != nil || d > (1<<31-1)*time.Second {
-			return errConfigValue("argument must be between 0 and 2147483647 inclusive")
-		}
-		s.set.timeout.Store(int64(d))
-		return nil
+		return err
+	}, file: func(c *Config, v string) error {
+		d, err := parseSeconds(v, 0)
+		c.Timeout = d
+		return err
 	}},
+}
+
+// getReplicaOf is CONFIG GET replicaof: "host port" of the master this
+// server follows, "" when it is a master. REWRITE writes the role itself.
+func getReplicaOf(s *Server) string {
+	if l := s.repl.following.Load(); l != nil {
+		return l.host + " " + l.port
+	}
+	return ""
+}
+
+// ConfigParam describes one CONFIG parameter. Each is also a config file
+// directive of the same name, so that CONFIG REWRITE's lines read back.
+type ConfigParam struct {
+	// Name is the parameter's name; an alias (slave-read-only) is listed
+	// as a parameter of its own, as CONFIG GET lists it.
+	Name string
+	// Mutable parameters are changed by CONFIG SET while the server runs.
+	Mutable bool
+	// Secret parameters (passwords) are redacted in the slow log and the
+	// server's log.
+	Secret bool
+	// AliasOf is the parameter this one is another name of ("" for none).
+	AliasOf string
+	// Default is the value it has when nothing sets it, as CONFIG GET
+	// shows it (maxmemory 0 stands for 90% of the memory the process may
+	// use, which CONFIG GET shows in bytes).
+	Default string
+}
+
+// ConfigParams lists every CONFIG parameter, in name order.
+func ConfigParams() []ConfigParam {
+	out := make([]ConfigParam, 0, len(settingList))
+	for _, st := range settingList {
+		out = append(out, ConfigParam{Name: st.name, Mutable: st.set != nil, Secret: st.secret, AliasOf: st.alias, Default: st.def})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 func lookupSetting(name string) *setting {
@@ -139,6 +304,54 @@ func lookupSetting(name string) *setting {
 		}
 	}
 	return nil
+}
+
+// intFile is the file function of an integer parameter from lo to hi,
+// read as CONFIG SET reads it (configInt).
+func intFile(lo, hi int64, apply func(c *Config, n int64)) func(c *Config, v string) error {
+	return func(c *Config, v string) error {
+		n, err := configInt(v, lo, hi)
+		if err == nil {
+			apply(c, n)
+		}
+		return err
+	}
+}
+
+// sizeFile is the file function of a size parameter (bytes, or with a
+// unit: 4gb) from lo to hi bytes.
+func sizeFile(lo, hi uint64, apply func(c *Config, n uint64)) func(c *Config, v string) error {
+	return func(c *Config, v string) error {
+		n, err := confval.ParseSize(v)
+		if err != nil || n < lo || n > hi {
+			return errConfigValue(fmt.Sprintf("argument must be a memory value from %s to %s", confval.FormatSize(lo), confval.FormatSize(hi)))
+		}
+		apply(c, n)
+		return nil
+	}
+}
+
+// configBool reads a yes/no parameter.
+func configBool(v string) (bool, error) {
+	b, err := confval.ParseBool(v)
+	if err != nil {
+		return false, errConfigValue("argument must be 'yes' or 'no'")
+	}
+	return b, nil
+}
+
+// parseSeconds reads a duration parameter as the config file and CONFIG
+// SET both do: seconds (300) or a duration with a unit (5m), from lo to
+// 2147483647 seconds (Redis's range).
+func parseSeconds(v string, lo int64) (time.Duration, error) {
+	d, err := confval.ParseDuration(v, time.Second)
+	if _, nerr := strconv.ParseInt(v, 10, 64); err != nil && nerr != nil {
+		return 0, errConfigValue("argument couldn't be parsed into an integer")
+	}
+	if err != nil || d < time.Duration(lo)*time.Second || d > (1<<31-1)*time.Second {
+		return 0, errConfigValue(fmt.Sprintf("argument must be between %d and 2147483647 inclusive", lo))
+	}
+	return d, nil
 }
 
 func configInt(v string, lo, hi int64) (int64, error) {
@@ -277,12 +490,6 @@ func configSet(s *Server, c *Session, args [][]byte, r *Reply) {
 		}
 		sets = append(sets, st)
 	}
-	// The keyspace lock before cfgMu, the order EXEC takes them in (a
-	// queued CONFIG runs with the keyspace locked): maxmemory needs it.
-	unlock := s.lockDB(c)
-	defer unlock()
-	s.cfgMu.Lock()
-	defer s.cfgMu.Unlock()
 	// The values in the order of sets: port and tls-port last, as Redis
 	// applies them after every value is set (a first tls-port uses the
 	// tls-* files given with it).
@@ -294,6 +501,50 @@ func configSet(s *Server, c *Session, args [][]byte, r *Reply) {
 				vals = append(vals, string(args[i+1]))
 			}
 		}
+	}
+	// The TLS files are read first, with no lock held but tlsMu (which
+	// only other TLS changes take): a slow file (a pipe, a network file
+	// system) must hold no other client up. A network client's reply
+	// waits while the rest of its event loop's clients are served, as
+	// WAIT's does. Inside EXEC the keyspace lock is already held: the
+	// files are read under it, as the transaction is atomic.
+	if !c.inExec && slices.ContainsFunc(sets, func(st *setting) bool { return st.tls || st.name == "tls-port" }) {
+		set := func(r *Reply) {
+			s.tlsMu.Lock()
+			defer s.tlsMu.Unlock()
+			s.applyConfigSet(c, sets, vals, s.prepareTLS(sets, vals), r)
+		}
+		if !c.canWait {
+			set(r)
+			return
+		}
+		done := make(chan struct{})
+		c.wait = done
+		go func() {
+			var rw Reply
+			rw.Reset(c.resp3)
+			set(&rw)
+			c.deferred = append([]byte(nil), rw.Bytes()...)
+			close(done)
+		}()
+		return
+	}
+	s.applyConfigSet(c, sets, vals, nil, r)
+}
+
+// applyConfigSet sets the values (sorted as configSet sorts them) with
+// the keyspace lock and cfgMu held, using the TLS configuration ready
+// built for them, if any.
+func (s *Server) applyConfigSet(c *Session, sets []*setting, vals []string, ready *tlsBuild, r *Reply) {
+	// The keyspace lock before cfgMu, the order EXEC takes them in (a
+	// queued CONFIG runs with the keyspace locked): maxmemory needs it.
+	unlock := s.lockDB(c)
+	defer unlock()
+	s.cfgMu.Lock()
+	defer s.cfgMu.Unlock()
+	if ready != nil {
+		s.tlsReady = ready
+		defer func() { s.tlsReady = nil }()
 	}
 	old := make([]string, len(sets))
 	for i, st := range sets {
@@ -339,11 +590,26 @@ func configSet(s *Server, c *Session, args [][]byte, r *Reply) {
 // isPortSetting reports whether st moves a listener (port, tls-port).
 func isPortSetting(st *setting) bool { return st.name == "port" || st.name == "tls-port" }
 
+// redactValue is v as logs show CONFIG parameter name's value:
+// "(redacted)" for a secret one (passwords), as Redis's slow log shows it.
 func redactValue(name, v string) string {
-	if name == "requirepass" || strings.HasSuffix(name, "-pass") {
+	if isSecretParam(name) {
 		return "(redacted)"
 	}
 	return v
+}
+
+// isSecretParam reports whether CONFIG parameter name is secret. It is set
+// by init, not declared with its value: settingList's setters lead to the
+// command path, which redacts the slow log with it (an initialization
+// cycle otherwise).
+var isSecretParam func(name string) bool
+
+func init() {
+	isSecretParam = func(name string) bool {
+		st := lookupSetting(name)
+		return st != nil && st.secret
+	}
 }
 
 // rewriteConfig writes the live settings back to the config file, as
@@ -353,13 +619,26 @@ func redactValue(name, v string) string {
 // CONFIG SET that the file lacks are appended; defaults are not. Other
 // lines are kept. The file is replaced atomically (written beside it,
 // fsynced, renamed).
+//
+// The file is read and written under rewriteMu alone: cfgMu, which CONFIG
+// SET takes with the keyspace lock held, guards only the settings while
+// the new contents are built, so a slow disk holds no client up.
 func (s *Server) rewriteConfig() error {
-	s.cfgMu.Lock()
-	defer s.cfgMu.Unlock()
+	s.rewriteMu.Lock()
+	defer s.rewriteMu.Unlock()
 	old, err := os.ReadFile(s.configFile)
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
+	s.cfgMu.Lock()
+	locked := true
+	unlock := func() {
+		if locked {
+			s.cfgMu.Unlock()
+			locked = false
+		}
+	}
+	defer unlock()
 	// value is the line to write for a setting: the value CONFIG SET was
 	// given when it still holds (the user's units), else the live one.
 	live := func(st *setting) string {
@@ -393,7 +672,15 @@ func (s *Server) rewriteConfig() error {
 	writeUsers := func() {
 		if users && !usersDone {
 			for _, l := range s.users.List() {
-				out.WriteString(l + "\n")
+				// Each rule quoted as the config file reads it back as
+				// one word (rules hold no white space: the ACL refuses it).
+				words := strings.Split(l, " ")
+				for i, w := range words {
+					if rest, hash := strings.CutPrefix(w, "#"); !hash || configQuote(rest) != rest {
+						words[i] = configQuote(w) // "#hash" stays bare: not at the line's start
+					}
+				}
+				out.WriteString(strings.Join(words, " ") + "\n")
 			}
 		}
 		usersDone = true
@@ -465,6 +752,7 @@ func (s *Server) rewriteConfig() error {
 		}
 		writeUsers()
 	}
+	unlock()
 	tmp := s.configFile + ".rewrite-tmp"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {

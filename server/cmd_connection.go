@@ -156,9 +156,14 @@ func cmdHello(s *Server, c *Session, args [][]byte, r *Reply) {
 	r.BulkString("mode")
 	r.BulkString("standalone")
 	r.BulkString("role")
-	r.BulkString("master")
+	if s.isReplica() {
+		r.BulkString("replica")
+	} else {
+		r.BulkString("master")
+	}
 	r.BulkString("modules")
-	r.Array(0)
+	r.Array(1)
+	moduleReply(r)
 }
 
 // RESET returns the connection to its state after connecting: MULTI

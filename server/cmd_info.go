@@ -149,7 +149,7 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 	})
 	section("Replication", s.replicationInfo)
 	section("CPU", cpuInfo)
-	section("Modules", func() []string { return nil })
+	section("Modules", modulesInfo)
 	section("Commandstats", s.stats.commandLines)
 	section("Errorstats", s.stats.errorLines)
 	section("Latencystats", s.latencyLines)

@@ -25,6 +25,16 @@ func cmdDel(s *Server, c *Session, args [][]byte, r *Reply) {
 	r.Int(n)
 }
 
+// RANDOMKEY: a key picked at random, or nil when there is none.
+func cmdRandomKey(s *Server, c *Session, args [][]byte, r *Reply) {
+	k, ok := s.db.RandomKey()
+	if !ok {
+		r.Null()
+		return
+	}
+	r.BulkString(k)
+}
+
 func cmdExists(s *Server, c *Session, args [][]byte, r *Reply) {
 	n := int64(0)
 	for _, k := range args[1:] {

@@ -1,5 +1,7 @@
 package server
 
+import "time"
+
 // Transactions: MULTI, DISCARD, WATCH (EXEC is run by the dispatcher, server.go).
 
 func cmdMulti(s *Server, c *Session, args [][]byte, r *Reply) {
@@ -99,4 +101,89 @@ func (s *Server) recordFits(size int64) string {
 		return ""
 	}
 	return "ERR the append-only log record of this write would be " + itoa(size) + " bytes, more than a record may hold (" + itoa(s.cfg.maxRecord) + "); nothing was applied"
+}
+
+// queued is a command waiting for EXEC.
+type queued struct {
+	cmd  *command
+	args [][]byte
+}
+
+// exec runs a MULTI block atomically: one array with each command's reply.
+// Its writes are logged as one record, so a crash replays all or none, and
+// the clock stands still while it runs, so expiry cannot split it.
+func cmdExec(s *Server, c *Session, args [][]byte, r *Reply) { s.exec(c, r) }
+
+func (s *Server) exec(c *Session, r *Reply) {
+	if c.multi == nil {
+		r.Error("ERR EXEC without MULTI")
+		return
+	}
+	q, failed := c.multi, c.multiErr
+	s.endMulti(c)
+	if failed {
+		r.Error("EXECABORT Transaction discarded because of previous errors.")
+		return
+	}
+	for _, e := range q[1:] {
+		if e.cmd.write {
+			msg := s.misconf()
+			if msg == "" {
+				// Became a replica, or lost its replicas, since it was queued.
+				msg = s.replicaRefuses(c, e.cmd)
+			}
+			if msg != "" {
+				r.Error("EXECABORT Transaction discarded because of: " + msg)
+				return
+			}
+			break
+		}
+	}
+	r.Array(len(q) - 1) // q[0] is the MULTI marker
+	var sub Reply
+	s.db.Lock()
+	defer s.db.Unlock()
+	now := s.db.Now()
+	clock := s.db.Now
+	s.db.Now = func() time.Time { return now }
+	s.beginTxn()
+	defer func() {
+		s.db.Now = clock
+		if s.endTxn() {
+			if s.aof != nil && !s.cfg.NoAppendLog {
+				c.pendingWrite = true
+			}
+			c.woff = s.repl.offset()
+		}
+		if s.aof != nil {
+			c.pendingSync = s.aof.Appended()
+		}
+	}()
+	c.inExec = true
+	defer func() { c.inExec = false }()
+	for _, e := range q[1:] {
+		sub.Reset(c.resp3)
+		if !s.checkAccess(c, e.cmd, e.args, &sub) {
+			// The user's rules changed since the command was queued:
+			// Redis checks again when EXEC runs it.
+			r.w.Raw(sub.w.Pending())
+			continue
+		}
+		t := time.Now()
+		s.apply(srcExec, c, e.cmd, e.args, &sub)
+		s.stats.executedInTxn(e.cmd, time.Since(t), &sub)
+		r.w.Raw(sub.w.Pending())
+	}
+}
+
+// lockDB takes the keyspace lock for a command marked unlocked and returns
+// its release. Inside EXEC the lock is already held for the whole queue (the
+// transaction is atomic), so it neither takes nor releases it: taking it
+// again would deadlock the server.
+func (s *Server) lockDB(c *Session) (unlock func()) {
+	if c != nil && c.inExec {
+		return func() {}
+	}
+	s.db.Lock()
+	return s.db.Unlock
 }

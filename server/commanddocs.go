@@ -172,6 +172,7 @@ var commandDocs = map[string]cmdDoc{
 	"exists":       {group: "generic", since: "1.0.0", summary: "Determines whether one or more keys exist", complexity: "O(N) where N is the number of keys", categories: "keyspace"},
 	"type":         {group: "generic", since: "1.0.0", summary: "Determines the type of value stored at a key", complexity: "O(1)", categories: "keyspace"},
 	"keys":         {group: "generic", since: "1.0.0", summary: "Returns all key names that match a pattern", complexity: "O(N) with N being the number of keys in the database", categories: "keyspace dangerous"},
+	"randomkey":    {group: "generic", since: "1.0.0", summary: "Returns a random key name from the database", complexity: "O(1)", categories: "keyspace"},
 	"scan":         {group: "generic", since: "2.8.0", summary: "Iterates over the key names in the database", complexity: "O(1) for every call. O(N) for a complete iteration", categories: "keyspace"},
 	"rename":       {group: "generic", since: "1.0.0", summary: "Renames a key and overwrites the destination", complexity: "O(1)", categories: "keyspace"},
 	"expire":       {group: "generic", since: "1.0.0", summary: "Sets the expiration time of a key in seconds", complexity: "O(1)", categories: "keyspace"},
@@ -214,5 +215,6 @@ var commandDocs = map[string]cmdDoc{
 	"punsubscribe": {group: "pubsub", since: "2.0.0", summary: "Stops listening to messages published to channels that match one or more patterns", complexity: "O(N) where N is the number of patterns to unsubscribe"},
 	"publish":      {group: "pubsub", since: "2.0.0", summary: "Posts a message to a channel", complexity: "O(N+M) where N is the number of clients subscribed to the channel and M the number of subscribed patterns"},
 	"pubsub":       {group: "pubsub", since: "2.8.0", summary: "A container for pub/sub introspection commands", complexity: "Depends on subcommand."},
+	"module":       {group: "server", since: "4.0.0", summary: "A container for module commands (RedisBloom's, module bf, are built in)", complexity: "Depends on subcommand."},
 	"script":       {group: "scripting", since: "2.6.0", summary: "A container for Lua scripts management commands (there are no scripts: SCRIPT KILL answers NOTBUSY)", complexity: "Depends on subcommand.", categories: "scripting"},
 }

@@ -141,13 +141,14 @@ func init() {
 		{name: "multi", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"}, unlocked: true, txnControl: true, fn: cmdMulti},
 		{name: "exec", arity: 1, flags: []string{"noscript", "loading", "stale", "skip_slowlog"}, unlocked: true, txnControl: true, noSlowlog: true, fn: cmdExec},
 		{name: "discard", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"}, unlocked: true, txnControl: true, fn: cmdDiscard},
-		{name: "watch", arity: -2, flags: []string{"noscript", "loading", "stale", "fast"}, unlocked: true, txnControl: true, fn: cmdWatch},
+		{name: "watch", arity: -2, flags: []string{"noscript", "loading", "stale", "fast"}, first: 1, last: -1, step: 1, unlocked: true, txnControl: true, fn: cmdWatch},
 		{name: "unwatch", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"}, unlocked: true, txnControl: true, fn: cmdWatch},
 		// Keyspace commands.
 		{name: "del", arity: -2, flags: []string{"write"}, first: 1, last: -1, step: 1, write: true, fn: cmdDel},
 		{name: "unlink", arity: -2, flags: []string{"write", "fast"}, first: 1, last: -1, step: 1, write: true, fn: cmdDel},
 		{name: "exists", arity: -2, flags: []string{"readonly", "fast"}, first: 1, last: -1, step: 1, fn: cmdExists},
 		{name: "type", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, fn: cmdType},
+		{name: "randomkey", arity: 1, flags: []string{"readonly"}, fn: cmdRandomKey},
 		{name: "keys", arity: 2, flags: []string{"readonly"}, fn: cmdKeys},
 		{name: "scan", arity: -2, flags: []string{"readonly"}, fn: cmdScan},
 		{name: "rename", arity: 3, flags: []string{"write"}, first: 1, last: 2, step: 1, write: true, fn: cmdRename},
@@ -201,6 +202,8 @@ func init() {
 		{name: "punsubscribe", arity: -1, flags: []string{"pubsub", "noscript", "loading", "stale"}, unlocked: true, inSubscribed: true, fn: cmdUnsubscribe},
 		{name: "publish", arity: 3, flags: []string{"pubsub", "loading", "stale", "fast"}, unlocked: true, fn: cmdPublish},
 		{name: "pubsub", arity: -2, flags: []string{"pubsub", "loading", "stale"}, unlocked: true, hasSubcommands: true, fn: cmdPubsub},
+		// MODULE: RedisBloom's commands are built in (cmd_module.go).
+		{name: "module", arity: -2, flags: []string{"admin", "noscript", "no_async_loading"}, unlocked: true, hasSubcommands: true, fn: cmdModule},
 		{name: "script", arity: -2, flags: []string{"noscript"}, unlocked: true, hasSubcommands: true, fn: cmdScript},
 	}
 	commandTable = make(map[string]*command, len(list))

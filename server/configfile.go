@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/bloomkit/bloomkit/internal/confval"
 	"github.com/bloomkit/bloomkit/server/internal/resp"
@@ -88,6 +87,9 @@ type configReader struct {
 	tlsPort string
 	line    int               // the line being read, for user directives' messages
 	ignored map[string]string // directive → why it has no effect
+	// saveSeen is set at the first save line, which replaces the default
+	// save points (later ones add to them).
+	saveSeen bool
 }
 
 // ignoredDirectives are Redis directives with no meaning for bloomkit,
@@ -107,7 +109,7 @@ func init() {
 	ignore("writes are always refused (MISCONF) while the log cannot be written", "stop-writes-on-bgsave-error")
 	ignore("snapshots are always checksummed and uncompressed", "rdbcompression", "rdbchecksum", "rdb-del-sync-files", "sanitize-dump-payload")
 	ignore("bloomkit names its own files in dir", "dbfilename", "appendfilename", "appenddirname")
-	ignore("snapshots are written when the log grows (auto-aof-rewrite-min-size) and at shutdown", "save", "auto-aof-rewrite-percentage")
+	ignore("snapshots are written when the log grows (auto-aof-rewrite-min-size) and at shutdown", "auto-aof-rewrite-percentage")
 	ignore("a full sync always writes the snapshot to a file first and the replica loads it from its own", "repl-diskless-sync",
 		"repl-diskless-sync-delay", "repl-diskless-sync-max-replicas", "repl-diskless-load", "slave-lazy-flush", "replica-lazy-flush")
 	ignore("replication links always disable Nagle's algorithm", "repl-disable-tcp-nodelay")
@@ -141,7 +143,6 @@ func init() {
 		"cluster-migration-barrier", "cluster-ping-interval", "cluster-preferred-endpoint-type",
 		"cluster-replica-no-failover", "cluster-replica-validity-factor", "cluster-require-full-coverage",
 		"cluster-slave-no-failover", "cluster-slave-validity-factor")
-	ignore("no Unix socket; TCP only", "unixsocket", "unixsocketperm")
 	// Newer Redis versions' settings, so that their redis.conf starts the
 	// server (with a warning naming each) instead of stopping it.
 	ignore("clients are served by --event-loops (half the CPUs by default)", "io-threads", "io-threads-do-reads")
@@ -270,6 +271,18 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 		r.cfg.ReplicaOf = args[0] + " " + args[1]
 		return nil
 	}
+	if name == "rename-command" {
+		// rename-command NAME NEWNAME (or "" to turn it off): checked
+		// against the command table when the server starts.
+		if len(args) != 2 {
+			return fmt.Errorf("rename-command: want a command and its new name (\"\" to turn it off)")
+		}
+		if cfg.RenameCommands == nil {
+			cfg.RenameCommands = map[string]string{}
+		}
+		cfg.RenameCommands[strings.ToLower(args[0])] = strings.ToLower(args[1])
+		return nil
+	}
 	if name == "user" {
 		// user <name> <rules...>: checked when the server starts.
 		if len(args) < 1 {
@@ -278,16 +291,40 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 		cfg.Users = append(cfg.Users, UserRule{Name: args[0], Rules: args[1:], Where: fmt.Sprintf("%s:%d", path, r.line)})
 		return nil
 	}
-	if len(args) != 1 {
-		if name == "save" || name == "oom-score-adj-values" {
+	if name == "save" {
+		// Redis's way: the file's first save line replaces the default
+		// points, the next ones add theirs; save "" clears them. A line
+		// may give its pairs as words or as one quoted string.
+		p, err := parseSavePoints(strings.Join(args, " "))
+		if err != nil {
+			return fmt.Errorf("save %q: %v", strings.Join(args, " "), err)
+		}
+		if !r.saveSeen || len(p) == 0 {
+			r.saveSeen = true
+			cfg.SavePoints = &p
 			return nil
 		}
-		if _, known := directiveNames[name]; !known {
+		all := append(*cfg.SavePoints, p...)
+		cfg.SavePoints = &all
+		return nil
+	}
+	if len(args) != 1 {
+		if name == "oom-score-adj-values" {
+			return nil
+		}
+		if !knownDirective(name) {
 			return fmt.Errorf("unknown directive %q", name)
 		}
 		return fmt.Errorf("%s: want one value, not %d", name, len(args))
 	}
 	v := args[0]
+	if st := lookupSetting(name); st != nil && st.file != nil {
+		// The table's entry reads it, with CONFIG SET's parser and range.
+		if err := st.file(cfg, v); err != nil {
+			return fmt.Errorf("%s %q: %v", name, redactValue(name, v), err)
+		}
+		return nil
+	}
 	bad := func(what string) error { return fmt.Errorf("%s: %s, not %q", name, what, v) }
 	num := func(lo, hi int64) (int64, error) {
 		x, err := strconv.ParseInt(v, 10, 64)
@@ -302,20 +339,6 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 			return false, bad("want yes or no")
 		}
 		return b, nil
-	}
-	size := func(lo, hi uint64) (uint64, error) {
-		m, err := confval.ParseSize(v)
-		if err != nil || m < lo || m > hi {
-			return 0, bad(fmt.Sprintf("want a size from %s to %s such as 4gb", confval.FormatSize(lo), confval.FormatSize(hi)))
-		}
-		return m, nil
-	}
-	seconds := func() (time.Duration, error) {
-		d, err := confval.ParseDuration(v, time.Second)
-		if err != nil {
-			return 0, bad("want seconds or a duration such as 300s")
-		}
-		return d, nil
 	}
 	switch name {
 	case "port":
@@ -332,203 +355,10 @@ func (r *configReader) directive(name string, args []string, path string, depth 
 		cfg.TLSCert = v
 	case "tls-key-file":
 		cfg.TLSKey = v
-	case "protected-mode":
-		b, err := boolean()
-		if err != nil {
-			return err
-		}
-		cfg.ProtectedMode = confval.FormatBool(b)
-	case "dir":
-		cfg.Dir = v
-	case "appendonly":
-		b, err := boolean()
-		if err != nil {
-			return err
-		}
-		// Redis's meaning: no log; snapshots are still written.
-		cfg.NoPersistence, cfg.NoAppendLog = false, !b
-	case "appendfsync":
-		v = strings.ToLower(v)
-		if v != "always" && v != "everysec" && v != "no" {
-			return bad("want always, everysec or no")
-		}
-		cfg.AppendFsync = v
-	case "aclfile":
-		if len(args) != 1 {
-			return fmt.Errorf("aclfile takes one file")
-		}
-		cfg.ACLFile = args[0]
-		return nil
-	case "acl-pubsub-default":
-		if len(args) != 1 {
-			return fmt.Errorf("acl-pubsub-default takes one value")
-		}
-		v, err := pubsubDefault(args[0])
-		if err != nil {
-			return fmt.Errorf("acl-pubsub-default: %w", err)
-		}
-		cfg.ACLPubsubDefault = v
-		return nil
-	case "acllog-max-len":
-		if len(args) != 1 {
-			return fmt.Errorf("acllog-max-len takes one value")
-		}
-		n, err := strconv.ParseInt(args[0], 10, 64)
-		if err != nil || n < 0 || n > 1<<31-1 {
-			return fmt.Errorf("acllog-max-len must be a number from 0 to 2147483647, not %q", args[0])
-		}
-		cfg.ACLLogMaxLen = &n
-		return nil
-	case "requirepass":
-		cfg.RequirePass = v
-	case "maxmemory":
-		m, err := size(0, 1<<62)
-		if err != nil {
-			return err
-		}
-		cfg.MaxMemory = m
-	case "masterauth":
-		cfg.MasterAuth = v
-	case "masteruser":
-		cfg.MasterUser = v
-	case "replica-read-only", "slave-read-only":
-		b, err := boolean()
-		if err != nil {
-			return err
-		}
-		cfg.ReplicaReadOnly = confval.FormatBool(b)
-	case "replica-serve-stale-data", "slave-serve-stale-data":
-		b, err := boolean()
-		if err != nil {
-			return err
-		}
-		cfg.ReplicaServeStaleData = confval.FormatBool(b)
-	case "replica-announced":
-		b, err := boolean()
-		if err != nil {
-			return err
-		}
-		cfg.ReplicaAnnounced = confval.FormatBool(b)
-	case "repl-backlog-size":
-		m, err := size(16<<10, 1<<40)
-		if err != nil {
-			return err
-		}
-		cfg.ReplBacklogSize = int64(m)
-	case "min-replicas-to-write", "min-slaves-to-write":
-		x, err := num(0, 1<<31-1)
-		if err != nil {
-			return err
-		}
-		cfg.MinReplicasToWrite = int(x)
-	case "min-replicas-max-lag", "min-slaves-max-lag":
-		x, err := num(0, 1<<31-1)
-		if err != nil {
-			return err
-		}
-		n := int(x)
-		cfg.MinReplicasMaxLag = &n
-	case "replica-priority", "slave-priority":
-		x, err := num(0, 1<<31-1)
-		if err != nil {
-			return err
-		}
-		n := int(x)
-		cfg.ReplicaPriority = &n
-	case "replica-announce-ip", "slave-announce-ip":
-		cfg.ReplicaAnnounceIP = v
-	case "replica-announce-port", "slave-announce-port":
-		x, err := num(0, 65535)
-		if err != nil {
-			return err
-		}
-		cfg.ReplicaAnnouncePort = int(x)
-	case "repl-timeout":
-		d, err := seconds()
-		if err != nil || d < time.Second {
-			return bad("want seconds, at least 1")
-		}
-		cfg.ReplTimeout = d
-	case "repl-ping-replica-period", "repl-ping-slave-period":
-		if _, err := num(1, 1<<31-1); err != nil {
-			return err
-		}
-		r.ignored[name] = "a master pings its replicas every 10 seconds"
 	case "maxmemory-policy":
 		if strings.ToLower(v) != "noeviction" {
 			r.ignored[name] = "filters are never evicted: the policy is noeviction"
 		}
-	case "maxclients":
-		x, err := num(1, 1<<31-1)
-		if err != nil {
-			return err
-		}
-		cfg.MaxClients = int(x)
-	case "timeout":
-		d, err := seconds()
-		if err != nil {
-			return err
-		}
-		cfg.Timeout = d
-	case "tcp-keepalive":
-		d, err := seconds()
-		if err != nil {
-			return err
-		}
-		if d == 0 {
-			d = -1 // Redis's 0: off
-		}
-		cfg.TCPKeepAlive = d
-	case "auto-aof-rewrite-min-size":
-		m, err := size(1, 1<<62)
-		if err != nil {
-			return err
-		}
-		cfg.AutoSaveLogBytes = int64(m)
-	case "slowlog-log-slower-than":
-		x, err := num(-1, 1<<62)
-		if err != nil {
-			return err
-		}
-		cfg.SlowlogLogSlowerThan = &x
-	case "slowlog-max-len":
-		x, err := num(0, 1<<31-1)
-		if err != nil {
-			return err
-		}
-		cfg.SlowlogMaxLen = &x
-	case "latency-monitor-threshold":
-		x, err := num(0, 1<<62)
-		if err != nil {
-			return err
-		}
-		cfg.LatencyMonitorThreshold = &x
-	case "latency-tracking":
-		b, err := boolean()
-		if err != nil {
-			return err
-		}
-		cfg.LatencyTracking = confval.FormatBool(b)
-	case "proto-max-bulk-len", "client-query-buffer-limit":
-		m, err := size(1024, 1<<40)
-		if err != nil {
-			return err
-		}
-		if name == "proto-max-bulk-len" {
-			cfg.MaxBulk = int(m)
-		} else {
-			cfg.MaxQuery = int(m)
-		}
-	case "loglevel":
-		l := strings.ToLower(v)
-		if _, ok := redisLogLevels[l]; !ok {
-			return bad("want debug, verbose, notice, warning or nothing")
-		}
-		cfg.LogLevel = l
-	case "logfile":
-		cfg.LogFile = v
-	case "pidfile":
-		cfg.PidFile = v
 	case "daemonize":
 		b, err := boolean()
 		if err != nil {
@@ -580,23 +410,12 @@ func isRedisBloomModule(path string) bool {
 	return strings.Contains(base, "redisbloom") || strings.Contains(base, "rebloom")
 }
 
-// directiveNames are the directives the reader implements (for errors).
-var directiveNames = map[string]struct{}{}
-
-func init() {
-	for _, n := range strings.Fields(`port tls-port tls-cert-file tls-key-file protected-mode dir appendonly appendfsync
-		requirepass maxmemory maxmemory-policy maxclients timeout tcp-keepalive auto-aof-rewrite-min-size
-		slowlog-log-slower-than slowlog-max-len latency-monitor-threshold latency-tracking latency-tracking-info-percentiles proto-max-bulk-len client-query-buffer-limit
-		loglevel logfile pidfile daemonize supervised bind include replicaof slaveof masterauth masteruser
-		replica-read-only slave-read-only replica-serve-stale-data slave-serve-stale-data replica-announced repl-backlog-size
-		min-replicas-to-write min-slaves-to-write min-replicas-max-lag min-slaves-max-lag replica-priority slave-priority
-		replica-announce-ip slave-announce-ip replica-announce-port slave-announce-port repl-timeout repl-ping-replica-period
-		repl-ping-slave-period aclfile acllog-max-len acl-pubsub-default user`) {
-		directiveNames[n] = struct{}{}
-	}
-	for _, n := range TLSSettingNames() {
-		directiveNames[n] = struct{}{}
-	}
+// knownDirective reports whether the reader gives directive name a
+// meaning: every CONFIG parameter of the table (settingList) is one, and
+// include and user (for errors: a known directive with the wrong number of
+// values is not an unknown one).
+func knownDirective(name string) bool {
+	return name == "include" || name == "user" || name == "rename-command" || lookupSetting(name) != nil
 }
 
 // redisLogLevels maps Redis's log levels to the log's: verbose is debug,
@@ -665,4 +484,26 @@ func configQuote(v string) string {
 		}
 	}
 	return string(append(b, '"'))
+}
+
+// ApplyDirective applies one directive to cfg as a config file's line
+// "name args..." would: the same names, aliases, checks and meaning. bloom
+// serve applies its flags and environment variables with it, over the
+// Config a config file gave, so that a flag and a directive cannot mean
+// different things. bind, port, tls-port, include and user depend on the
+// rest of a file and are refused here.
+func ApplyDirective(cfg *Config, name string, args ...string) error {
+	name = strings.ToLower(name)
+	switch name {
+	case "bind", "port", "tls-port", "include", "user":
+		return fmt.Errorf("%s is a config file directive only", name)
+	}
+	r := configReader{cfg: cfg, ignored: map[string]string{}}
+	if err := r.directive(name, args, "", 0); err != nil {
+		return err
+	}
+	for n, why := range r.ignored {
+		cfg.IgnoredDirectives = append(cfg.IgnoredDirectives, n+" ("+why+")")
+	}
+	return nil
 }

@@ -7,7 +7,7 @@ import (
 	"net"
 	"os"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/bloomkit/bloomkit/server/internal/resp"
@@ -15,17 +15,14 @@ import (
 
 // Connections.
 //
-// Each client is served by one goroutine (serveConn): it parses every
-// complete request in its read buffer, executes them in order, encoding
-// their replies one after another into one output buffer, and when the
-// buffer holds no complete request (the pipeline is drained) it waits for
-// the log to be as durable as the replies need (endBatch) and writes all
-// of them with one write. Output is also written as soon as it passes
-// flushAt, so a client that pipelines large replies (BF.SCANDUMP) holds at
-// most flushAt plus one reply; while it does not read, its goroutine
-// blocks in that write and reads nothing more from it, and after
-// WriteTimeout without progress it is disconnected.
-const flushAt = 64 << 10
+// Each client accepted here is adopted by an event loop (plain TCP on
+// Linux, loop_linux.go) or served by a goroutine of its own (serveConn: TLS,
+// other systems, a connection the loops cannot take). Both run the same
+// request loop (client.go); the goroutine blocks where a loop would wait
+// for an event: in its read when its requests are drained, in its write
+// when the client does not read its replies (for at most WriteTimeout
+// without progress, then it is disconnected), and in a read while a
+// reply is held (which sees the client go away).
 
 // acceptLoop accepts clients until the listener closes. Errors such as
 // "too many open files" are retried after a pause that doubles up to a
@@ -122,19 +119,17 @@ func (s *Server) serveConn(nc net.Conn) {
 		return
 	}
 	s.totalConns.Add(1)
-	c := &Session{ID: s.nextID.Add(1), Addr: nc.RemoteAddr().String(), LocalAddr: nc.LocalAddr().String(), created: time.Now()}
+	c := &Session{ID: s.nextID.Add(1), Addr: connAddr(nc.RemoteAddr(), nc.LocalAddr()), LocalAddr: connAddr(nc.LocalAddr(), nil), created: time.Now(), gone: make(chan struct{})}
 	s.startSession(c)
 	c.canWait = true
 	c.lastCmd.Store(c.created.UnixMilli())
 	lc := s.adoptable(nc, c)
-	var woken atomic.Bool
+	var w *waker
 	if lc == nil {
 		c.setConn(nc)
-		// PUBLISH wakes this goroutine out of its read (pubsub.go).
-		wake := func() {
-			woken.Store(true)
-			nc.SetReadDeadline(time.Now())
-		}
+		// PUBLISH wakes the goroutine out of its read (pubsub.go).
+		w = &waker{nc: nc}
+		wake := w.wake
 		c.notify.Store(&wake)
 	}
 	s.smu.Lock() // after c.conn and c.kill are set: disconnect reads them
@@ -146,103 +141,125 @@ func (s *Server) serveConn(nc net.Conn) {
 	}
 	defer nc.Close()
 	defer s.endSession(c)
+	cl := client{s: s, sess: c, rd: resp.NewReader(countingReader{nc, &s.net.in}, s.readLimits(c))}
+	s.serveGoroutine(&cl, nc, w)
+}
 
-	p := resp.NewReader(countingReader{nc, &s.net.in}, s.readLimits(c))
+// serveGoroutine runs a client's request loop on its own goroutine (see
+// client.go), until the client quits, fails or is disconnected.
+func (s *Server) serveGoroutine(c *client, nc net.Conn, w *waker) {
+	sess := c.sess
 	for {
-		args, err := p.Next()
-		if err != nil {
-			var pe *resp.ProtocolError
-			if errors.As(err, &pe) {
-				s.protoErrors.Add(1)
-				s.log.Debug("protocol error; closing the connection", "addr", c.Addr, "err", err)
-				c.reply.w.Next()
-				c.reply.Error("ERR " + pe.Error())
-				c.batched++
-				s.flush(c)
+		switch c.run() {
+		case stepFull:
+			if !s.flush(c, nc) {
+				return
 			}
+			continue
+		case stepClose:
+			s.flush(c, nc)
 			return
-		}
-		if args == nil {
-			// The pipeline is drained: answer it, then wait for more.
-			if c.sub != nil {
-				c.reply.w.Next()
-				c.takePushes()
-			}
-			if len(c.reply.w.Pending()) > 0 && !s.flush(c) {
-				return
-			}
-			if c.closing.Load() {
-				return
-			}
-			if t := s.idleTimeout(); t > 0 {
-				nc.SetReadDeadline(time.Now().Add(t))
-			} else if c.sub != nil {
-				nc.SetReadDeadline(time.Time{}) // after a wake-up
-			}
-			if c.pushPending() {
-				continue // queued before the deadline was set: send it now
-			}
-			err := p.Fill()
-			if err != nil && woken.Swap(false) {
-				var ne net.Error
-				if errors.As(err, &ne) && ne.Timeout() {
-					continue // PUBLISH woke it: send the messages
-				}
-			}
-			if err != nil {
-				if errors.Is(err, resp.ErrQueryLimit) {
-					c.reply.w.Next()
-					c.reply.Error("ERR Protocol error: request larger than the query buffer limit")
-					c.batched++
-					s.flush(c)
-				}
-				return
-			}
-			c.clock = monoNow() // not the end of the command before the wait
-			continue
-		}
-		if len(args) == 0 {
-			continue
-		}
-		wasAuthed := c.authed
-		if c.sub != nil {
-			// Messages published before this command go out before its reply.
-			c.reply.w.Next()
-			c.takePushes()
-		}
-		c.reply.w.Next()
-		s.Do(c, args, &c.reply)
-		c.batched++
-		if c.wait != nil {
-			<-c.wait // a BF.MERGE finishing in the background, or WAIT
-			c.wait = nil
-			if c.deferred != nil {
-				c.reply.w.Raw(c.deferred)
-				c.deferred = nil
-			}
-		}
-		if c.handoff != nil {
+		case stepHandoff:
 			// SYNC or PSYNC: the replies before it go out, then the
 			// connection serves a replica until it is gone.
-			if !s.flush(c) {
+			if !s.flush(c, nc) {
 				return
 			}
 			nc.SetDeadline(time.Time{})
-			s.serveReplica(c, nc, append([]byte(nil), p.Unread()...))
+			s.serveReplica(sess, nc, append([]byte(nil), c.rd.Unread()...))
+			return
+		case stepHeld:
+			wait := sess.wait
+			go func() {
+				select {
+				case <-wait:
+					w.wake()
+				case <-sess.gone:
+				}
+			}()
+			// Read on, without an idle timeout, to see the client go
+			// away; what it sends waits in the buffer.
+			for !c.released() {
+				if _, err := w.fill(c.rd, time.Time{}); err != nil {
+					return
+				}
+			}
+			continue
+		}
+		// The pipeline is drained: answer it, then wait for more.
+		c.pushes()
+		if !s.flush(c, nc) || sess.closing.Load() {
 			return
 		}
-		if c.authed != wasAuthed {
-			p.SetLimits(s.readLimits(c))
+		var deadline time.Time
+		if t := s.idleTimeout(); t > 0 {
+			deadline = time.Now().Add(t)
 		}
-		if c.quit || c.closing.Load() {
-			// QUIT: its reply goes out, nothing after it runs.
-			s.flush(c)
-			return
+		woken, err := w.fill(c.rd, deadline)
+		if woken {
+			continue // PUBLISH woke it: send the messages
 		}
-		if len(c.reply.w.Pending()) >= flushAt && !s.flush(c) {
+		if err != nil {
+			if c.readFailed(err) {
+				s.flush(c, nc)
+			}
 			return
 		}
 	}
+}
+
+// waker lets other goroutines wake a goroutine-served client out of its
+// read (PUBLISH queued messages for it, its held reply is done) by moving
+// the read deadline to now. mu orders a wake-up against the owner setting
+// its deadline, so none is lost and none is taken for an idle timeout.
+type waker struct {
+	nc       net.Conn
+	mu       sync.Mutex
+	woken    bool      // a wake-up not yet seen by the owner
+	stale    bool      // the deadline was moved by a wake-up (owner only)
+	deadline time.Time // the deadline the owner set last
+}
+
+// wake wakes the owner.
+func (w *waker) wake() {
+	w.mu.Lock()
+	w.woken = true
+	w.nc.SetReadDeadline(time.Now())
+	w.mu.Unlock()
+}
+
+// fill reads more of the client's requests into rd, with the read
+// deadline d (zero: none); woken means a wake-up came first.
+func (w *waker) fill(rd *resp.Reader, d time.Time) (woken bool, err error) {
+	w.mu.Lock()
+	if w.woken {
+		w.woken, w.stale = false, true
+		w.mu.Unlock()
+		return true, nil
+	}
+	if w.stale || !d.Equal(w.deadline) {
+		w.nc.SetReadDeadline(d)
+		w.deadline, w.stale = d, false
+	}
+	w.mu.Unlock()
+	err = rd.Fill()
+	if err != nil && isTimeout(err) {
+		w.mu.Lock()
+		woken = w.woken
+		if woken {
+			w.woken, w.stale = false, true
+		}
+		w.mu.Unlock()
+		if woken {
+			return true, nil
+		}
+	}
+	return false, err
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // readLimits are the request limits for c: tiny until it authenticates.
@@ -253,32 +270,22 @@ func (s *Server) readLimits(c *Session) resp.Limits {
 	return resp.Limits{MaxArgs: s.cfg.MaxArgs, MaxBulk: s.cfg.MaxBulk, MaxInline: 64 << 10, MaxQuery: s.cfg.MaxQuery}
 }
 
-// flush sends the replies encoded so far, after the log holds what they
-// depend on; false means the connection is done for.
-func (s *Server) flush(c *Session) bool {
-	if err := s.endBatch(c); err != nil {
-		// The log failed before the writes these replies acknowledge
-		// were durable: their outcome is unknown, and nothing may say
-		// they happened.
-		c.reply.w.Drain()
-		c.reply.w.Replace(appendInDoubt(c.reply.w.Pending(), c.batched, err))
-	}
-	c.batched = 0
-	c.clock = 0 // the next command reads the clock itself, after this write
-	if len(c.reply.w.Pending()) == 0 {
+// flush writes a goroutine-served client's output, after the log holds
+// what it depends on; false means the connection is done for.
+func (s *Server) flush(c *client, nc net.Conn) bool {
+	out := c.output()
+	if len(out) == 0 {
 		return true
 	}
-	c.conn.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
-	c.setUnsent(len(c.reply.w.Pending()))
-	n, err := c.conn.Write(c.reply.w.Pending())
+	c.blocked()
+	nc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+	n, err := nc.Write(out)
 	s.net.out.Add(int64(n))
-	c.reply.w.Drain()
-	c.setUnsent(0)
+	c.wrote(n)
 	if err != nil {
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
+		if isTimeout(err) {
 			s.slowClients.Add(1)
-			s.log.Info("disconnecting a client that does not read its replies", "addr", c.Addr, "timeout", s.cfg.WriteTimeout)
+			s.log.Info("disconnecting a client that does not read its replies", "addr", c.sess.Addr, "timeout", s.cfg.WriteTimeout)
 		}
 		return false
 	}
@@ -292,6 +299,9 @@ func (s *Server) endSession(c *Session) {
 	s.smu.Unlock()
 	s.endMulti(c) // a queue left behind no longer counts
 	s.endSubscriber(c)
+	if c.gone != nil {
+		close(c.gone) // a WAIT it was blocked in stops waiting
+	}
 	s.clients.Add(-1)
 }
 
@@ -308,8 +318,38 @@ func (c *Session) disconnect() {
 	if kill != nil {
 		kill()
 	} else if conn != nil {
-		conn.Close()
+		closeNow(conn)
 	}
+}
+
+// connAddr is a connection's address as CLIENT LIST shows it: ip:port,
+// or for a Unix socket the socket's path and ":0", as Redis writes it (a
+// client's end of a Unix socket has no name: the server's is used).
+func connAddr(a, server net.Addr) string {
+	if ua, ok := a.(*net.UnixAddr); ok || a == nil {
+		name := ""
+		if ua != nil {
+			name = ua.Name
+		}
+		if name == "" && server != nil {
+			return connAddr(server, nil)
+		}
+		return name + ":0"
+	}
+	return a.String()
+}
+
+// closeNow closes a connection without writing to it. A TLS connection's
+// Close writes a close alert, which can wait for a peer that reads
+// nothing; closing happens under the keyspace lock (CLIENT KILL, ACL
+// DELUSER, REPLICAOF dropping replicas), so the socket itself is closed:
+// whoever reads the connection sees it at once.
+func closeNow(nc net.Conn) {
+	if tc, ok := nc.(*tls.Conn); ok {
+		tc.NetConn().Close()
+		return
+	}
+	nc.Close()
 }
 
 // setConn records the goroutine path's connection; a disconnect asked for

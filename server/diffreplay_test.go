@@ -344,26 +344,34 @@ func (d *diffReplay) start() {
 	waitSynced(d.t, d.rc, d.rrc)
 }
 
-// sameOnReplica compares the replica with what the master's clients saw.
-func (d *diffReplay) sameOnReplica(before []string) bool {
-	waitSynced(d.t, d.rc, d.rrc)
-	got := d.observe(d.rrc)
+// same reports (as test errors) where got differs from what the clients
+// saw.
+func (d *diffReplay) same(where string, want, got []string) bool {
 	ok := true
-	for i := range before {
-		if i >= len(got) || before[i] != got[i] {
+	for i := range want {
+		if i >= len(got) || want[i] != got[i] {
 			a := "(missing)"
 			if i < len(got) {
 				a = got[i]
 			}
-			d.t.Errorf("on the replica:\n got  %.400s\n want %.400s", a, before[i])
+			d.t.Errorf("%s:\n got  %.400s\n want %.400s", where, a, want[i])
 			ok = false
 		}
 	}
-	if ok && !sameData(d.t, d.s, d.replica, d.rc, d.rrc) {
-		d.t.Errorf("the replica's keyspace is not byte-equal to the master's")
-		ok = false
-	}
 	return ok
+}
+
+// sameOnReplica compares the replica with what the master's clients saw.
+func (d *diffReplay) sameOnReplica(before []string) bool {
+	waitSynced(d.t, d.rc, d.rrc)
+	if !d.same("on the replica", before, d.observe(d.rrc)) {
+		return false
+	}
+	if !sameData(d.t, d.s, d.replica, d.rc, d.rrc) {
+		d.t.Errorf("the replica's keyspace is not byte-equal to the master's")
+		return false
+	}
+	return true
 }
 
 // round runs n random steps, crashes, restarts and compares.
@@ -377,16 +385,8 @@ func (d *diffReplay) round(n int) bool {
 	ok := d.sameOnReplica(before)
 	d.s.Close()
 	d.start()
-	after := d.observe(d.rc)
-	for i := range before {
-		if i >= len(after) || before[i] != after[i] {
-			a := "(missing)"
-			if i < len(after) {
-				a = after[i]
-			}
-			d.t.Errorf("after restart:\n got  %.400s\n want %.400s", a, before[i])
-			ok = false
-		}
+	if !d.same("after restart", before, d.observe(d.rc)) {
+		ok = false
 	}
 	if !ok {
 		tail := d.log

@@ -162,6 +162,7 @@ func (s *Server) filterConfig() *filterConfig {
 func filterSetting(i int) setting {
 	return setting{
 		name: filterParams[i].name,
+		def:  formatFilterValue(filterParams[i].def),
 		get:  func(s *Server) string { return s.set.filter.Load().str[i] },
 		set: func(s *Server, v string) error {
 			next, err := s.set.filter.Load().with(i, v)
@@ -176,7 +177,6 @@ func filterSetting(i int) setting {
 func init() {
 	for i := range filterParams {
 		settingList = append(settingList, filterSetting(i))
-		directiveNames[filterParams[i].name] = struct{}{}
 	}
 }
 

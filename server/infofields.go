@@ -173,6 +173,11 @@ func (s *Server) memoryInfoExtra(rss uint64) []string {
 		"mem_fragmentation_ratio:" + strconv.FormatFloat(frag, 'f', 2, 64),
 		"mem_fragmentation_bytes:" + strconv.FormatInt(fragBytes, 10),
 		"mem_allocator:go-" + runtime.Version(),
+		// Values leave used_memory when they leave the keyspace; the
+		// large ones are returned to the system off the lock, as Redis's
+		// lazy free does, and counted here meanwhile.
+		"lazyfree_pending_objects:" + strconv.FormatInt(s.db.LazyFreePending(), 10),
+		"lazyfreed_objects:" + strconv.FormatInt(s.db.LazyFreed(), 10),
 	}
 }
 

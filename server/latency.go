@@ -469,22 +469,25 @@ func checkLatencyConfig(cfg *Config) error {
 
 // latencySettings are the CONFIG parameters of the latency instruments.
 var latencySettings = []setting{
-	{name: "latency-monitor-threshold", get: func(s *Server) string { return itoa(s.latency.threshold.Load()) }, set: func(s *Server, v string) error {
+	{name: "latency-monitor-threshold", def: "0", get: func(s *Server) string { return itoa(s.latency.threshold.Load()) }, set: func(s *Server, v string) error {
 		n, err := configInt(v, 0, math.MaxInt64)
 		if err == nil {
 			s.latency.threshold.Store(n)
 		}
 		return err
-	}},
-	{name: "latency-tracking", get: func(s *Server) string { return confval.FormatBool(s.stats.tracking.Load()) }, set: func(s *Server, v string) error {
-		b, err := confval.ParseBool(v)
-		if err != nil {
-			return errConfigValue("argument must be 'yes' or 'no'")
+	}, file: intFile(0, math.MaxInt64, func(c *Config, n int64) { c.LatencyMonitorThreshold = &n })},
+	{name: "latency-tracking", def: "yes", get: func(s *Server) string { return confval.FormatBool(s.stats.tracking.Load()) }, set: func(s *Server, v string) error {
+		b, err := configBool(v)
+		if err == nil {
+			s.stats.tracking.Store(b)
 		}
-		s.stats.tracking.Store(b)
-		return nil
+		return err
+	}, file: func(c *Config, v string) error {
+		b, err := configBool(v)
+		c.LatencyTracking = confval.FormatBool(b)
+		return err
 	}},
-	{name: "latency-tracking-info-percentiles", get: func(s *Server) string {
+	{name: "latency-tracking-info-percentiles", def: "50 99 99.9", get: func(s *Server) string {
 		s.track.mu.Lock()
 		defer s.track.mu.Unlock()
 		return formatPercentiles(s.track.percentiles)

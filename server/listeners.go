@@ -11,8 +11,10 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -160,6 +162,17 @@ func (s *Server) Listen() error {
 		}
 		s.tlsLns = lns
 	}
+	if s.cfg.UnixSocket != "" {
+		l, err := listenUnix(s.cfg.UnixSocket, s.cfg.UnixSocketPerm)
+		if err != nil {
+			for _, l := range s.allListeners() {
+				l.Close()
+			}
+			s.plainLns, s.tlsLns = nil, nil
+			return fmt.Errorf("server: %w", err)
+		}
+		s.unixLns = []net.Listener{l}
+	}
 	s.addr.Store(firstAddr(s.plainLns))
 	s.tlsAddr.Store(firstAddr(s.tlsLns))
 	if s.cfg.MetricsAddr != "" {
@@ -167,23 +180,48 @@ func (s *Server) Listen() error {
 			for _, l := range s.allListeners() {
 				l.Close()
 			}
-			s.plainLns, s.tlsLns = nil, nil
+			s.plainLns, s.tlsLns, s.unixLns = nil, nil, nil
 			return err
 		}
 	}
 	return nil
 }
 
-// allListeners are the plain-text listeners, then the TLS ones (lnMu held).
+// listenUnix listens on a Unix socket at path, as Redis's unixsocket: a
+// socket left there by an earlier run is removed first (anything else at
+// the path is an error, never removed), and perm, when not 0, is set on
+// the new one.
+func listenUnix(path string, perm os.FileMode) (net.Listener, error) {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("unixsocket %s: the path exists and is not a socket", path)
+		}
+		os.Remove(path)
+	}
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("unixsocket: %w", err)
+	}
+	if perm != 0 {
+		if err := os.Chmod(path, perm); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("unixsocketperm: %w", err)
+		}
+	}
+	return l, nil
+}
+
+// allListeners are the plain-text listeners, the TLS ones, then the Unix
+// socket (lnMu held).
 func (s *Server) allListeners() []net.Listener {
-	return append(append([]net.Listener{}, s.plainLns...), s.tlsLns...)
+	return append(append(append([]net.Listener{}, s.plainLns...), s.tlsLns...), s.unixLns...)
 }
 
 // listening reports whether Listen opened a listener.
 func (s *Server) listening() bool {
 	s.lnMu.Lock()
 	defer s.lnMu.Unlock()
-	return len(s.plainLns)+len(s.tlsLns) > 0
+	return len(s.plainLns)+len(s.tlsLns)+len(s.unixLns) > 0
 }
 
 // ListenAddrs are the addresses the server listens on for clients
@@ -251,8 +289,9 @@ func (s *Server) setListenPort(v string, useTLS bool) error {
 	var lns []net.Listener
 	if port != "0" {
 		if useTLS && s.tlsConf.Load() == nil {
-			// The first TLS listener: build the configuration now.
-			c, err := buildTLS(*s.tlsParams.Load())
+			// The first TLS listener: CONFIG SET built the configuration
+			// before taking any lock.
+			c, err := s.tlsConfigFor(*s.tlsParams.Load())
 			if err != nil {
 				return errConfigValue("Unable to update TLS configuration: " + err.Error())
 			}
@@ -304,7 +343,21 @@ func (s *Server) listenMetrics() error {
 	if err != nil {
 		return fmt.Errorf("server: metrics listen %s: %w", s.cfg.MetricsAddr, err)
 	}
-	s.httpLn = hl
-	s.httpSrv = &http.Server{Handler: s.metrics.handler(s), ReadHeaderTimeout: 10 * time.Second}
+	s.httpLn = &limitListener{Listener: hl, max: metricsMaxConns}
+	idle := s.cfg.metricsIdle
+	if idle <= 0 {
+		idle = metricsIdleTimeout
+	}
+	s.httpSrv = &http.Server{
+		Handler: s.metrics.handler(s),
+		// A client that connects and says nothing, sends slowly, reads
+		// slowly or keeps an idle keep-alive connection open is dropped:
+		// it must not hold a descriptor for ever.
+		ReadHeaderTimeout: min(10*time.Second, idle),
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      metricsWriteTimeout,
+		IdleTimeout:       idle,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
 	return nil
 }

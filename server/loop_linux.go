@@ -30,11 +30,14 @@ import (
 // scheduler hand-off and a log write per connection; at pipeline depth 1
 // that is about a third more CPU per request than Redis needs.
 //
-// A client whose replies cannot all be written (it does not read) is
-// watched for writability only: nothing more is read from it until its
-// output drains, so it holds at most flushAt bytes plus one reply, and it
-// is disconnected after WriteTimeout without progress. TLS clients keep
-// the goroutine path (crypto/tls needs a net.Conn).
+// A loop moves bytes; what a client's requests and replies do is the
+// request loop every connection shares (client.go). A client whose
+// replies cannot all be written (it does not read) is watched for
+// writability only: nothing more is read from it until its output drains,
+// so it holds at most flushAt bytes plus one reply, and it is
+// disconnected after WriteTimeout without progress. A client whose reply
+// is held stays watched for input, so that its going away is seen. TLS
+// clients keep the goroutine path (crypto/tls needs a net.Conn).
 
 // eventLoop is one epoll instance and the clients it serves.
 type eventLoop struct {
@@ -74,18 +77,13 @@ func (l *eventLoop) netBytes() (in, out int64) { return l.net.in.Load(), l.net.o
 
 // loopConn is one client of an event loop.
 type loopConn struct {
-	loop *eventLoop
-	fd   int
-	sess *Session
-	rd   *resp.Reader
-	// Output: sess.reply.w.Pending() holds replies; bytes before wpos are written,
-	// replies before checked have passed endBatch.
-	wpos, checked int
-	watchOut      bool // registered for EPOLLOUT (output blocked)
-	inDirty       bool
-	closeAfter    bool  // close once the output is written (QUIT, protocol error)
-	lastRead      int64 // monoNow of the last read and of the last write progress
-	lastWrite     int64
+	client
+	loop      *eventLoop
+	fd        int
+	watchOut  bool // registered for EPOLLOUT (output blocked)
+	inDirty   bool
+	lastRead  int64 // monoNow of the last read and of the last write progress
+	lastWrite int64
 }
 
 // fdReader reads from a non-blocking descriptor for requestReader.fill,
@@ -240,7 +238,7 @@ func (s *Server) adoptable(nc net.Conn, c *Session) *loopConn {
 	now := monoNow()
 	l := s.loops[int(c.ID)%len(s.loops)]
 	c.setKill(l.wakeUp)
-	lc := &loopConn{loop: l, fd: fd, sess: c, rd: resp.NewReader(fdReader{fd, &l.net.in}, s.readLimits(c)), lastRead: now, lastWrite: now}
+	lc := &loopConn{client: client{s: s, sess: c, rd: resp.NewReader(fdReader{fd, &l.net.in}, s.readLimits(c))}, loop: l, fd: fd, lastRead: now, lastWrite: now}
 	notify := func() {
 		l.mu.Lock()
 		l.pushed = append(l.pushed, lc)
@@ -377,18 +375,9 @@ func (l *eventLoop) woken() {
 // sendPushes moves the messages PUBLISH queued for c to its output, to
 // be written at the end of this round.
 func (l *eventLoop) sendPushes(c *loopConn) {
-	if l.conns[c.fd] != c || c.closeAfter {
-		return
+	if l.conns[c.fd] == c && c.pushes() {
+		l.markDirty(c)
 	}
-	c.sess.reply.w.Next()
-	if !c.sess.takePushes() {
-		return
-	}
-	if c.sess.batched == 0 {
-		// Nothing waits for the log: the messages may go at once.
-		c.checked = len(c.sess.reply.w.Pending())
-	}
-	l.markDirty(c)
 }
 
 // read reads what the client sent and runs its complete requests.
@@ -397,99 +386,51 @@ func (l *eventLoop) read(c *loopConn) {
 	switch {
 	case err == errAgain:
 		return
-	case errors.Is(err, resp.ErrQueryLimit):
-		c.sess.reply.w.Next()
-		c.sess.reply.Error("ERR Protocol error: request larger than the query buffer limit")
-		c.sess.batched++
-		c.closeAfter = true
-		l.markDirty(c)
-		return
 	case err != nil:
-		l.close(c)
+		if c.readFailed(err) {
+			l.markDirty(c)
+		} else {
+			l.close(c)
+		}
 		return
 	}
 	c.lastRead = l.now
+	if c.held() {
+		return // kept for after the held reply (released)
+	}
 	if c.sess.authed && c.sess.multi == nil {
 		l.pf = l.s.prefetch(c.rd, l.pf) // a pipeline's filter memory, all at once (prefetch.go)
 	}
 	l.runRequests(c)
 }
 
-// runRequests runs the complete requests in c's buffer, until the buffer
-// is empty, the output passes flushAt (the rest waits until it is
-// written), or the client must be closed.
+// runRequests runs the complete requests in c's buffer (client.run).
 func (l *eventLoop) runRequests(c *loopConn) {
-	s := l.s
-	if c.sess.wait != nil {
-		return // held until its merge is done (hold)
+	switch c.run() {
+	case stepFull:
+		l.rerun = append(l.rerun, c) // continue after this round's write
+	case stepHandoff:
+		l.handOff(c)
+		return
+	case stepHeld:
+		l.hold(c)
 	}
-	c.sess.clock = monoNow() // the first command's start; each later one starts at its predecessor's end
-	for !c.closeAfter {
-		if len(c.sess.reply.w.Pending())-c.wpos >= flushAt {
-			l.markDirty(c)
-			l.rerun = append(l.rerun, c) // continue after this round's write
-			return
-		}
-		args, err := c.rd.Next()
-		if err != nil {
-			var pe *resp.ProtocolError
-			if errors.As(err, &pe) {
-				s.protoErrors.Add(1)
-				c.sess.reply.w.Next()
-				c.sess.reply.Error("ERR " + pe.Error())
-				c.sess.batched++
-			}
-			c.closeAfter = true
-			l.markDirty(c)
-			return
-		}
-		if args == nil {
-			return
-		}
-		if len(args) == 0 {
-			continue
-		}
-		sess := c.sess
-		wasAuthed := sess.authed
-		if sess.sub != nil {
-			// Messages published before this command go out before its reply.
-			sess.reply.w.Next()
-			sess.takePushes()
-		}
-		sess.reply.w.Next()
-		s.Do(sess, args, &sess.reply)
-		sess.batched++
-		if sess.authed != wasAuthed {
-			c.rd.SetLimits(s.readLimits(sess))
-		}
+	if c.pending() {
 		l.markDirty(c)
-		if sess.handoff != nil {
-			l.handOff(c)
-			return
-		}
-		if sess.wait != nil {
-			l.hold(c)
-			return
-		}
-		if sess.quit || sess.closing.Load() {
-			c.closeAfter = true // QUIT: its reply goes out, nothing after it runs
-		}
 	}
 }
 
-// hold keeps c's replies and requests back until its BF.MERGE, finishing
-// in the background, is done; the loop serves its other clients meanwhile.
-// Nothing is read from c until then (its descriptor is watched for
-// nothing but hang-ups).
+// hold has the loop run c's requests again once its held reply is done
+// (or forget it if c goes away first); the loop serves its other clients
+// meanwhile. c stays watched for input, so that its going away is seen.
 func (l *eventLoop) hold(c *loopConn) {
-	if err := l.ctl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &unix.EpollEvent{Events: 0, Fd: int32(c.fd)}); err != nil {
-		// Still watched for input: harmless, its requests wait anyway
-		// (runRequests), but it may wake the loop for nothing.
-		l.s.log.Debug("event loop: cannot stop watching a held client", "addr", c.sess.Addr, "err", err)
-	}
-	wait := c.sess.wait
+	wait, gone := c.sess.wait, c.sess.gone
 	go func() {
-		<-wait
+		select {
+		case <-wait:
+		case <-gone:
+			return
+		}
 		l.mu.Lock()
 		l.resume = append(l.resume, c)
 		l.mu.Unlock()
@@ -499,24 +440,7 @@ func (l *eventLoop) hold(c *loopConn) {
 
 // release lets c's held replies go and its requests run again.
 func (l *eventLoop) release(c *loopConn) {
-	if l.conns[c.fd] != c {
-		return
-	}
-	c.sess.wait = nil
-	if d := c.sess.deferred; d != nil {
-		// WAIT's answer, known now: its place is after the replies
-		// already held (nothing after it ran).
-		c.sess.reply.w.Raw(d)
-		c.sess.deferred = nil
-		c.sess.batched++
-	}
-	ev := uint32(unix.EPOLLIN)
-	if c.watchOut {
-		ev = unix.EPOLLOUT
-	}
-	if err := l.ctl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &unix.EpollEvent{Events: ev, Fd: int32(c.fd)}); err != nil {
-		l.s.log.Warn("event loop: cannot watch a client again after its merge; disconnecting it", "addr", c.sess.Addr, "err", err)
-		l.close(c)
+	if l.conns[c.fd] != c || !c.released() {
 		return
 	}
 	l.markDirty(c)
@@ -538,19 +462,7 @@ func (l *eventLoop) flushAll() {
 	l.dirty = l.dirty[:0]
 	for _, c := range dirty {
 		c.inDirty = false
-		if l.conns[c.fd] != c {
-			continue
-		}
-		sess := c.sess
-		if sess.batched > 0 {
-			if err := l.s.endBatch(sess); err != nil {
-				// As in flush: nothing may say these commands happened.
-				sess.reply.w.Replace(appendInDoubt(sess.reply.w.Pending()[:c.checked], sess.batched, err))
-			}
-			sess.batched = 0
-			c.checked = len(sess.reply.w.Pending())
-		}
-		if !c.watchOut {
+		if l.conns[c.fd] == c && !c.watchOut {
 			l.write(c)
 		}
 	}
@@ -559,24 +471,24 @@ func (l *eventLoop) flushAll() {
 // write writes c's pending output; if the socket is full it waits for
 // writability (and reads nothing more meanwhile).
 func (l *eventLoop) write(c *loopConn) {
-	if c.sess.wait != nil {
-		return // held until its merge is done (hold)
+	if c.held() {
+		return // nothing goes out until the held reply is done (release)
 	}
-	buf := c.sess.reply.w.Pending()[:c.checked]
-	for c.wpos < len(buf) {
-		n, err := rawWrite(c.fd, buf[c.wpos:])
-		if n > 0 {
-			l.net.out.Add(int64(n))
-			c.wpos += n
+	buf := c.output()
+	n := 0
+	for n < len(buf) {
+		m, err := rawWrite(c.fd, buf[n:])
+		if m > 0 {
+			n += m
 			c.lastWrite = l.now
 		}
 		if err == unix.EINTR {
 			continue
 		}
 		if err == unix.EAGAIN {
-			if c.sess.sub != nil {
-				c.sess.setUnsent(len(c.sess.reply.w.Pending()) - c.wpos)
-			}
+			l.net.out.Add(int64(n))
+			c.wrote(n)
+			c.blocked()
 			if !c.watchOut {
 				// Unwatched for writability, the client would never get
 				// the rest of its replies: it is disconnected instead.
@@ -594,13 +506,8 @@ func (l *eventLoop) write(c *loopConn) {
 			return
 		}
 	}
-	// Everything checked is out; keep replies not yet checked (none
-	// normally) for the next round.
-	c.sess.reply.w.Consume(c.checked)
-	c.wpos, c.checked = 0, 0
-	if c.sess.sub != nil {
-		c.sess.setUnsent(len(c.sess.reply.w.Pending()))
-	}
+	l.net.out.Add(int64(n))
+	c.wrote(n)
 	if c.closeAfter {
 		l.close(c)
 		return
@@ -629,7 +536,8 @@ func (l *eventLoop) checkTimeouts(now int64) {
 			s.slowClients.Add(1)
 			s.log.Info("disconnecting a client that does not read its replies", "addr", c.sess.Addr, "timeout", s.cfg.WriteTimeout)
 			l.close(c)
-		case s.idleTimeout() > 0 && !c.watchOut && time.Duration(now-c.lastRead) > s.idleTimeout():
+		case s.idleTimeout() > 0 && !c.watchOut && !c.held() && time.Duration(now-c.lastRead) > s.idleTimeout():
+			// A client blocked in WAIT or a merge is not idle (as in Redis).
 			l.close(c)
 		case c.sess.closing.Load():
 			l.close(c)

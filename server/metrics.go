@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -322,4 +323,56 @@ func (s *Server) Alive() error {
 		return errors.New(msg)
 	}
 	return nil
+}
+
+// The metrics listener's limits: an idle keep-alive connection is closed
+// after metricsIdleTimeout (Prometheus reconnects at its next scrape), a
+// reply that cannot be written within metricsWriteTimeout is abandoned
+// (a scrape of 500k keys takes tens of milliseconds), and at most
+// metricsMaxConns connections are open at once.
+const (
+	metricsIdleTimeout  = 60 * time.Second
+	metricsWriteTimeout = 60 * time.Second
+	metricsMaxConns     = 64
+)
+
+// limitListener accepts at most max connections at a time; one past it is
+// closed at once, so that clients opening connections to the metrics port
+// cannot take the descriptors the Redis port needs, nor fill the listen
+// backlog while they wait.
+type limitListener struct {
+	net.Listener
+	max  int64
+	open atomic.Int64
+}
+
+// Accept returns the next connection within the limit.
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if l.open.Add(1) <= l.max {
+			return &limitedConn{Conn: c, l: l}, nil
+		}
+		l.open.Add(-1)
+		c.Close()
+	}
+}
+
+// limitedConn gives its place back when it is closed (once).
+type limitedConn struct {
+	net.Conn
+	l      *limitListener
+	closed atomic.Bool
+}
+
+// Close closes the connection and frees its place.
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	if !c.closed.Swap(true) {
+		c.l.open.Add(-1)
+	}
+	return err
 }

@@ -40,9 +40,13 @@ func CheckLog(path string, fix bool) (LogCheck, error) { return aof.CheckLog(pat
 
 // persistState is the snapshot bookkeeping INFO and /healthz report.
 type persistState struct {
-	saveMu    sync.Mutex // one rewrite at a time; nextGen
-	nextGen   uint64
-	gen       atomic.Uint64 // newest durable snapshot's generation (0: none)
+	saveMu  sync.Mutex // one rewrite at a time; nextGen
+	nextGen uint64
+	gen     atomic.Uint64 // newest durable snapshot's generation (0: none)
+	// saving is set while a background rewrite runs and scheduled when
+	// BGSAVE SCHEDULE asked for another after it; both change only under
+	// bgMu (they are read without it).
+	bgMu      sync.Mutex
 	saving    atomic.Bool
 	scheduled atomic.Bool
 	current   atomic.Pointer[keyspace.Snapshot]
@@ -237,21 +241,65 @@ func (s *Server) Save() error { return s.rewrite() }
 // reports whether it started one.
 func (s *Server) startRewrite(why string) bool {
 	p := &s.persist
-	if !p.saving.CompareAndSwap(false, true) {
+	p.bgMu.Lock()
+	defer p.bgMu.Unlock()
+	return s.startRewriteLocked(why)
+}
+
+// scheduleRewrite is BGSAVE SCHEDULE: a rewrite now, or, while one runs,
+// one more as soon as it is done. It reports whether it started one.
+func (s *Server) scheduleRewrite(why string) (started bool) {
+	p := &s.persist
+	p.bgMu.Lock()
+	defer p.bgMu.Unlock()
+	if s.startRewriteLocked(why) {
+		return true
+	}
+	p.scheduled.Store(true)
+	return false
+}
+
+// startRewriteLocked is startRewrite with bgMu held.
+func (s *Server) startRewriteLocked(why string) bool {
+	p := &s.persist
+	if p.saving.Load() {
 		return false
 	}
+	p.saving.Store(true)
 	s.bgWG.Add(1)
-	go func() {
-		defer s.bgWG.Done()
-		defer p.saving.Store(false)
+	go s.rewrites(why)
+	return true
+}
+
+// testHookRewriteDone, if set, runs after each background rewrite, before
+// the goroutine decides whether a scheduled one follows.
+var testHookRewriteDone atomic.Pointer[func()]
+
+// rewrites runs a background rewrite and then, as long as BGSAVE
+// SCHEDULE asked for one while it ran, the next: the decision and the
+// end of saving are one step under bgMu, so a request made at any point
+// is either seen here or starts a rewrite itself.
+func (s *Server) rewrites(why string) {
+	defer s.bgWG.Done()
+	p := &s.persist
+	for {
 		if err := s.rewrite(); err != nil {
 			s.log.Error("snapshot failed", "reason", why, "err", err)
 		}
-		if p.scheduled.CompareAndSwap(true, false) {
-			go s.startRewrite("scheduled")
+		if h := testHookRewriteDone.Load(); h != nil {
+			(*h)()
 		}
-	}()
-	return true
+		p.bgMu.Lock()
+		if !p.scheduled.Load() || s.closed.Load() {
+			// Closing: the shutdown save follows; nothing else may start.
+			p.saving.Store(false)
+			p.bgMu.Unlock()
+			return
+		}
+		p.scheduled.Store(false)
+		p.bgMu.Unlock()
+		why = "scheduled"
+	}
 }
 
 // logStatus is aof_last_write_status.

@@ -2,7 +2,9 @@ package server
 
 import (
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -103,5 +105,64 @@ func TestRedisCLINative(t *testing.T) {
 		if got := run(strings.Fields(st.args)...); got != st.want {
 			t.Errorf("redis-cli %s (after +%v)\n got %q\nwant %q", st.args, st.advance, got, st.want)
 		}
+	}
+}
+
+// unixsocket as Redis: redis-cli -s reaches the server over the socket,
+// with the permissions unixsocketperm gives; protected mode lets such a
+// client in (it is on this machine); CLIENT LIST names the socket; a
+// socket left by an earlier run is replaced, anything else at the path
+// refused; Close removes the socket.
+func TestUnixSocket(t *testing.T) {
+	cli := requireTool(t, "redis-cli")
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "bloom.sock")
+	// A socket left behind by a killed server.
+	old, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.(*net.UnixListener).SetUnlinkOnClose(false)
+	old.Close()
+	s := startServer(t, Config{NoPersistence: true, UnixSocket: sock, UnixSocketPerm: 0o700, RequirePass: ""})
+	fi, err := os.Stat(sock)
+	if err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("socket %v: %v", fi, err)
+	}
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(cli, append([]string{"-s", sock}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("redis-cli -s %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimRight(string(out), "\n")
+	}
+	if got := run("BF.ADD", "k", "x"); got != "1" {
+		t.Fatalf("BF.ADD over the socket: %q", got)
+	}
+	if got := run("CLIENT", "LIST"); !strings.Contains(got, "addr="+sock+":0") {
+		t.Fatalf("CLIENT LIST over the socket: %q", got)
+	}
+	if got := run("CONFIG", "GET", "unixsocket*"); !strings.Contains(got, sock) || !strings.Contains(got, "700") {
+		t.Fatalf("CONFIG GET unixsocket*: %q", got)
+	}
+	s.Close()
+	if _, err := os.Stat(sock); !os.IsNotExist(err) {
+		t.Fatalf("the socket is still there after Close: %v", err)
+	}
+	// A regular file at the path is never removed.
+	if err := os.WriteFile(sock, []byte("data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := New(Config{NoPersistence: true, Addr: "127.0.0.1:0", UnixSocket: sock, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if err := s2.Listen(); err == nil || !strings.Contains(err.Error(), "not a socket") {
+		t.Fatalf("Listen over a regular file: %v", err)
+	}
+	if b, _ := os.ReadFile(sock); string(b) != "data" {
+		t.Fatal("the file at the socket's path was changed")
 	}
 }

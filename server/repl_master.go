@@ -70,7 +70,7 @@ func (rp *replica) stateName() string {
 func (rp *replica) close() {
 	rp.once.Do(func() {
 		close(rp.done)
-		rp.nc.Close()
+		closeNow(rp.nc)
 	})
 }
 
@@ -339,17 +339,25 @@ func (s *Server) fullSync(rp *replica, psync, rdbOnly bool) (*backlog.Reader, er
 	rs.mu.Unlock()
 	snap := s.db.BeginSnapshot(1)
 	s.db.Unlock()
-	nc.SetWriteDeadline(time.Now().Add(s.replTimeout()))
-	var err error
-	if psync {
-		_, err = io.WriteString(nc, "+FULLRESYNC "+replid+" "+strconv.FormatInt(off, 10)+"\r\n")
-	}
-	// While the snapshot is written, a newline a second tells the
-	// replica the master is alive (as Redis does).
+	// The replica hears from another goroutine while the snapshot is
+	// written (saveMu is held for that, and no lock may be held across
+	// network I/O: a replica that stops reading would hold SAVE, BGSAVE
+	// and shutdown up): +FULLRESYNC, then a newline a second to tell it
+	// the master is alive (as Redis does).
 	stopPing := make(chan struct{})
 	pinged := make(chan struct{})
+	var replyErr error // +FULLRESYNC's, read after pinged is closed
 	go func() {
 		defer close(pinged)
+		if h := testHookReplicaWrite.Load(); h != nil {
+			(*h)()
+		}
+		nc.SetWriteDeadline(time.Now().Add(s.replTimeout()))
+		if psync {
+			if _, replyErr = io.WriteString(nc, "+FULLRESYNC "+replid+" "+strconv.FormatInt(off, 10)+"\r\n"); replyErr != nil {
+				return
+			}
+		}
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
 		for {
@@ -362,10 +370,7 @@ func (s *Server) fullSync(rp *replica, psync, rdbOnly bool) (*backlog.Reader, er
 			}
 		}
 	}()
-	var f *os.File
-	if err == nil {
-		f, err = s.syncFile()
-	}
+	f, err := s.syncFile()
 	if err == nil {
 		// At the server's own priority, not on BGSAVE's low-priority
 		// thread: the writer holds the keyspace lock while it copies a
@@ -389,6 +394,9 @@ func (s *Server) fullSync(rp *replica, psync, rdbOnly bool) (*backlog.Reader, er
 			f.Close()
 			os.Remove(f.Name())
 		}()
+	}
+	if err == nil && replyErr != nil {
+		err = replyErr
 	}
 	if err != nil {
 		rd.Close()
@@ -423,6 +431,10 @@ func (s *Server) fullSync(rp *replica, psync, rdbOnly bool) (*backlog.Reader, er
 		"bytes", size, "offset", off, "took", time.Since(start).Round(time.Millisecond), "rdb_only", rdbOnly)
 	return rd, nil
 }
+
+// testHookReplicaWrite, if set, runs before a full sync's first write to
+// the replica (tests stand it in for a replica that does not read).
+var testHookReplicaWrite atomic.Pointer[func()]
 
 // syncFile creates the temporary file a full sync's snapshot is written
 // to: in the data directory (start-up removes leftovers: the name has

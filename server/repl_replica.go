@@ -117,10 +117,12 @@ func (l *masterLink) close() {
 	l.once.Do(func() {
 		close(l.stopc)
 		l.mu.Lock()
-		if l.conn != nil {
-			l.conn.Close()
-		}
+		nc := l.conn
 		l.mu.Unlock()
+		// Closed without l.mu: closing a TLS connection writes an alert.
+		if nc != nil {
+			nc.Close()
+		}
 	})
 }
 
@@ -452,6 +454,34 @@ func (s *Server) loadFullSync(l *masterLink, br *bufio.Reader, replid string, mo
 		fresh.PrepareFor(s.db)
 		return s.swapIn(l, fresh, replid, moff, nil, 0)
 	}
+	// The payload is received into a file first, with no lock held: a
+	// master that stalls in the middle of it must not hold SAVE, BGSAVE
+	// and shutdown (saveMu) up until the link times out. The snapshot is
+	// then made from that file under saveMu (file I/O only).
+	tmp := "replsync" + aof.TmpMarker + strconv.FormatInt(time.Now().UnixNano(), 36)
+	tf, err := s.dir.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("full sync: temporary file: %w", err)
+	}
+	defer s.dir.Remove(tmp)
+	if h := testHookSyncPayload.Load(); h != nil {
+		(*h)()
+	}
+	got, err := io.Copy(tf, src)
+	if cerr := tf.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && got < size {
+		err = fmt.Errorf("sync payload truncated (%d of %d bytes): %w", got, size, io.ErrUnexpectedEOF)
+	}
+	if err != nil {
+		return fmt.Errorf("full sync: %w", err)
+	}
+	payload, err := s.dir.Open(tmp)
+	if err != nil {
+		return fmt.Errorf("full sync: %w", err)
+	}
+	defer payload.Close()
 	p := &s.persist
 	p.saveMu.Lock()
 	defer p.saveMu.Unlock()
@@ -467,7 +497,7 @@ func (s *Server) loadFullSync(l *masterLink, br *bufio.Reader, replid string, mo
 		s.dir.Remove(LogName(gen))
 		s.dir.Sync()
 	}
-	if _, err := aof.WriteSnapshot(s.dir, gen, func(w io.Writer) error { return copyPayload(w, src, size, gen) }); err != nil {
+	if _, err := aof.WriteSnapshot(s.dir, gen, func(w io.Writer) error { return copyPayload(w, payload, size, gen) }); err != nil {
 		undo()
 		return fmt.Errorf("full sync: %w", err)
 	}
@@ -528,6 +558,11 @@ func (s *Server) swapIn(l *masterLink, fresh *keyspace.DB, replid string, moff i
 	l.mu.Unlock()
 	return nil
 }
+
+// testHookSyncPayload, if set, runs before a replica receives a full
+// sync's payload into its data directory (tests stand it in for a master
+// that stalls).
+var testHookSyncPayload atomic.Pointer[func()]
 
 // countReader counts the bytes read through it.
 type countReader struct {
@@ -712,7 +747,13 @@ func (s *Server) applyFromMaster(l *masterLink, sess *Session, cmds [][][]byte, 
 			s.publish(args[1], args[2]) // to this server's subscribers
 			continue
 		}
-		if !ok || !cmd.write {
+		if !ok {
+			// Applying the rest while this one is lost would leave the
+			// replica different from its master without a word.
+			s.log.Warn("the master sent a command this server does not know; skipped, and the data may differ from the master's", "cmd", trimArg(args[0]))
+			continue
+		}
+		if !cmd.write {
 			// PING, SELECT, REPLCONF: part of the stream, no effect.
 			continue
 		}

@@ -130,6 +130,9 @@ func (s *Server) initReplication(cfg *Config) {
 		r.timeout.Store(int64(cfg.ReplTimeout / time.Second))
 	}
 	r.pingPeriod.Store(defaultPingPeriod)
+	if cfg.ReplPingReplicaPeriod > 0 {
+		r.pingPeriod.Store(int64(cfg.ReplPingReplicaPeriod))
+	}
 	s.setReplicaOutLimit(s.outputLimits())
 	if cfg.replicaOutLimit != nil {
 		r.outLimit.Store(cfg.replicaOutLimit)
@@ -585,6 +588,7 @@ func cmdWait(s *Server, c *Session, args [][]byte, r *Reply) {
 		case <-w.ch:
 		case <-timer:
 		case <-s.stop:
+		case <-c.gone: // the client went away: nobody reads the answer
 		}
 		rs.waitMu.Lock()
 		delete(rs.waiters, w)

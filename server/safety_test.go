@@ -32,7 +32,7 @@ func TestRequirePass(t *testing.T) {
 	rc2 := dialRaw(t, s.Addr())
 	runSteps(t, rc2, []step{
 		{"HELLO 3 AUTH default wrong", "-WRONGPASS invalid username-password pair or user is disabled."},
-		{"HELLO 3 AUTH default s3cret SETNAME me", `{"server":"redis" "version":"7.2.4" "proto"::3 "id"::2 "mode":"standalone" "role":"master" "modules":[]}`},
+		{"HELLO 3 AUTH default s3cret SETNAME me", `{"server":"redis" "version":"7.2.4" "proto"::3 "id"::2 "mode":"standalone" "role":"master" "modules":[{"name":"bf" "ver"::80000 "path":"(built in)" "args":[]}]}`},
 		{"BF.EXISTS k v", "#t"},
 		{"CLIENT GETNAME", `"me"`},
 	})

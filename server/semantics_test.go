@@ -250,7 +250,7 @@ func TestRedisBloomSemanticsRESP3(t *testing.T) {
 	s := startServer(t, Config{NoPersistence: true})
 	rc := dialRaw(t, s.Addr())
 	runSteps(t, rc, []step{
-		{"HELLO 3", `{"server":"redis" "version":"7.2.4" "proto"::3 "id"::1 "mode":"standalone" "role":"master" "modules":[]}`},
+		{"HELLO 3", `{"server":"redis" "version":"7.2.4" "proto"::3 "id"::1 "mode":"standalone" "role":"master" "modules":[{"name":"bf" "ver"::80000 "path":"(built in)" "args":[]}]}`},
 		{"BF.ADD b a", "#t"},
 		{"BF.ADD b a", "#f"},
 		{"BF.MADD b a c", "[#f #t]"},
@@ -276,7 +276,7 @@ func TestRedisBloomSemanticsRESP3(t *testing.T) {
 		{"CF.INFO c", `{+Size::1080 +Number of buckets::512 +Number of filters::1 +Number of items inserted::3 +Number of items deleted::1 +Bucket size::2 +Expansion rate::1 +Max iterations::20}`},
 		{"CF.RESERVE e 4 EXPANSION 0", "+OK"},
 		{"CF.SCANDUMP e 0", "[:0 nil]"},
-		{"HELLO 2", `["server" "redis" "version" "7.2.4" "proto" :2 "id" :1 "mode" "standalone" "role" "master" "modules" []]`},
+		{"HELLO 2", `["server" "redis" "version" "7.2.4" "proto" :2 "id" :1 "mode" "standalone" "role" "master" "modules" [["name" "bf" "ver" :80000 "path" "(built in)" "args" []]]]`},
 		{"BF.ADD b zzz", ":1"},
 	})
 }

@@ -25,6 +25,8 @@ type settings struct {
 	filter      atomic.Pointer[filterConfig]
 	// aclLogMaxLen is acllog-max-len.
 	aclLogMaxLen atomic.Int64
+	// savePoints are the save points in force (CONFIG SET save).
+	savePoints atomic.Pointer[[][2]int64]
 	// limit mirrors the memory limit in force (db.Limit) for CONFIG GET,
 	// which may run inside EXEC, where the keyspace lock is held.
 	limit atomic.Uint64
@@ -50,6 +52,11 @@ func (st *settings) init(cfg *Config, filter *filterConfig) {
 		st.slowMaxLen.Store(max(*cfg.SlowlogMaxLen, 0))
 	}
 	st.maxMemory.Store(cfg.MaxMemory)
+	points := defaultSavePoints
+	if cfg.SavePoints != nil {
+		points = *cfg.SavePoints
+	}
+	st.savePoints.Store(&points)
 	st.aclLogMaxLen.Store(128)
 	if cfg.ACLLogMaxLen != nil {
 		st.aclLogMaxLen.Store(max(*cfg.ACLLogMaxLen, 0))
@@ -84,6 +91,9 @@ const deniedProtected = "-DENIED Redis is running in protected mode because prot
 func (s *Server) protectedRefuses(remote net.Addr) bool {
 	if !s.set.protected.Load() || s.authRequired() {
 		return false
+	}
+	if _, unix := remote.(*net.UnixAddr); unix {
+		return false // a Unix socket is on this machine
 	}
 	ta, ok := remote.(*net.TCPAddr)
 	return !ok || !ta.IP.IsLoopback()

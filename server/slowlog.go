@@ -89,7 +89,8 @@ func (l *slowlog) add(c *Session, args [][]byte, start time.Time, d time.Duratio
 }
 
 // redact hides passwords, as Redis does in its slow log: the arguments of
-// AUTH, HELLO's AUTH pair, CONFIG SET requirepass's value, and those of
+// AUTH, HELLO's AUTH pair, the value CONFIG SET gives every secret
+// parameter (requirepass, masterauth, tls-key-file-pass, ...), and those of
 // ACL SETUSER, DELUSER and GETUSER (rules hold passwords).
 func redact(args []string) {
 	if len(args) == 0 {
@@ -120,9 +121,7 @@ func redact(args []string) {
 	case "config":
 		if len(args) > 2 && strings.EqualFold(args[1], "SET") {
 			for i := 2; i+1 < len(args); i += 2 {
-				if strings.EqualFold(args[i], "requirepass") || strings.EqualFold(args[i], "metrics-password") {
-					args[i+1] = "(redacted)"
-				}
+				args[i+1] = redactValue(args[i], args[i+1])
 			}
 		}
 	}

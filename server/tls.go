@@ -469,14 +469,53 @@ func (s *Server) setTLSSetting(name, v string) error {
 	return nil
 }
 
-// applyTLS builds the configuration from the settings in force and swaps
-// it in; on error the one in use stays (the caller restores the settings).
+// tlsBuild is a TLS configuration built from params, or the error that
+// stopped it.
+type tlsBuild struct {
+	params tlsParams
+	conf   *tlsConfigs
+	err    error
+}
+
+// prepareTLS builds, with no lock held, the configuration a CONFIG SET
+// of these settings and values will put in force (tlsMu held): the
+// files are read here, so that a slow file (a FIFO, a network file
+// system) holds no other client up.
+func (s *Server) prepareTLS(sets []*setting, vals []string) *tlsBuild {
+	p := maps.Clone(*s.tlsParams.Load())
+	for i, st := range sets {
+		if st.tls {
+			v, err := checkTLSSetting(st.name, vals[i])
+			if err != nil {
+				return nil // CONFIG SET refuses the value before any build
+			}
+			p[st.name] = v
+		}
+	}
+	c, err := buildTLS(p)
+	return &tlsBuild{params: p, conf: c, err: err}
+}
+
+// tlsConfigFor is the configuration of params: the one prepareTLS built
+// for them if it did, else built now (cfgMu held; only a CONFIG SET
+// inside MULTI/EXEC, which runs with the keyspace lock held, gets here
+// without one prepared).
+func (s *Server) tlsConfigFor(p tlsParams) (*tlsConfigs, error) {
+	if b := s.tlsReady; b != nil && maps.Equal(b.params, p) {
+		return b.conf, b.err
+	}
+	return buildTLS(p)
+}
+
+// applyTLS swaps in the configuration of the settings in force (cfgMu
+// held); on error the one in use stays (the caller restores the
+// settings).
 func (s *Server) applyTLS() error {
 	p := *s.tlsParams.Load()
 	if !s.tlsInUse(p) {
 		return nil
 	}
-	c, err := buildTLS(p)
+	c, err := s.tlsConfigFor(p)
 	if err != nil {
 		s.log.Warn("TLS configuration refused; the one in use stays", "err", err)
 		return err
@@ -488,15 +527,30 @@ func (s *Server) applyTLS() error {
 // ReloadTLS reads the TLS certificate, key and CA files again (same
 // settings) and uses them for new connections; on error the configuration
 // in use stays and the error is returned. bloom serve calls it on SIGHUP.
+// The files are read with no lock held but tlsMu, which only other TLS
+// changes wait for.
 func (s *Server) ReloadTLS() error {
-	s.cfgMu.Lock()
-	defer s.cfgMu.Unlock()
+	s.tlsMu.Lock()
+	defer s.tlsMu.Unlock()
 	p := *s.tlsParams.Load()
 	if !s.tlsInUse(p) {
 		return errors.New("server: TLS is not in use (no tls-port, tls-replication no)")
 	}
-	if err := s.applyTLS(); err != nil {
+	c, err := buildTLS(p)
+	if err != nil {
+		s.log.Warn("TLS configuration refused; the one in use stays", "err", err)
 		return fmt.Errorf("server: TLS reload: %w", err)
+	}
+	s.cfgMu.Lock()
+	// Only a CONFIG SET inside MULTI changes the settings without tlsMu:
+	// then its own configuration, built from them, stays.
+	same := maps.Equal(p, *s.tlsParams.Load())
+	if same {
+		s.tlsConf.Store(c)
+	}
+	s.cfgMu.Unlock()
+	if !same {
+		return errors.New("server: TLS reload: the tls-* settings changed meanwhile; the configuration built from them is in use")
 	}
 	s.log.Info("TLS certificates reloaded", "cert", p["tls-cert-file"], "ca", strings.TrimSpace(p["tls-ca-cert-file"]+" "+p["tls-ca-cert-dir"]))
 	return nil

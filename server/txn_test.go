@@ -110,6 +110,8 @@ var multiCases = map[string][][]string{
 	"publish":      {{"PUBLISH", "ch", "m"}},
 	"pubsub":       {{"PUBSUB", "CHANNELS"}, {"PUBSUB", "NUMSUB", "ch"}, {"PUBSUB", "NUMPAT"}, {"PUBSUB", "HELP"}},
 	"script":       {{"SCRIPT", "KILL"}, {"SCRIPT", "HELP"}},
+	"randomkey":    {{"RANDOMKEY"}},
+	"module":       {{"MODULE", "LIST"}, {"MODULE", "HELP"}, {"MODULE", "LOAD", "/x.so"}},
 }
 
 // TestEveryCommandInMulti queues every command of the table (each

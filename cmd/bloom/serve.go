@@ -27,26 +27,109 @@ func init() {
 
 var serveHelp = help{
 	name:     "serve",
-	synopsis: "serve [--addr host:port] [--dir path] [--appendfsync always|everysec|no] [flags]",
+	synopsis: "serve [config-file] [--addr host:port] [--port n] [--dir path] [--appendfsync always|everysec|no] [flags]\nserve --version",
 	about: `Runs bloomkit's server: the Redis protocol (RESP2, RESP3 after HELLO 3) with
 RedisBloom's BF.* and CF.* commands, so go-redis, redis-py and redis-cli code
 written for RedisBloom works unchanged. Writes go to an append-only log in --dir
 and to snapshots (SAVE, BGSAVE, and on SIGTERM/SIGINT); start-up loads them.
 
-Every flag can also be set by an environment variable: BLOOMKIT_ADDR, BLOOMKIT_DIR,
-BLOOMKIT_APPENDFSYNC, BLOOMKIT_REQUIREPASS, BLOOMKIT_TLS_ADDR, BLOOMKIT_TLS_CERT, BLOOMKIT_TLS_KEY,
-BLOOMKIT_TLS_CA_CERT, BLOOMKIT_TLS_AUTH_CLIENTS,
-BLOOMKIT_MAXMEMORY, BLOOMKIT_METRICS_ADDR, BLOOMKIT_METRICS_PASSWORD, BLOOMKIT_PPROF_ADDR, BLOOMKIT_MAXCLIENTS,
-BLOOMKIT_TIMEOUT, BLOOMKIT_CLIENT_WRITE_TIMEOUT, BLOOMKIT_PROTO_MAX_BULK_LEN,
-BLOOMKIT_CLIENT_QUERY_BUFFER_LIMIT, BLOOMKIT_EVENT_LOOPS, BLOOMKIT_CONFIG, BLOOMKIT_LOG_LEVEL, BLOOMKIT_LOG_FORMAT,
-BLOOMKIT_PROTECTED_MODE, BLOOMKIT_LOGFILE, BLOOMKIT_PIDFILE, BLOOMKIT_SUPERVISED.
-Flags win over the environment, which wins over --config FILE.
+Every flag can also be set by an environment variable: BLOOMKIT_ and the
+flag's name in capitals, '-' as '_' (BLOOMKIT_ADDR, BLOOMKIT_TLS_AUTH_CLIENTS).
+Flags win over the environment, which wins over --config FILE; a setting
+neither gives keeps the file's value. As with redis-server, the config file
+may be the first argument instead (bloom serve /etc/redis/redis.conf --port
+6380), --port sets the plain-text port on the address the file or --addr
+binds, and --version prints the version.
 docs/operations.md is the manual.`,
 	examples: `bloom serve
 redis-cli -p 6479 BF.ADD urls https://a.example
 bloom serve --addr '' --tls-addr 0.0.0.0:6480 --tls-cert c.pem --tls-key k.pem --tls-ca-cert ca.pem
 bloom serve --appendfsync always --maxmemory 4GiB --metrics-addr 127.0.0.1:9479
 bloom serve --config /etc/bloomkit.conf`,
+}
+
+// serveFlag is one flag of bloom serve with its environment variable.
+// A flag that names a config-file directive is applied by the config-file
+// reader (server.ApplyDirective), so that it means what the directive
+// means; the others set their Config field with apply, or (apply nil) are
+// the process's own (log format, profiling address).
+type serveFlag struct {
+	name, env, def, usage string
+	directive             string
+	apply                 func(c *server.Config, v string) error
+}
+
+// serveFlags are bloom serve's flags. Each is applied only when given (on
+// the command line or in the environment), over the Config the config
+// file gave (or a zero Config, whose defaults are the flags' defaults), so
+// that a setting the file holds can never be lost for want of a flag.
+var serveFlags = []serveFlag{
+	{name: "addr", env: "BLOOMKIT_ADDR", def: server.DefaultAddr, usage: "plain-text listen address ('' for none: TLS only)",
+		apply: func(c *server.Config, v string) error { c.Addr, c.ExtraAddrs = v, nil; return nil }},
+	{name: "port", env: "BLOOMKIT_PORT", usage: "plain-text port, on the hosts --addr or the config file's bind give (redis-server's --port; 0: TLS only)",
+		apply: setPort},
+	{name: "dir", env: "BLOOMKIT_DIR", def: "bloomkit-data", usage: "data directory (snapshot and append-only log)", directive: "dir"},
+	{name: "appendonly", env: "BLOOMKIT_APPENDONLY", def: "yes", usage: "yes: log every write (durable as --appendfsync says); no: snapshots only (SAVE, BGSAVE, save points, shutdown), as Redis's appendonly no", directive: "appendonly"},
+	{name: "appendfsync", env: "BLOOMKIT_APPENDFSYNC", def: "everysec", usage: "fsync the log: always, everysec or no", directive: "appendfsync"},
+	{name: "requirepass", env: "BLOOMKIT_REQUIREPASS", usage: "password clients must AUTH with", directive: "requirepass"},
+	{name: "replicaof", env: "BLOOMKIT_REPLICAOF", usage: `start as the replica of this master, "host port" (as Redis's --replicaof)`,
+		apply: func(c *server.Config, v string) error {
+			if strings.TrimSpace(v) == "" {
+				c.ReplicaOf = ""
+				return nil
+			}
+			return server.ApplyDirective(c, "replicaof", strings.Fields(v)...)
+		}},
+	{name: "masterauth", env: "BLOOMKIT_MASTERAUTH", usage: "password this replica gives its master", directive: "masterauth"},
+	{name: "tls-addr", env: "BLOOMKIT_TLS_ADDR", usage: "serve TLS on this address too (Redis's tls-port), with --tls-cert and --tls-key",
+		apply: func(c *server.Config, v string) error { c.TLSAddr, c.TLSExtraAddrs = v, nil; return nil }},
+	{name: "tls-cert", env: "BLOOMKIT_TLS_CERT", usage: "TLS certificate chain (PEM), for --tls-addr", directive: "tls-cert-file"},
+	{name: "tls-key", env: "BLOOMKIT_TLS_KEY", usage: "TLS private key (PEM)", directive: "tls-key-file"},
+	{name: "tls-ca-cert", env: "BLOOMKIT_TLS_CA_CERT", usage: "CA certificates (PEM) that client certificates are verified against", directive: "tls-ca-cert-file"},
+	{name: "tls-auth-clients", env: "BLOOMKIT_TLS_AUTH_CLIENTS", def: "yes", usage: "yes: TLS clients need a certificate signed by --tls-ca-cert; optional: verified if given; no: not asked for (as Redis)", directive: "tls-auth-clients"},
+	{name: "maxmemory", env: "BLOOMKIT_MAXMEMORY", def: "0", usage: "memory limit for filters, e.g. 4GiB, 512mb (0: 90% of RAM)", directive: "maxmemory"},
+	{name: "metrics-addr", env: "BLOOMKIT_METRICS_ADDR", usage: "serve Prometheus /metrics and /healthz here",
+		apply: func(c *server.Config, v string) error { c.MetricsAddr = v; return nil }},
+	{name: "pprof-addr", env: "BLOOMKIT_PPROF_ADDR", usage: "serve Go's /debug/pprof profiles here (no auth: bind it to loopback)"},
+	{name: "metrics-keys", env: "BLOOMKIT_METRICS_KEYS", def: "0", usage: fmt.Sprintf("export per-filter series (labelled by key name) on /metrics for at most this many keys, the first in SCAN order (0: none; at most %d)", server.MaxMetricsKeys),
+		apply: func(c *server.Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || n > server.MaxMetricsKeys {
+				return fmt.Errorf("want a number from 0 to %d, not %q", server.MaxMetricsKeys, v)
+			}
+			c.MetricsKeys = n
+			return nil
+		}},
+	{name: "metrics-password", env: "BLOOMKIT_METRICS_PASSWORD", usage: "require HTTP basic auth with this password for /metrics",
+		apply: func(c *server.Config, v string) error { c.MetricsPassword = v; return nil }},
+	{name: "maxclients", env: "BLOOMKIT_MAXCLIENTS", def: "10000", usage: "maximum open client connections", directive: "maxclients"},
+	{name: "timeout", env: "BLOOMKIT_TIMEOUT", def: "0", usage: "close clients idle this long, e.g. 300 or 5m (0: never)", directive: "timeout"},
+	{name: "protected-mode", env: "BLOOMKIT_PROTECTED_MODE", def: "yes", usage: "yes: without a password, refuse clients not on the loopback interface (as Redis)", directive: "protected-mode"},
+	{name: "supervised", env: "BLOOMKIT_SUPERVISED", def: "no", usage: "no, auto or systemd: tell systemd (Type=notify) when ready and stopping, and feed its watchdog", directive: "supervised"},
+	{name: "pidfile", env: "BLOOMKIT_PIDFILE", usage: "write the process id to this file while serving", directive: "pidfile"},
+	{name: "logfile", env: "BLOOMKIT_LOGFILE", usage: "append the log to this file instead of standard error", directive: "logfile"},
+	{name: "event-loops", env: "BLOOMKIT_EVENT_LOOPS", def: "0", usage: "epoll loops serving plain TCP clients (0: half the CPUs)",
+		apply: func(c *server.Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return fmt.Errorf("want a number, 0 or more, not %q", v)
+			}
+			c.EventLoops = n
+			return nil
+		}},
+	{name: "client-write-timeout", env: "BLOOMKIT_CLIENT_WRITE_TIMEOUT", def: "60s", usage: "disconnect a client whose replies make no progress this long",
+		apply: func(c *server.Config, v string) error {
+			d, err := confval.ParseDuration(v, time.Second)
+			if err != nil || d <= 0 {
+				return fmt.Errorf("want seconds or a duration more than 0, not %q", v)
+			}
+			c.WriteTimeout = d
+			return nil
+		}},
+	{name: "proto-max-bulk-len", env: "BLOOMKIT_PROTO_MAX_BULK_LEN", def: "512mb", usage: "largest argument of a request", directive: "proto-max-bulk-len"},
+	{name: "client-query-buffer-limit", env: "BLOOMKIT_CLIENT_QUERY_BUFFER_LIMIT", def: "1gb", usage: "largest request", directive: "client-query-buffer-limit"},
+	{name: "log-level", env: "BLOOMKIT_LOG_LEVEL", def: "info", usage: "log level: debug, info, warn, error (or Redis's verbose, notice, warning, nothing)", directive: "loglevel"},
+	{name: "log-format", env: "BLOOMKIT_LOG_FORMAT", def: "text", usage: "log format: text or json"},
 }
 
 func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -56,116 +139,81 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return def
 	}
-	envInt := func(name string, def int) int {
-		if v, err := strconv.Atoi(env(name, "")); err == nil {
-			return v
-		}
-		return def
-	}
-	envDuration := func(name string, def time.Duration) time.Duration {
-		if v, err := confval.ParseDuration(env(name, ""), time.Second); err == nil {
-			return v
-		}
-		return def
-	}
 	fs := newFlags("serve")
 	config := fs.String("config", env("BLOOMKIT_CONFIG", ""), "read settings from this Redis-style config file (CONFIG REWRITE writes to it); flags win over it")
-	addr := fs.String("addr", env("BLOOMKIT_ADDR", server.DefaultAddr), "plain-text listen address ('' for none: TLS only)")
-	dir := fs.String("dir", env("BLOOMKIT_DIR", "bloomkit-data"), "data directory (snapshot and append-only log)")
-	appendonly := fs.String("appendonly", env("BLOOMKIT_APPENDONLY", "yes"), "yes: log every write (durable as --appendfsync says); no: snapshots only (SAVE, BGSAVE, save points, shutdown), as Redis's appendonly no")
-	fsync := fs.String("appendfsync", env("BLOOMKIT_APPENDFSYNC", "everysec"), "fsync the log: always, everysec or no")
-	pass := fs.String("requirepass", env("BLOOMKIT_REQUIREPASS", ""), "password clients must AUTH with")
-	replicaOf := fs.String("replicaof", env("BLOOMKIT_REPLICAOF", ""), `start as the replica of this master, "host port" (as Redis's --replicaof)`)
-	masterAuth := fs.String("masterauth", env("BLOOMKIT_MASTERAUTH", ""), "password this replica gives its master")
-	tlsAddr := fs.String("tls-addr", env("BLOOMKIT_TLS_ADDR", ""), "serve TLS on this address too (Redis's tls-port), with --tls-cert and --tls-key")
-	cert := fs.String("tls-cert", env("BLOOMKIT_TLS_CERT", ""), "TLS certificate chain (PEM), for --tls-addr")
-	key := fs.String("tls-key", env("BLOOMKIT_TLS_KEY", ""), "TLS private key (PEM)")
-	caCert := fs.String("tls-ca-cert", env("BLOOMKIT_TLS_CA_CERT", ""), "CA certificates (PEM) that client certificates are verified against")
-	authClients := fs.String("tls-auth-clients", env("BLOOMKIT_TLS_AUTH_CLIENTS", "yes"), "yes: TLS clients need a certificate signed by --tls-ca-cert; optional: verified if given; no: not asked for (as Redis)")
-	maxmem := fs.String("maxmemory", env("BLOOMKIT_MAXMEMORY", "0"), "memory limit for filters, e.g. 4GiB, 512mb (0: 90% of RAM)")
-	metrics := fs.String("metrics-addr", env("BLOOMKIT_METRICS_ADDR", ""), "serve Prometheus /metrics and /healthz here")
-	pprofAddr := fs.String("pprof-addr", env("BLOOMKIT_PPROF_ADDR", ""), "serve Go's /debug/pprof profiles here (no auth: bind it to loopback)")
-	metricsKeys := fs.Int("metrics-keys", envInt("BLOOMKIT_METRICS_KEYS", 0), fmt.Sprintf("export per-filter series (labelled by key name) on /metrics for at most this many keys, the first in SCAN order (0: none; at most %d)", server.MaxMetricsKeys))
-	metricsPass := fs.String("metrics-password", env("BLOOMKIT_METRICS_PASSWORD", ""), "require HTTP basic auth with this password for /metrics")
-	maxclients := fs.Int("maxclients", envInt("BLOOMKIT_MAXCLIENTS", 10000), "maximum open client connections")
-	timeout := new(time.Duration)
-	*timeout = envDuration("BLOOMKIT_TIMEOUT", 0)
-	fs.Var(secondsFlag{timeout}, "timeout", "close clients idle this long, e.g. 300 or 5m (0: never)")
-	protected := new(string)
-	*protected = env("BLOOMKIT_PROTECTED_MODE", "yes")
-	fs.Var(yesNoFlag{protected}, "protected-mode", "yes: without a password, refuse clients not on the loopback interface (as Redis)")
-	supervised := fs.String("supervised", env("BLOOMKIT_SUPERVISED", "no"), "no, auto or systemd: tell systemd (Type=notify) when ready and stopping, and feed its watchdog")
-	pidFile := fs.String("pidfile", env("BLOOMKIT_PIDFILE", ""), "write the process id to this file while serving")
-	logFile := fs.String("logfile", env("BLOOMKIT_LOGFILE", ""), "append the log to this file instead of standard error")
-	loops := fs.Int("event-loops", envInt("BLOOMKIT_EVENT_LOOPS", 0), "epoll loops serving plain TCP clients (0: half the CPUs)")
-	writeTimeout := new(time.Duration)
-	*writeTimeout = envDuration("BLOOMKIT_CLIENT_WRITE_TIMEOUT", 60*time.Second)
-	fs.Var(secondsFlag{writeTimeout}, "client-write-timeout", "disconnect a client whose replies make no progress this long")
-	maxBulk := fs.String("proto-max-bulk-len", env("BLOOMKIT_PROTO_MAX_BULK_LEN", "512mb"), "largest argument of a request")
-	maxQuery := fs.String("client-query-buffer-limit", env("BLOOMKIT_CLIENT_QUERY_BUFFER_LIMIT", "1gb"), "largest request")
-	level := fs.String("log-level", env("BLOOMKIT_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
-	format := fs.String("log-format", env("BLOOMKIT_LOG_FORMAT", "text"), "log format: text or json")
+	// --help shows the defaults, never the environment's values (which
+	// may be passwords).
+	vals := make(map[string]*string, len(serveFlags))
+	for _, f := range serveFlags {
+		vals[f.name] = fs.String(f.name, f.def, f.usage)
+	}
+	showVersion := fs.Bool("version", false, "print the version and exit (as redis-server --version)")
 	pos, code, ok := parseFlags(fs, serveHelp, args, stdout, stderr)
 	if !ok {
 		return code
 	}
+	if *showVersion {
+		fmt.Fprintf(stdout, "bloom serve %s (Redis protocol as redis_version %s, RedisBloom's commands as module bf %d)\n", version(), server.RedisVersion, server.RedisBloomVersion)
+		return exitOK
+	}
+	if len(pos) > 0 && *config == "" {
+		// redis-server's form: the config file first, flags after it.
+		*config, pos = pos[0], pos[1:]
+	}
 	if len(pos) > 0 {
 		return usageErr(stderr, "serve", "unexpected argument %q", pos[0])
 	}
-	limit, err := parseMemory(*maxmem)
-	if err != nil {
-		return usageErr(stderr, "serve", "--maxmemory: %v", err)
-	}
-	// The config file is read first: its loglevel and logfile choose the
-	// logger, unless a flag or environment variable says otherwise.
-	var fc server.Config
+	// The config file's Config is the start; the flags and environment
+	// variables given are applied over it (flags win over the
+	// environment, which wins over the file).
+	var cfg server.Config
 	if *config != "" {
-		if err := server.ReadConfigFile(*config, &fc); err != nil {
+		if err := server.ReadConfigFile(*config, &cfg); err != nil {
 			return failf(stderr, "serve", "%v", err)
 		}
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	for name, envName := range map[string]string{"addr": "BLOOMKIT_ADDR", "dir": "BLOOMKIT_DIR",
-		"appendfsync": "BLOOMKIT_APPENDFSYNC", "requirepass": "BLOOMKIT_REQUIREPASS", "maxmemory": "BLOOMKIT_MAXMEMORY",
-		"maxclients": "BLOOMKIT_MAXCLIENTS", "timeout": "BLOOMKIT_TIMEOUT",
-		"proto-max-bulk-len": "BLOOMKIT_PROTO_MAX_BULK_LEN", "client-query-buffer-limit": "BLOOMKIT_CLIENT_QUERY_BUFFER_LIMIT",
-		"log-level": "BLOOMKIT_LOG_LEVEL", "logfile": "BLOOMKIT_LOGFILE", "pidfile": "BLOOMKIT_PIDFILE",
-		"protected-mode": "BLOOMKIT_PROTECTED_MODE", "supervised": "BLOOMKIT_SUPERVISED", "tls-cert": "BLOOMKIT_TLS_CERT", "tls-key": "BLOOMKIT_TLS_KEY",
-		"tls-addr": "BLOOMKIT_TLS_ADDR", "tls-ca-cert": "BLOOMKIT_TLS_CA_CERT", "tls-auth-clients": "BLOOMKIT_TLS_AUTH_CLIENTS",
-		"appendonly": "BLOOMKIT_APPENDONLY", "replicaof": "BLOOMKIT_REPLICAOF", "masterauth": "BLOOMKIT_MASTERAUTH"} {
-		if _, ok := os.LookupEnv(envName); ok {
-			given[name] = true
+	for _, f := range serveFlags {
+		if v, ok := os.LookupEnv(f.env); ok && !given[f.name] {
+			*vals[f.name] = v
+			given[f.name] = true
 		}
 	}
-	fromFile := func(name, v string) bool { return *config != "" && !given[name] && v != "" }
-	if fromFile("log-level", fc.LogLevel) {
-		*level, _ = server.LogLevelName(fc.LogLevel)
+	for _, f := range serveFlags {
+		if !given[f.name] {
+			continue
+		}
+		var err error
+		switch v := *vals[f.name]; {
+		case f.directive != "":
+			err = server.ApplyDirective(&cfg, f.directive, v)
+		case f.apply != nil:
+			err = f.apply(&cfg, v)
+		}
+		if err != nil {
+			// The error names the value unless it is a password.
+			return usageErr(stderr, "serve", "--%s: %v", f.name, err)
+		}
 	}
-	if fromFile("logfile", fc.LogFile) {
-		*logFile = fc.LogFile
+	if *config == "" && !given["addr"] && !given["port"] {
+		cfg.Addr = server.DefaultAddr
 	}
-	if fromFile("supervised", fc.Supervised) {
-		*supervised = fc.Supervised
+	level := "info"
+	if cfg.LogLevel != "" {
+		level, _ = server.LogLevelName(cfg.LogLevel)
 	}
-	if fromFile("pidfile", fc.PidFile) {
-		*pidFile = fc.PidFile
-	}
-	if fromFile("protected-mode", fc.ProtectedMode) {
-		*protected = fc.ProtectedMode
-	}
-	switch *supervised {
-	case "no", "auto", "systemd":
-	default:
-		return usageErr(stderr, "serve", "--supervised must be no, auto or systemd, not %q", *supervised)
+	supervised := cfg.Supervised
+	if supervised == "" {
+		supervised = "no"
 	}
 	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(*level)); err != nil {
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		return usageErr(stderr, "serve", "--log-level: %v", err)
 	}
 	logOut := stderr
-	if *logFile != "" {
-		f, err := os.OpenFile(*logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o640)
+	if cfg.LogFile != "" {
+		f, err := os.OpenFile(cfg.LogFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o640)
 		if err != nil {
 			return failf(stderr, "serve", "logfile: %v", err)
 		}
@@ -173,129 +221,27 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		logOut = f
 	}
 	opts := &slog.HandlerOptions{Level: lv}
-	var logger *slog.Logger
-	switch *format {
+	switch *vals["log-format"] {
 	case "text":
-		logger = slog.New(slog.NewTextHandler(logOut, opts))
+		cfg.Logger = slog.New(slog.NewTextHandler(logOut, opts))
 	case "json":
-		logger = slog.New(slog.NewJSONHandler(logOut, opts))
+		cfg.Logger = slog.New(slog.NewJSONHandler(logOut, opts))
 	default:
 		return usageErr(stderr, "serve", "--log-format must be text or json")
 	}
-	if *maxclients < 1 {
-		return usageErr(stderr, "serve", "--maxclients must be at least 1")
-	}
-	if *timeout < 0 {
-		return usageErr(stderr, "serve", "--timeout must not be negative")
-	}
-	if *writeTimeout <= 0 {
-		return usageErr(stderr, "serve", "--client-write-timeout must be more than 0")
-	}
-	bulk, err := parseMemory(*maxBulk)
-	if err != nil || bulk < 1 || bulk > 1<<40 {
-		return usageErr(stderr, "serve", "--proto-max-bulk-len: not a size between 1 byte and 1 TiB: %q", *maxBulk)
-	}
-	query, err := parseMemory(*maxQuery)
-	if err != nil || query < 1 || query > 1<<40 {
-		return usageErr(stderr, "serve", "--client-query-buffer-limit: not a size between 1 byte and 1 TiB: %q", *maxQuery)
-	}
-	var noAppendLog bool
-	switch strings.ToLower(*appendonly) {
-	case "yes":
-	case "no":
-		noAppendLog = true
-	default:
-		return usageErr(stderr, "serve", "--appendonly must be yes or no, not %q", *appendonly)
-	}
-	if *metricsKeys < 0 || *metricsKeys > server.MaxMetricsKeys {
-		return usageErr(stderr, "serve", "--metrics-keys must be from 0 to %d, not %d", server.MaxMetricsKeys, *metricsKeys)
-	}
-	if (*cert == "") != (*key == "") {
+	logger := cfg.Logger
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return usageErr(stderr, "serve", "--tls-cert and --tls-key go together")
 	}
-	tlsParams := map[string]string{}
-	if given["tls-ca-cert"] {
-		tlsParams["tls-ca-cert-file"] = *caCert
-	}
-	if given["tls-auth-clients"] {
-		tlsParams["tls-auth-clients"] = *authClients
-	}
-	cfg := server.Config{
-		Addr: *addr, Dir: *dir, AppendFsync: *fsync, RequirePass: *pass, TLSAddr: *tlsAddr, TLSParams: tlsParams,
-		TLSCert: *cert, TLSKey: *key, MaxMemory: limit, MetricsAddr: *metrics, Logger: logger,
-		MetricsPassword: *metricsPass, MaxClients: *maxclients, Timeout: *timeout,
-		WriteTimeout: *writeTimeout, MaxBulk: int(bulk), MaxQuery: int(query), EventLoops: *loops,
-		NoAppendLog: noAppendLog, ReplicaOf: *replicaOf, MasterAuth: *masterAuth, MetricsKeys: *metricsKeys,
-	}
-	if *config != "" {
-		// The file's settings, unless a flag or environment variable says
-		// otherwise.
-		cfg.ConfigFile = fc.ConfigFile
-		cfg.SlowlogLogSlowerThan, cfg.SlowlogMaxLen = fc.SlowlogLogSlowerThan, fc.SlowlogMaxLen
-		cfg.LatencyMonitorThreshold = fc.LatencyMonitorThreshold
-		cfg.LatencyTracking, cfg.LatencyPercentiles = fc.LatencyTracking, fc.LatencyPercentiles
-		cfg.NoPersistence = fc.NoPersistence
-		cfg.TCPKeepAlive, cfg.AutoSaveLogBytes = fc.TCPKeepAlive, fc.AutoSaveLogBytes
-		cfg.IgnoredDirectives = fc.IgnoredDirectives
-		cfg.ClientOutputBufferLimit = fc.ClientOutputBufferLimit
-		if !given["appendonly"] {
-			cfg.NoAppendLog = fc.NoAppendLog
-		}
-		if !given["proto-max-bulk-len"] && fc.MaxBulk != 0 {
-			cfg.MaxBulk = fc.MaxBulk
-		}
-		if !given["client-query-buffer-limit"] && fc.MaxQuery != 0 {
-			cfg.MaxQuery = fc.MaxQuery
-		}
-		if !given["addr"] {
-			cfg.Addr, cfg.ExtraAddrs = fc.Addr, fc.ExtraAddrs
-		}
-		if !given["tls-addr"] {
-			cfg.TLSAddr, cfg.TLSExtraAddrs = fc.TLSAddr, fc.TLSExtraAddrs
-		}
-		for name, v := range fc.TLSParams {
-			if _, set := tlsParams[name]; !set {
-				tlsParams[name] = v
-			}
-		}
-		if !given["dir"] && fc.Dir != "" {
-			cfg.Dir = fc.Dir
-		}
-		if !given["appendfsync"] && fc.AppendFsync != "" {
-			cfg.AppendFsync = fc.AppendFsync
-		}
-		if !given["requirepass"] && fc.RequirePass != "" {
-			cfg.RequirePass = fc.RequirePass
-		}
-		if !given["maxmemory"] && fc.MaxMemory != 0 {
-			cfg.MaxMemory = fc.MaxMemory
-		}
-		if !given["maxclients"] && fc.MaxClients != 0 {
-			cfg.MaxClients = fc.MaxClients
-		}
-		if !given["replicaof"] && fc.ReplicaOf != "" {
-			cfg.ReplicaOf = fc.ReplicaOf
-		}
-		if !given["masterauth"] && fc.MasterAuth != "" {
-			cfg.MasterAuth = fc.MasterAuth
-		}
-		server.CopyReplicationSettings(&cfg, &fc)
-		if !given["timeout"] && fc.Timeout != 0 {
-			cfg.Timeout = fc.Timeout
-		}
-		if !given["tls-cert"] && !given["tls-key"] && fc.TLSCert != "" {
-			cfg.TLSCert, cfg.TLSKey = fc.TLSCert, fc.TLSKey
-		}
-	}
-	cfg.ProtectedMode = *protected
 	if cfg.TLSCert != "" && cfg.TLSAddr == "" && *config == "" {
 		// Earlier versions served TLS on --addr itself: say so rather
 		// than serve plain text where TLS was meant.
 		return usageErr(stderr, "serve", "--tls-cert and --tls-key serve TLS on --tls-addr, beside the plain-text --addr (--addr '' for TLS only): give --tls-addr")
 	}
-	if cfg.Addr == "" && cfg.TLSAddr == "" {
+	if cfg.Addr == "" && cfg.TLSAddr == "" && cfg.UnixSocket == "" {
 		return usageErr(stderr, "serve", "--addr '' and no --tls-addr: the server would not listen anywhere")
 	}
+	pidFile, pprofAddr := cfg.PidFile, *vals["pprof-addr"]
 	srv, err := server.New(cfg)
 	if err != nil {
 		return failf(stderr, "serve", "%v", err)
@@ -304,15 +250,15 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		srv.Close()
 		return failf(stderr, "serve", "%v", err)
 	}
-	if *pidFile != "" {
-		if err := os.WriteFile(*pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+	if pidFile != "" {
+		if err := os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
 			srv.Close()
 			return failf(stderr, "serve", "pidfile: %v", err)
 		}
-		defer os.Remove(*pidFile)
+		defer os.Remove(pidFile)
 	}
-	if *pprofAddr != "" {
-		ln, err := net.Listen("tcp", *pprofAddr)
+	if pprofAddr != "" {
+		ln, err := net.Listen("tcp", pprofAddr)
 		if err != nil {
 			srv.Close()
 			return failf(stderr, "serve", "--pprof-addr: %v", err)
@@ -348,7 +294,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}()
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve() }()
-	notify, stopWatchdog := superviseSystemd(*supervised, srv, logger)
+	notify, stopWatchdog := superviseSystemd(supervised, srv, logger)
 	defer stopWatchdog()
 	select {
 	case s := <-sig:
@@ -370,6 +316,39 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 }
 
+// setPort is --port: the plain-text listeners' port, on the hosts they
+// have (the config file's bind, --addr, or 127.0.0.1); 0 turns plain text
+// off, as Redis's port 0.
+func setPort(c *server.Config, v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("want a port from 0 to 65535, not %q", v)
+	}
+	if n == 0 {
+		c.Addr, c.ExtraAddrs = "", nil
+		return nil
+	}
+	onPort := func(addr string) string {
+		opt, rest := "", addr
+		if strings.HasPrefix(addr, "-") {
+			opt, rest = "-", addr[1:]
+		}
+		host, _, err := net.SplitHostPort(rest)
+		if err != nil {
+			return addr
+		}
+		return opt + net.JoinHostPort(host, v)
+	}
+	if c.Addr == "" {
+		c.Addr = server.DefaultAddr
+	}
+	c.Addr = onPort(c.Addr)
+	for i, a := range c.ExtraAddrs {
+		c.ExtraAddrs[i] = onPort(a)
+	}
+	return nil
+}
+
 // pprofMux serves net/http/pprof's handlers (CPU, heap, allocation, goroutine
 // profiles and traces) without touching http.DefaultServeMux.
 func pprofMux() *http.ServeMux {
@@ -385,44 +364,6 @@ func pprofMux() *http.ServeMux {
 // parseMemory reads a size as the config file and CONFIG SET do: bytes,
 // or with a unit (512mb, 4gb, 4GiB; k/m/g are powers of 1000 as in Redis).
 func parseMemory(s string) (uint64, error) { return confval.ParseSize(s) }
-
-// secondsFlag is a duration flag read as the config file reads one: a
-// plain number is seconds (Redis's timeout 300), else a Go duration (5m).
-type secondsFlag struct{ d *time.Duration }
-
-func (f secondsFlag) String() string {
-	if f.d == nil {
-		return ""
-	}
-	return f.d.String()
-}
-
-func (f secondsFlag) Set(v string) error {
-	d, err := confval.ParseDuration(v, time.Second)
-	if err == nil {
-		*f.d = d
-	}
-	return err
-}
-
-// yesNoFlag is a yes/no flag that takes its value as the next word
-// (--protected-mode no), as Redis's command line does.
-type yesNoFlag struct{ v *string }
-
-func (f yesNoFlag) String() string {
-	if f.v == nil {
-		return ""
-	}
-	return *f.v
-}
-
-func (f yesNoFlag) Set(v string) error {
-	b, err := confval.ParseBool(v)
-	if err == nil {
-		*f.v = confval.FormatBool(b)
-	}
-	return err
-}
 
 // superviseSystemd tells systemd (supervised systemd, or auto under
 // systemd) that the server is ready — the data is loaded and it listens —

@@ -402,7 +402,10 @@ func (r *Rules) applyOther(op string) error {
 			return errSubFirstArg
 		}
 		sub := name[bar+1:]
-		if sub == "" {
+		if sub == "" || hasSpace(sub) {
+			// A first argument with white space could not be read back
+			// from an ACL file or a config file as one rule (a newline
+			// in it would start a line of its own there).
 			return errSyntax
 		}
 		if cmd.HasSubs() {

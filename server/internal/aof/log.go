@@ -204,6 +204,12 @@ type Log struct {
 	written atomic.Int64
 	failed  atomic.Bool // err != nil, readable without a lock
 
+	// curGen and curSize are cur's generation and size, readable without
+	// ioMu (which a write(2) holds): INFO reads them with the keyspace
+	// lock held, which must not wait for the disk.
+	curGen  atomic.Uint64
+	curSize atomic.Int64
+
 	syncMu sync.Mutex // serialises fsyncs
 	synced atomic.Int64
 	// onLatency is told how long each write(2) ("aof-write") and each
@@ -234,6 +240,8 @@ type LogFile struct {
 
 func newLog(dir Dir, cur *LogFile, pos int64) *Log {
 	a := &Log{dir: dir, cur: cur}
+	a.curGen.Store(cur.gen)
+	a.curSize.Store(cur.size)
 	a.appended.Store(pos)
 	a.written.Store(pos)
 	a.synced.Store(pos)
@@ -277,8 +285,10 @@ func (a *Log) SetPolicy(p Policy) {
 	was := Policy(a.policy.Swap(int32(p)))
 	if was == Always && p != Always {
 		// Release the buffers kept for appendfsync always: fsync them
-		// now (with "no" nothing else would).
-		a.flushTo(0, true)
+		// (with "no" nothing else would), on a goroutine of its own: the
+		// caller (CONFIG SET) holds the keyspace lock, which must not
+		// wait for the disk. A failure is the log's, as any fsync's.
+		go a.flushTo(0, true)
 	}
 }
 
@@ -404,6 +414,8 @@ func (a *Log) write(pos int64) error {
 		a.cur.end = rotAt
 		a.retired = append(a.retired, a.cur)
 		a.cur = rot
+		a.curGen.Store(rot.gen)
+		a.curSize.Store(rot.size)
 		a.mu.Lock()
 		if !kept && cap(old) <= 1<<20 && a.spare == nil {
 			a.spare = old[:0]
@@ -453,6 +465,9 @@ func (a *Log) writeFile(lf *LogFile, p []byte) error {
 		return fmt.Errorf("write %s: %w", a.dir.Path(lf.name), err)
 	}
 	lf.size += int64(len(p))
+	if lf == a.cur {
+		a.curSize.Store(lf.size)
+	}
 	return nil
 }
 
@@ -595,18 +610,10 @@ func (a *Log) closeRetired(also func()) {
 }
 
 // Generation is the current file's generation.
-func (a *Log) Generation() uint64 {
-	a.ioMu.Lock()
-	defer a.ioMu.Unlock()
-	return a.cur.gen
-}
+func (a *Log) Generation() uint64 { return a.curGen.Load() }
 
 // Size is the current file's size.
-func (a *Log) Size() int64 {
-	a.ioMu.Lock()
-	defer a.ioMu.Unlock()
-	return a.cur.size
-}
+func (a *Log) Size() int64 { return a.curSize.Load() }
 
 // Buffered is the number of bytes appended but not yet written.
 func (a *Log) Buffered() int64 { return a.appended.Load() - a.written.Load() }

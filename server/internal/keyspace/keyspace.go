@@ -4,6 +4,7 @@ import (
 	"errors"
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -154,6 +155,8 @@ type DB struct {
 	// (AllowAlloc), and a method value made per filter would cost each key
 	// an allocation.
 	allowFn func(uint64) error
+	// lazy counts the values freed off the lock.
+	lazy lazyFree
 }
 
 func New(limit uint64, now func() time.Time) *DB {
@@ -270,7 +273,7 @@ func (db *DB) Drop(key string, e *Entry) {
 		e.img.dropped = true
 		return
 	}
-	e.release()
+	e.release(&db.lazy)
 }
 
 // LazyFreeBytes is the size from which a removed entry's arrays are
@@ -282,13 +285,36 @@ const LazyFreeBytes = 1 << 20
 
 // release frees the arrays of an entry that nothing reaches any more (it
 // left the keyspace and no snapshot needs it): large ones off the lock.
-func (e *Entry) release() {
+func (e *Entry) release(l *lazyFree) {
 	if e.DataBytes() < LazyFreeBytes {
 		e.Free()
 		return
 	}
-	go LazyFree(e)
+	l.run(1, func() { LazyFree(e) })
 }
+
+// lazyFree counts the values being freed off the lock, as Redis's INFO
+// lazyfree_pending_objects and lazyfreed_objects do. The memory
+// accounting (Used) already left them when they left the keyspace.
+type lazyFree struct{ pending, freed atomic.Int64 }
+
+// run frees n values with f on a goroutine of its own.
+func (l *lazyFree) run(n int64, f func()) {
+	l.pending.Add(n)
+	go func() {
+		f()
+		l.freed.Add(n) // before pending drops: a reader that sees 0 pending sees them freed
+		l.pending.Add(-n)
+	}()
+}
+
+// LazyFreePending is the number of values left to free off the lock (INFO
+// lazyfree_pending_objects); any goroutine may read it.
+func (db *DB) LazyFreePending() int64 { return db.lazy.pending.Load() }
+
+// LazyFreed is the number of values freed off the lock since the start
+// (INFO lazyfreed_objects); any goroutine may read it.
+func (db *DB) LazyFreed() int64 { return db.lazy.freed.Load() }
 
 // LazyFree frees an entry in the background (a variable: tests hold it
 // to show that nothing waits for it).
@@ -492,7 +518,7 @@ func (db *DB) Flush() {
 		// the entries (a scrape re-checks its entry under the lock):
 		// their arrays are returned to the system off the lock, as
 		// Redis's lazy free does, and FLUSHALL is O(1) with it held.
-		go freeAll(old)
+		db.lazy.run(int64(old.len()), func() { freeAll(old) })
 	}
 	db.keys = newTable()
 	db.expires = 0
@@ -561,6 +587,32 @@ func (db *DB) Scan(cursor uint64, count int, fn func(k string, e *Entry)) uint64
 		return true
 	})
 	return next
+}
+
+// RandomKey returns the key at a random place in scan order, or false
+// when the keyspace is empty. An expired key it meets is removed (OnExpire
+// logs its DEL) and another one picked, as Redis's RANDOMKEY does; a
+// replica removes none, and after 100 expired picks returns the last one
+// (Redis's way out of a replica's keyspace of expired keys).
+func (db *DB) RandomKey() (string, bool) {
+	now := db.NowMs()
+	for tries := 0; ; tries++ {
+		picked := db.keys.sample(db.sampled[:0], 1)
+		if len(picked) == 0 {
+			return "", false
+		}
+		e := picked[0]
+		if e.ExpireAt == 0 || db.loading || e.ExpireAt > now {
+			return e.key, true
+		}
+		if db.following {
+			if tries >= 100 {
+				return e.key, true
+			}
+			continue
+		}
+		db.expire(e.key, e)
+	}
 }
 
 // ScanKey is a place in scan order: a scan hash and, among keys of that

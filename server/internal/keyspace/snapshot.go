@@ -62,6 +62,9 @@ type Snapshot struct {
 	Gen   uint64
 	epoch uint32
 	Count int // keys in the keyspace at the point in time
+	// lazy counts the dropped entries it frees off the lock (the
+	// keyspace's counters).
+	lazy *lazyFree
 	// cursor is where the writer's walk of the scan order goes on from;
 	// walked tells that it has passed the last key.
 	cursor  ScanKey
@@ -124,7 +127,7 @@ func (db *DB) BeginSnapshot(gen uint64) *Snapshot {
 		db.epoch = 0
 	}
 	db.epoch++
-	snap := &Snapshot{Gen: gen, epoch: db.epoch, Count: db.keys.len()}
+	snap := &Snapshot{Gen: gen, epoch: db.epoch, Count: db.keys.len(), lazy: &db.lazy}
 	db.snap = snap
 	return snap
 }
@@ -234,7 +237,7 @@ func (snap *Snapshot) done(e *Entry) {
 	copies, released := im.copies, im.released
 	im.copies, im.released = nil, nil
 	if im.dropped {
-		e.release()
+		e.release(snap.lazy)
 	}
 	// The copies and the arrays the filter gave up meanwhile can be as
 	// large as the filter: unmapping them waits for no one.
@@ -286,11 +289,15 @@ func (db *DB) EndSnapshot(snap *Snapshot) {
 	if snap.keys != nil {
 		flushed := append(snap.later, snap.keys)
 		snap.keys, snap.later = nil, nil
-		go func() {
+		n := 0
+		for _, m := range flushed {
+			n += m.len()
+		}
+		db.lazy.run(int64(n), func() {
 			for _, m := range flushed {
 				freeAll(m)
 			}
-		}()
+		})
 	}
 }
 
