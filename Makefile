@@ -8,7 +8,7 @@ PKGS := ./...
 # every 20 s saying what is running; and the slowest tests at the end.
 TESTBIN := $(CURDIR)/bin/test
 TESTRUN := $(TESTBIN)/testrun
-TESTFLAGS ?= -count=1 -timeout=30m
+TESTFLAGS ?= -count=1 -timeout=30m -vet=off
 # The tests' builds leave out debugging information (DWARF), which no test
 # reads (stack traces and race reports come from the symbol table): 15% less
 # CPU to compile and link. make build and make release are unaffected.
@@ -38,10 +38,10 @@ RACE := ./server/... ./redisfilter ./bloom ./cmd/bloom ./internal/redistest ./in
 EXAMPLES_RACE := ./crawler ./summaries ./seen
 
 ## test: installs what the tests need when it is missing (as root), checks
-## gofmt, and runs every test once: the packages with concurrent code under
-## the race detector, the rest without it. go test runs go vet's
-## high-confidence checks (printf, atomic, errorsas, ...) on every package
-## it tests; make lint runs all of go vet (and staticcheck), as CI does.
+## gofmt and go vet, and runs every test once: the packages with concurrent
+## code under the race detector, the rest without it. go vet has checked
+## every package and its tests, so go test's own vet pass (a subset, run
+## again for each of a package's builds) is off.
 # Within the race packages, a test whose work is one goroutine (bloom's
 # statistical tests, cmd/bloom's output tests, which run the binary once)
 # skips itself under -race with a message saying "without -race"; testrun
@@ -50,7 +50,7 @@ EXAMPLES_RACE := ./crawler ./summaries ./seen
 # other libraries' formats against those libraries (bench/go.mod).
 # The tests share binaries built once here: BLOOMKIT_TEST_BIN holds bloom
 # and the examples (tests build their own when it is unset).
-test: deps gofmt testbin
+test: deps vet testbin
 	$(TESTENV) $(TESTRUN) -rerun-norace -- -race $(TESTFLAGS) $(RACE)
 	$(TESTENV) $(TESTRUN) -- $(TESTFLAGS) $$($(GO) list ./... | grep -v -x -F "$$($(GO) list $(RACE))")
 	cd examples && $(TESTENV) $(TESTRUN) -- -race $(TESTFLAGS) $(EXAMPLES_RACE)
@@ -154,21 +154,19 @@ image: release
 	cd release && $(GO) run ./image -root .. -out $(abspath $(DIST)) -binary $(abspath $(DIST))/bloom-$(VERSION)-linux-amd64/bloom -version "$(VERSION)" -commit "$(COMMIT)" -date "$(DATE)"
 
 
-## gofmt: every Go file must be as gofmt writes it (part of make test).
+## gofmt: every Go file must be as gofmt writes it.
 gofmt:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 
 ## vet: gofmt, and go vet over every module: the library, examples/, bench/
-## and release/ (part of make lint). Its compile of every package and test
-## variant without the race detector costs about 240 CPU-seconds from a
-## cold cache (bench/TESTSUITE.md), much of which make test would not
-## otherwise spend.
+## and release/ (part of make test and make lint), built as the tests are
+## (TESTGOFLAGS), so that the tests reuse its compiled packages.
 vet: gofmt
-	$(WATCH) $(GO) vet $(PKGS)
-	cd examples && $(WATCH) $(GO) vet ./...
-	cd bench && $(WATCH) $(GO) vet ./...
-	cd release && $(WATCH) $(GO) vet ./...
+	$(TESTENV) $(WATCH) $(GO) vet $(PKGS)
+	cd examples && $(TESTENV) $(WATCH) $(GO) vet ./...
+	cd bench && $(TESTENV) $(WATCH) $(GO) vet ./...
+	cd release && $(TESTENV) $(WATCH) $(GO) vet ./...
 
 ## lint: vet, and staticcheck's unused check (no dead code), installing
 ## staticcheck at STATICCHECK_VERSION when it is missing. CI runs it beside
