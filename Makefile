@@ -66,7 +66,7 @@ testbin:
 	cd examples && $(TESTENV) $(WATCH) $(GO) build -o $(TESTBIN)/ ./blacklist ./cacheguard ./crawler ./seen ./spell ./summaries
 
 ## test-short: every package once without the race detector, the long and
-## slow forms skipped (go test -short), for the edit-compile loop (about 2
+## slow forms skipped (go test -short), for the edit-compile loop (2-3
 ## minutes on 2 cores with a warm build cache). make test before a commit.
 test-short: testbin
 	$(TESTENV) $(TESTRUN) -- -short $(TESTFLAGS) ./...
