@@ -105,10 +105,10 @@ deps:
 			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql wamerican >/dev/null; \
 		else echo "PostgreSQL or wamerican missing: run 'sudo make deps' or install postgresql and wamerican"; fi; \
 	fi
-	@if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null || ! /usr/bin/python3 -c 'import redis, pytest' 2>/dev/null; then \
+	@if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null || ! /usr/bin/python3 -c 'import redis, pytest, yaml' 2>/dev/null; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools python3-redis python3-pytest >/dev/null; \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools python3-redis python3-pytest python3-yaml >/dev/null; \
 		else echo "redis-server/redis-cli missing: run 'sudo make deps' or install redis-server and redis-tools"; fi; \
 	fi
 	@if ! command -v javac >/dev/null || [ ! -e /usr/share/java/guava.jar ]; then \

@@ -7,7 +7,8 @@
 //   - Filter, the classic layout: m bits, k of them set per key. The fewest
 //     bits for a given rate; a lookup touches up to k cache lines.
 //   - Blocked: all k bits of a key in one 512-bit block (a cache line), so a
-//     lookup costs one cache miss, for a few percent more bits.
+//     lookup costs one cache miss, for more bits: +3.5% at a 1% rate, +15%
+//     at 0.01%, +35% at 0.0001%.
 //
 // Three more types build on them:
 //

@@ -25,8 +25,10 @@ type Stats struct {
 	// ApproxCount estimates how many distinct keys were added, from the
 	// bits set (Swamidass and Baldi: after n keys, m(1-(1-1/m)^(kn)) bits
 	// are expected to be set, solved for n; the blocked layout's own
-	// formula for Blocked): within about 1% of the truth for a filter at or
-	// below its planned capacity, math.MaxUint64 once every bit is set. A
+	// formula for Blocked): at a filter's planned capacity and a 1% rate,
+	// within about 2% of the truth at 1,000 keys, 0.6% at 10,000 and 0.2%
+	// at 100,000 (the error shrinks as keys grow); math.MaxUint64 once
+	// every bit is set. A
 	// Scalable counts its new keys exactly (Len). A Window counts the keys
 	// of the generations that have not expired, from the OR of their bits,
 	// so a key added in several of them counts once.

@@ -22,28 +22,47 @@ type syncLayout interface {
 }
 
 // Add inserts key.
-func (s Sync) Add(key []byte) { s.f.testAndAddSync(s.sum(key)) }
+func (s Sync) Add(key []byte) { s.layout().testAndAddSync(s.sum(key)) }
 
 // AddString inserts key without copying it.
-func (s Sync) AddString(key string) { s.f.testAndAddSync(s.sumString(key)) }
+func (s Sync) AddString(key string) { s.layout().testAndAddSync(s.sumString(key)) }
 
 // AddHash inserts the key whose hash is h (see Hash).
-func (s Sync) AddHash(h KeyHash) { s.f.testAndAddSync(h.Lo, h.Hi) }
+func (s Sync) AddHash(h KeyHash) { s.layout().testAndAddSync(h.Lo, h.Hi) }
 
 // Test reports whether key may have been added.
-func (s Sync) Test(key []byte) bool { return s.f.testSync(s.sum(key)) }
+func (s Sync) Test(key []byte) bool { return s.f != nil && s.f.testSync(s.sum(key)) }
 
 // TestString is Test for a string key.
-func (s Sync) TestString(key string) bool { return s.f.testSync(s.sumString(key)) }
+func (s Sync) TestString(key string) bool { return s.f != nil && s.f.testSync(s.sumString(key)) }
 
 // TestHash is Test for the key whose hash is h.
-func (s Sync) TestHash(h KeyHash) bool { return s.f.testSync(h.Lo, h.Hi) }
+func (s Sync) TestHash(h KeyHash) bool { return s.f != nil && s.f.testSync(h.Lo, h.Hi) }
 
 // TestAndAdd inserts key and reports whether it tested present before.
-func (s Sync) TestAndAdd(key []byte) bool { return s.f.testAndAddSync(s.sum(key)) }
+func (s Sync) TestAndAdd(key []byte) bool { return s.layout().testAndAddSync(s.sum(key)) }
 
 // TestAndAddString is TestAndAdd for a string key.
-func (s Sync) TestAndAddString(key string) bool { return s.f.testAndAddSync(s.sumString(key)) }
+func (s Sync) TestAndAddString(key string) bool {
+	return s.layout().testAndAddSync(s.sumString(key))
+}
 
-func (s Sync) sum(key []byte) (lo, hi uint64)       { return hashBytes(key, s.f.seed()) }
-func (s Sync) sumString(key string) (lo, hi uint64) { return hashString(key, s.f.seed()) }
+// layout is the view's filter for an add; the zero Sync has none, and an
+// add to it panics with a value wrapping ErrZero, as an add to any zero
+// value does (the key would otherwise be dropped).
+func (s Sync) layout() syncLayout {
+	if s.f == nil {
+		panicZero("Sync")
+	}
+	return s.f
+}
+
+func (s Sync) sum(key []byte) (lo, hi uint64)       { return hashBytes(key, s.seed()) }
+func (s Sync) sumString(key string) (lo, hi uint64) { return hashString(key, s.seed()) }
+
+func (s Sync) seed() uint64 {
+	if s.f == nil {
+		return 0
+	}
+	return s.f.seed()
+}

@@ -58,8 +58,10 @@ type Filter struct {
 // Hash is the 64-bit hash of key that the filter stores a fingerprint of.
 func Hash(key []byte, seed uint64) uint64 { return xxh3.HashSeed(key, seed) }
 
-// Builder collects the keys of a filter: 8 bytes a key (their hashes)
-// until Build. The zero value is not usable; use NewBuilder.
+// Builder collects the keys of a filter: 8 bytes a key (their hashes).
+// It keeps them across Build: more keys may be added and Build called
+// again for a filter of all of them. The zero value builds 8-bit
+// fingerprints with seed 0; NewBuilder chooses.
 type Builder struct {
 	seed   uint64
 	bits   int
@@ -84,15 +86,17 @@ func (b *Builder) AddString(s string) { b.hashes = append(b.hashes, xxh3.HashStr
 // Len is the number of keys added so far (duplicates included).
 func (b *Builder) Len() int { return len(b.hashes) }
 
-// Build makes the filter; the builder may not be used afterwards.
-// Duplicate keys are allowed.
+// Build makes the filter of every key added so far. Duplicate keys are
+// allowed.
 func (b *Builder) Build() (*Filter, error) {
 	if uint64(len(b.hashes)) > MaxKeys {
 		return nil, fmt.Errorf("%w: %d keys, at most %d", ErrParams, len(b.hashes), uint64(MaxKeys))
 	}
+	if b.bits == 0 {
+		b.bits = 8 // the zero Builder
+	}
 	f := &Filter{seed: b.seed, bits: b.bits, count: uint64(len(b.hashes))}
 	hashes := b.hashes
-	b.hashes = nil
 	// The construction sizes the filter by the number of hashes it is
 	// given, duplicates included: removing them first (by sorting, which
 	// also makes the result independent of the keys' order) keeps a list
@@ -101,6 +105,7 @@ func (b *Builder) Build() (*Filter, error) {
 	// column, bloomkit frozen against FastFilter BinaryFuse8).
 	slices.Sort(hashes)
 	hashes = slices.Compact(hashes)
+	b.hashes = hashes // kept, sorted and distinct, for a later Build
 	if len(hashes) == 0 {
 		return f, nil
 	}

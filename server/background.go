@@ -87,7 +87,11 @@ func (s *Server) savePointDue() bool {
 // for at most 1 ms with the keyspace locked at a time and 25 ms a cycle.
 func (s *Server) expireCycle() {
 	began := time.Now()
-	defer func() { s.latency.add("expire-cycle", time.Since(began)) }()
+	defer func() {
+		d := time.Since(began)
+		s.latency.add("expire-cycle", d)
+		s.expireCycleNanos.Add(int64(d))
+	}()
 	deadline := began.Add(25 * time.Millisecond)
 	for time.Now().Before(deadline) {
 		s.db.Lock()

@@ -363,6 +363,9 @@ func (s *Server) clientLine(me, c *Session) string {
 	cmd := "NULL"
 	if cc := c.curCmd.Load(); cc != nil {
 		cmd = cc.name
+		if sub := c.curSub.Load(); cc.hasSubcommands && sub != nil {
+			cmd = *sub
+		}
 	}
 	now := time.Now()
 	age := int64(now.Sub(c.created).Seconds())
@@ -372,7 +375,7 @@ func (s *Server) clientLine(me, c *Session) string {
 	b.WriteString("id=" + itoa(c.ID))
 	b.WriteString(" addr=" + c.Addr)
 	b.WriteString(" laddr=" + c.LocalAddr)
-	b.WriteString(" fd=-1 name=" + c.Name)
+	b.WriteString(" fd=" + itoa(c.fd.Load()) + " name=" + c.Name)
 	b.WriteString(" age=" + itoa(age) + " idle=" + itoa(max(idle, 0)))
 	b.WriteString(" flags=" + flags + " db=0 sub=" + itoa(nsub) + " psub=" + itoa(npsub) + " ssub=0 multi=" + multi)
 	b.WriteString(" qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0")

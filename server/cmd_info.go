@@ -77,7 +77,7 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 		uptime := int64(time.Since(s.started).Seconds())
 		_, port := splitHostPort(s.Addr())
 		exe, _ := os.Executable()
-		return []string{
+		return append([]string{
 			"redis_version:" + RedisVersion,
 			"bloomkit_version:" + buildInfo.Version,
 			"bloomkit_git_sha1:" + gitSHA1(buildInfo),
@@ -96,10 +96,10 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 			"hz:10",
 			"executable:" + exe,
 			"config_file:" + s.configFile,
-		}
+		}, s.serverInfoCompat()...)
 	})
 	section("Clients", func() []string {
-		return []string{
+		return append([]string{
 			"connected_clients:" + itoa(s.clients.Load()),
 			"cluster_connections:0",
 			"maxclients:" + itoa(s.maxClients()),
@@ -108,7 +108,7 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 			"pubsub_clients:" + itoa(s.pubsub.clients.Load()),
 			"clients_in_timeout_table:0",
 			"total_blocking_keys:0",
-		}
+		}, clientsInfoCompat()...)
 	})
 	section("Memory", func() []string {
 		var ms runtime.MemStats
@@ -123,7 +123,7 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 			"maxmemory_human:" + human(s.db.Limit()),
 			"maxmemory_configured:" + strconv.FormatUint(s.set.maxMemory.Load(), 10),
 			"maxmemory_policy:noeviction",
-		}, s.memoryInfoExtra(processRSS(ms.Sys))...)
+		}, append(s.memoryInfoExtra(processRSS(ms.Sys)), s.memoryInfoCompat(&ms, processRSS(ms.Sys))...)...)
 	})
 	section("Persistence", s.persistenceInfo)
 	section("Stats", func() []string {
@@ -145,7 +145,7 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 			"acl_access_denied_cmd:" + itoa(s.aclCounts[acl.DeniedCommand].Load()),
 			"acl_access_denied_key:" + itoa(s.aclCounts[acl.DeniedKey].Load()),
 			"acl_access_denied_channel:" + itoa(s.aclCounts[acl.DeniedChannel].Load()),
-		}, append(s.replStatsLines(), s.statsInfoExtra()...)...)
+		}, append(append(s.replStatsLines(), s.statsInfoExtra()...), s.statsInfoCompat()...)...)
 	})
 	section("Replication", s.replicationInfo)
 	section("CPU", cpuInfo)

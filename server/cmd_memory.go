@@ -140,28 +140,11 @@ func cmdMemory(s *Server, c *Session, args [][]byte, r *Reply) {
 		}
 		r.Uint(n)
 	case "stats":
-		unlock := s.lockDB(c)
-		used, keys := s.db.Used(), uint64(s.db.Len())
-		unlock()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
-		perKey := uint64(0)
-		if keys > 0 {
-			perKey = used / keys
-		}
-		r.Map(6)
-		r.BulkString("total.allocated")
-		r.Uint(used)
-		r.BulkString("keys.count")
-		r.Uint(keys)
-		r.BulkString("keys.bytes-per-key")
-		r.Uint(perKey)
-		r.BulkString("dataset.bytes")
-		r.Uint(used)
-		r.BulkString("go.heap.allocated")
-		r.Uint(ms.HeapAlloc)
-		r.BulkString("go.sys")
-		r.Uint(ms.Sys)
+		unlock := s.lockDB(c)
+		s.memoryStats(r, &ms, processRSS(ms.Sys))
+		unlock()
 	case "doctor":
 		unlock := s.lockDB(c)
 		used := s.db.Used()

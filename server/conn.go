@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/bloomkit/bloomkit/server/internal/resp"
@@ -121,6 +122,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	s.totalConns.Add(1)
 	c := &Session{ID: s.nextID.Add(1), Addr: connAddr(nc.RemoteAddr(), nc.LocalAddr()), LocalAddr: connAddr(nc.LocalAddr(), nil), created: time.Now(), gone: make(chan struct{})}
 	s.startSession(c)
+	c.fd.Store(connFD(nc))
 	c.canWait = true
 	c.lastCmd.Store(c.created.UnixMilli())
 	lc := s.adoptable(nc, c)
@@ -320,6 +322,25 @@ func (c *Session) disconnect() {
 	} else if conn != nil {
 		closeNow(conn)
 	}
+}
+
+// connFD is a connection's descriptor, for CLIENT LIST (-1 when it has
+// none to show).
+func connFD(nc net.Conn) int64 {
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return -1
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return -1
+	}
+	fd := int64(-1)
+	raw.Control(func(f uintptr) { fd = int64(f) })
+	return fd
 }
 
 // connAddr is a connection's address as CLIENT LIST shows it: ip:port,

@@ -21,5 +21,9 @@ func cpuInfo() []string {
 		"used_cpu_user:" + sec(self.Utime),
 		"used_cpu_sys_children:" + sec(children.Stime),
 		"used_cpu_user_children:" + sec(children.Utime),
+		// Redis's main thread does all its commands; here every
+		// goroutine may: the process's time.
+		"used_cpu_sys_main_thread:" + sec(self.Stime),
+		"used_cpu_user_main_thread:" + sec(self.Utime),
 	}
 }

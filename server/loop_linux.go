@@ -235,6 +235,7 @@ func (s *Server) adoptable(nc net.Conn, c *Session) *loopConn {
 		return nil
 	}
 	nc.Close() // the duplicate keeps the socket open
+	c.fd.Store(int64(fd))
 	now := monoNow()
 	l := s.loops[int(c.ID)%len(s.loops)]
 	c.setKill(l.wakeUp)

@@ -346,8 +346,8 @@ func testClientCommands(t *testing.T, gpc bool) {
 	}
 	list := me.do("CLIENT", "LIST")
 	for _, re := range []string{
-		`id=\d+ addr=` + regexp.QuoteMeta(me.c.LocalAddr().String()) + ` laddr=` + regexp.QuoteMeta(s.Addr()) + ` fd=-1 name=me age=\d+ idle=\d+ flags=N db=0 .* cmd=client user=default redir=-1 resp=2`,
-		`id=` + otherID + ` addr=\S+ laddr=\S+ fd=-1 name=other age=\d+ idle=\d+ flags=x db=0 sub=0 psub=0 ssub=0 multi=1 `,
+		`id=\d+ addr=` + regexp.QuoteMeta(me.c.LocalAddr().String()) + ` laddr=` + regexp.QuoteMeta(s.Addr()) + ` fd=[1-9]\d* name=me age=\d+ idle=\d+ flags=N db=0 .* cmd=client\|list user=default redir=-1 resp=2`,
+		`id=` + otherID + ` addr=\S+ laddr=\S+ fd=[1-9]\d* name=other age=\d+ idle=\d+ flags=x db=0 sub=0 psub=0 ssub=0 multi=1 `,
 	} {
 		if !regexp.MustCompile(re).MatchString(list) {
 			t.Errorf("CLIENT LIST lacks %s:\n%s", re, list)

@@ -355,17 +355,6 @@ func (c *Session) takePushes() bool {
 	return len(q) > 0
 }
 
-// pushPending reports whether messages wait in c's queue.
-func (c *Session) pushPending() bool {
-	sub := c.sub
-	if sub == nil {
-		return false
-	}
-	sub.mu.Lock()
-	defer sub.mu.Unlock()
-	return len(sub.queue) > 0
-}
-
 // setUnsent records what c's owner holds unwritten (for the output limit).
 func (c *Session) setUnsent(n int) {
 	if sub := c.sub; sub != nil {

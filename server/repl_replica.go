@@ -142,6 +142,11 @@ var errLinkStopped = errors.New("the link to the master was stopped")
 // it does not know REPLCONF bloomkit-run-id. The replica stops before
 // PSYNC, so the master forks and dumps nothing for it, and tries again
 // later, each pause twice the one before, up to a minute.
+// errFullSyncFailed is a full sync that failed on this side (its disk, a
+// payload it could not load): each new try makes the master write a whole
+// snapshot again, so tries are spaced as errForeignMaster's are.
+var errFullSyncFailed = errors.New("full sync failed")
+
 var errForeignMaster = errors.New("the master is not bloom serve (it does not know REPLCONF bloomkit-run-id: a Redis server); bloom serve follows only bloom serve and stopped before PSYNC, so the master makes no snapshot for it; copy the data with bloom migrate")
 
 // follow keeps the link up until it is stopped.
@@ -161,12 +166,13 @@ func (s *Server) follow(l *masterLink) {
 		}
 		wait := time.Second
 		switch {
-		case errors.Is(err, errForeignMaster):
-			// Refused by design, not by chance: trying again each
-			// second would only load the master.
+		case errors.Is(err, errForeignMaster), errors.Is(err, errFullSyncFailed):
+			// Refused by design, or a full sync that failed here:
+			// trying again each second would make the master write a
+			// snapshot each second for nothing.
 			wait, pause = pause, min(2*pause, time.Minute)
 			l.setErr(err.Error())
-			s.log.Warn("replication refused; retrying later", "master", addr, "retry_in", wait, "err", err)
+			s.log.Warn("replication failed; retrying later, each pause twice the one before", "master", addr, "retry_in", wait, "err", err)
 		case err != nil:
 			l.setErr(err.Error())
 			s.log.Warn("replication link to the master failed; retrying in a second", "master", addr, "err", err)
@@ -351,7 +357,10 @@ func (s *Server) syncWith(l *masterLink) error {
 			return fmt.Errorf("bad +FULLRESYNC reply from master: %q", line)
 		}
 		if err := s.loadFullSync(l, br, f[1], moff); err != nil {
-			return err
+			if l.stopped() {
+				return err
+			}
+			return fmt.Errorf("%w: %w", errFullSyncFailed, err)
 		}
 	case strings.HasPrefix(line, "+CONTINUE"):
 		f := strings.Fields(line)

@@ -209,6 +209,9 @@ type Server struct {
 	tlsReady *tlsBuild
 	// names is rename-command (nil: none).
 	names *commandNames
+	// expireCycleNanos is the time active expiry ran (INFO
+	// expire_cycle_cpu_milliseconds).
+	expireCycleNanos atomic.Int64
 }
 
 // New creates a server: it loads the snapshot and replays the append-only
@@ -535,6 +538,10 @@ func (s *Server) do(c *Session, args [][]byte, r *Reply) {
 	}
 	if c.curCmd.Load() != cmd {
 		c.curCmd.Store(cmd)
+	}
+	if cmd.hasSubcommands {
+		name := aclCommand(cmd, args).Name
+		c.curSub.Store(&name)
 	}
 	s.totalCmds.Add(1)
 	if !c.authed && !cmd.noauth {

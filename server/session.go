@@ -27,6 +27,11 @@ type Session struct {
 	closing atomic.Bool             // CLIENT KILL: close after the current command
 	lastCmd atomic.Int64            // unix ms of the last command (CLIENT LIST idle)
 	curCmd  atomic.Pointer[command] // the last command (CLIENT LIST cmd)
+	// curSub is the last command's subcommand when it has them (CLIENT
+	// LIST cmd=client|list, as Redis).
+	curSub atomic.Pointer[string]
+	// fd is the connection's descriptor (CLIENT LIST fd; -1: unknown).
+	fd atomic.Int64
 
 	resp3  bool
 	authed bool

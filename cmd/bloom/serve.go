@@ -361,10 +361,6 @@ func pprofMux() *http.ServeMux {
 	return mux
 }
 
-// parseMemory reads a size as the config file and CONFIG SET do: bytes,
-// or with a unit (512mb, 4gb, 4GiB; k/m/g are powers of 1000 as in Redis).
-func parseMemory(s string) (uint64, error) { return confval.ParseSize(s) }
-
 // superviseSystemd tells systemd (supervised systemd, or auto under
 // systemd) that the server is ready — the data is loaded and it listens —
 // and feeds the watchdog at half of WATCHDOG_USEC while the server is

@@ -93,22 +93,37 @@ func (s System) cgroup() (limit, room uint64, found bool) {
 		if len(parts) != 3 {
 			continue
 		}
-		var dirs []string
-		var limitFile, usageFile string
+		var mount, limitFile, usageFile string
+		v1 := false
 		switch {
 		case parts[0] == "0" && parts[1] == "": // cgroup v2
-			limitFile, usageFile = "memory.max", "memory.current"
-			for p := parts[2]; ; p = filepath.Dir(p) {
-				dirs = append(dirs, s.path(filepath.Join("/sys/fs/cgroup", p)))
-				if p == "/" || p == "." {
-					break
-				}
-			}
+			mount, limitFile, usageFile = "/sys/fs/cgroup", "memory.max", "memory.current"
 		case strings.Contains(","+parts[1]+",", ",memory,"): // cgroup v1
-			limitFile, usageFile = "memory.limit_in_bytes", "memory.usage_in_bytes"
-			dirs = []string{s.path(filepath.Join("/sys/fs/cgroup/memory", parts[2])), s.path("/sys/fs/cgroup/memory")}
+			mount, limitFile, usageFile, v1 = "/sys/fs/cgroup/memory", "memory.limit_in_bytes", "memory.usage_in_bytes", true
 		default:
 			continue
+		}
+		// The cgroup and every ancestor: a limit on any of them holds
+		// (a pod's, a slice's). Inside a container the path may name the
+		// host's hierarchy while the mount shows the container's own
+		// cgroup at its root, which the walk reaches last.
+		var dirs []string
+		for p := parts[2]; ; p = filepath.Dir(p) {
+			dirs = append(dirs, s.path(filepath.Join(mount, p)))
+			if p == "/" || p == "." {
+				break
+			}
+		}
+		if v1 {
+			// v1 also states the limit in force from every ancestor,
+			// including those above the mount's root that are not
+			// visible: memory.stat's hierarchical_memory_limit.
+			for _, d := range dirs {
+				if lim, ok := statField(filepath.Join(d, "memory.stat"), "hierarchical_memory_limit"); ok && lim < 1<<60 {
+					usage, _ := readUint(filepath.Join(d, usageFile))
+					limit, room, found = min(limit, lim), min(room, lim-min(lim, usage)), true
+				}
+			}
 		}
 		for _, d := range dirs {
 			lim, ok := readUint(filepath.Join(d, limitFile))
@@ -124,6 +139,21 @@ func (s System) cgroup() (limit, room uint64, found bool) {
 		}
 	}
 	return limit, room, found
+}
+
+// statField reads one "name value" line of a memory.stat file.
+func statField(path, name string) (uint64, bool) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
 }
 
 // readUint reads a file holding one number ("max" is not one).

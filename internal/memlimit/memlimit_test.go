@@ -72,3 +72,38 @@ func TestNothingReadable(t *testing.T) {
 		t.Fatal("Limit with no files: want ok=false")
 	}
 }
+
+// cgroup v1: a limit on a parent cgroup holds for its children (a
+// parent's 512 MiB under an unlimited child used to be ignored).
+func TestCgroupV1ParentLimit(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, "proc/meminfo", meminfo)
+	write(t, root, "proc/self/cgroup", "5:memory:/kubepods/pod1/ctr\n")
+	write(t, root, "sys/fs/cgroup/memory/kubepods/pod1/ctr/memory.limit_in_bytes", "9223372036854771712\n")
+	write(t, root, "sys/fs/cgroup/memory/kubepods/pod1/ctr/memory.usage_in_bytes", "1000\n")
+	write(t, root, "sys/fs/cgroup/memory/kubepods/pod1/memory.limit_in_bytes", "536870912\n")
+	write(t, root, "sys/fs/cgroup/memory/kubepods/pod1/memory.usage_in_bytes", "134217728\n")
+	write(t, root, "sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n")
+	s := System{Root: root}
+	if lim, src, ok := s.Limit(); !ok || lim != 512<<20 || src != "the cgroup's memory limit" {
+		t.Fatalf("Limit = %d %q %v; want the parent's 512 MiB", lim, src, ok)
+	}
+	if av, _, ok := s.Available(); !ok || av != 384<<20 {
+		t.Fatalf("Available = %d %v; want 384 MiB", av, ok)
+	}
+}
+
+// cgroup v1 inside a container: /proc/self/cgroup names the host's path,
+// the mount shows the container's cgroup at its root, and the limits set
+// above it are visible only as memory.stat's hierarchical_memory_limit.
+func TestCgroupV1HierarchicalLimit(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, "proc/meminfo", meminfo)
+	write(t, root, "proc/self/cgroup", "5:memory:/docker/0123abcd\n")
+	write(t, root, "sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n")
+	write(t, root, "sys/fs/cgroup/memory/memory.usage_in_bytes", "0\n")
+	write(t, root, "sys/fs/cgroup/memory/memory.stat", "cache 0\nrss 0\nhierarchical_memory_limit 268435456\nhierarchical_memsw_limit 9223372036854771712\n")
+	if lim, _, ok := (System{Root: root}).Limit(); !ok || lim != 256<<20 {
+		t.Fatalf("Limit = %d %v; want the hierarchical 256 MiB", lim, ok)
+	}
+}

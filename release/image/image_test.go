@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/google/go-containerregistry/pkg/name"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -115,5 +116,31 @@ func TestCheckStatic(t *testing.T) {
 	}
 	if err := CheckStatic(sh); err == nil || !strings.Contains(err.Error(), "dynamically linked") {
 		t.Errorf("/bin/sh: %v", err)
+	}
+}
+
+// The docker-load tarball is tagged with the version and latest (the docs
+// run bloomkit/bloom, which is :latest).
+func TestTarballTags(t *testing.T) {
+	img, err := (Spec{Binary: []byte("bin"), Docs: map[string][]byte{}}).Image()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "image.tar")
+	tag, err := WriteTarball(path, "v0.1.0", img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tag.String() != "bloomkit/bloom:0.1.0" {
+		t.Errorf("tag %s", tag)
+	}
+	for _, ref := range []string{"bloomkit/bloom:0.1.0", "bloomkit/bloom:latest"} {
+		r, err := name.NewTag(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tarball.ImageFromPath(path, &r); err != nil {
+			t.Errorf("%s is not in the tarball: %v", ref, err)
+		}
 	}
 }

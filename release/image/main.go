@@ -8,7 +8,8 @@
 //
 // It writes an OCI image layout (dist/bloom-VERSION-image-oci/, for skopeo,
 // podman, crane or any registry tool) and a tarball `docker load` reads
-// (dist/bloom-VERSION-image.tar, tagged bloomkit/bloom:VERSION), then reads
+// (dist/bloom-VERSION-image.tar, tagged bloomkit/bloom:VERSION and
+// bloomkit/bloom:latest), then reads
 // the layout back and checks the configuration and the layer.
 //
 // The image runs `bloom serve --addr 0.0.0.0:6479 --dir /data` as user 65532
@@ -121,12 +122,9 @@ func run(binary, root, out, version, commit, date string) error {
 	if err := WriteLayout(dir, img); err != nil {
 		return err
 	}
-	tag, err := name.NewTag("bloomkit/bloom:"+strings.TrimPrefix(strings.ReplaceAll(version, "+", "-"), "v"), name.WeakValidation)
-	if err != nil {
-		return err
-	}
 	tarPath := filepath.Join(out, "bloom-"+version+"-image.tar")
-	if err := tarball.WriteToFile(tarPath, tag, img); err != nil {
+	tag, err := WriteTarball(tarPath, version, img)
+	if err != nil {
 		return err
 	}
 	got, err := Inspect(dir)
@@ -139,6 +137,21 @@ func run(binary, root, out, version, commit, date string) error {
 	d, _ := img.Digest()
 	fmt.Printf("image: %s (OCI layout) and %s (docker load; %s), %s\n", dir, tarPath, tag, d)
 	return nil
+}
+
+// WriteTarball writes img as a docker-load tarball tagged
+// bloomkit/bloom:VERSION and bloomkit/bloom:latest (what the docs run), and
+// returns the version's tag.
+func WriteTarball(path, version string, img v1.Image) (name.Tag, error) {
+	tag, err := name.NewTag("bloomkit/bloom:"+strings.TrimPrefix(strings.ReplaceAll(version, "+", "-"), "v"), name.WeakValidation)
+	if err != nil {
+		return tag, err
+	}
+	latest, err := name.NewTag("bloomkit/bloom:latest", name.WeakValidation)
+	if err != nil {
+		return tag, err
+	}
+	return tag, tarball.MultiRefWriteToFile(path, map[name.Reference]v1.Image{tag: img, latest: img})
 }
 
 // CheckStatic refuses what would not run on an empty base: anything but a
