@@ -28,7 +28,8 @@ STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
 # and its internal packages, redisfilter, bloom's Sync views, cmd/bloom's
 # serve, push/pull and signals, and the test harnesses that start servers.
 # Every other package runs without it (it proves nothing where there is one
-# goroutine, and costs 2-20 times the CPU).
+# goroutine, and costs 2-20 times the CPU): a new package with goroutines,
+# locks or atomics belongs in this list.
 RACE := ./server/... ./redisfilter ./bloom ./cmd/bloom ./internal/redistest ./internal/doctest ./internal/testcert ./internal/poll
 # In examples/ (its own module: the library's go.mod does not carry what
 # only the examples need): the concurrent crawler, the sibling caches and
