@@ -178,6 +178,7 @@ func TestCountingSaturation(t *testing.T) {
 }
 
 func TestCountingFalsePositiveRate(t *testing.T) {
+	statistical(t)
 	const n, trials = 100_000, 400_000
 	for _, p := range []float64{0.01, 0.001} {
 		c, err := NewCounting(n, p)

@@ -28,6 +28,7 @@ func occupancyRate(m, n uint64, k uint32) float64 {
 // the textbook formula is 10-30% low, and the approximated path against
 // the exact one at the sizes where they meet.
 func TestFalsePositiveRateExact(t *testing.T) {
+	statistical(t)
 	for _, c := range []struct {
 		m, n uint64
 		k    uint32

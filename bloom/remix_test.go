@@ -85,6 +85,7 @@ func forEach(ks []string, f func(string)) {
 // k = 23, one key in about 900 had 4 or fewer distinct positions; for 23
 // independent positions, 8 or fewer has a chance below 1e-12.
 func TestRemixProbesSpread(t *testing.T) {
+	statistical(t)
 	rng := rand.New(rand.NewPCG(5, 6))
 	p := Params{M: 336, K: 23}
 	var few, old int

@@ -134,6 +134,7 @@ func TestWindowNoFalseNegatives(t *testing.T) {
 // TestWindowRate fills a window with its planned load spread over time and
 // measures the rate over absent keys.
 func TestWindowRate(t *testing.T) {
+	statistical(t)
 	const n, trials, p = 20_000, 300_000, 0.01
 	clock := &fakeClock{t: epoch}
 	w := mustWindow(t, WindowConfig{Window: time.Hour, Items: n, Rate: p, Clock: clock.now})

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/bloomkit/bloomkit/examples/internal/pgtest"
+	"github.com/bloomkit/bloomkit/examples/internal/prebuilt"
 	"github.com/bloomkit/bloomkit/internal/doctest"
 )
 
@@ -33,23 +34,25 @@ func TestReadmeCommands(t *testing.T) {
 	if len(readmes) < 6 {
 		t.Fatalf("found %d example READMEs", len(readmes))
 	}
-	// The examples and bloom itself, built once.
-	bin := t.TempDir()
-	// bloom is built in its own module (the repository's root), whose
-	// dependencies this module does not carry.
-	targets := [][]string{{"-C", "..", "./cmd/bloom"}}
-	for _, r := range readmes {
-		targets = append(targets, []string{"./" + filepath.Dir(r)})
-	}
-	for _, target := range targets {
-		pkg := target[len(target)-1]
-		args := append([]string{"build", "-o", filepath.Join(bin, filepath.Base(pkg))}, target...)
-		if target[0] == "-C" {
-			args = append([]string{"build", "-C", "..", "-o", filepath.Join(bin, "bloom")}, pkg)
+	// The examples and bloom itself, built once (or prebuilt by make test:
+	// package prebuilt).
+	bin := prebuilt.Dir()
+	if bin == "" {
+		bin = t.TempDir()
+		progs := []string{prebuilt.Bloom(t)}
+		for _, r := range readmes {
+			progs = append(progs, prebuilt.Example(t, filepath.Dir(r)))
 		}
-		if b, err := exec.Command("go", args...).CombinedOutput(); err != nil {
-			t.Fatalf("go %v: %v\n%s", args, err, b)
+		for _, p := range progs {
+			if err := os.Rename(p, filepath.Join(bin, filepath.Base(p))); err != nil {
+				t.Fatal(err)
+			}
 		}
+	} else {
+		for _, r := range readmes {
+			prebuilt.Example(t, filepath.Dir(r)) // fails the test when missing
+		}
+		prebuilt.Bloom(t)
 	}
 	shims := t.TempDir()
 	if err := os.WriteFile(filepath.Join(shims, "go"), []byte(goShim), 0o755); err != nil {

@@ -31,6 +31,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bloomkit/bloomkit/internal/poll"
 	"github.com/bloomkit/bloomkit/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -422,8 +423,19 @@ type failoverRound struct {
 func (g *failoverGroup) killMaster(w *failoverWriter) failoverRound {
 	t := g.t
 	old := g.master
-	// Writes confirmed before the kill must all survive it.
-	time.Sleep(300 * time.Millisecond)
+	// Writes confirmed before the kill must all survive it: let the writer
+	// have 10 more of them confirmed first.
+	w.mu.Lock()
+	before := len(w.waited)
+	w.mu.Unlock()
+	poll.Until(t, 30*time.Second, func() error {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if n := len(w.waited) - before; n < 10 {
+			return fmt.Errorf("%s: %d writes confirmed before the kill (last error: %v)", g.tg.name, n, w.lastErr)
+		}
+		return nil
+	})
 	killAt := time.Now()
 	g.nodes[old].kill()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -567,7 +579,10 @@ func failoverKills(t *testing.T) int {
 // rejoins as a replica and converges.
 func TestSentinelFailover(t *testing.T) {
 	if raceEnabled {
-		t.Skip("six processes and Sentinel's timers: run without the race detector (make test runs cmd/bloom both ways)")
+		t.Skip("six processes and Sentinel's timers: runs without -race (make test reruns it so)")
+	}
+	if testing.Short() {
+		t.Skip("-short: half a minute of Sentinel's timers (make test runs it)")
 	}
 	runFailover(t, bloomTarget(), failoverKills(t))
 }
@@ -576,7 +591,7 @@ func TestSentinelFailover(t *testing.T) {
 // (requirepass and masterauth; the sentinels' auth-pass), in the long run.
 func TestSentinelFailoverAuth(t *testing.T) {
 	if raceEnabled {
-		t.Skip("without the race detector only")
+		t.Skip("runs without -race only")
 	}
 	if os.Getenv("BLOOMKIT_LONG") != "1" && os.Getenv("BLOOMKIT_FAILOVER_AUTH") != "1" {
 		t.Skip("with passwords: BLOOMKIT_LONG=1 or BLOOMKIT_FAILOVER_AUTH=1")
@@ -590,7 +605,7 @@ func TestSentinelFailoverAuth(t *testing.T) {
 // harness's check, and the times bloom serve is compared with.
 func TestSentinelFailoverRedis(t *testing.T) {
 	if raceEnabled {
-		t.Skip("without the race detector only")
+		t.Skip("runs without -race only")
 	}
 	if os.Getenv("BLOOMKIT_LONG") != "1" && os.Getenv("BLOOMKIT_FAILOVER_TARGET") != "redis" {
 		t.Skip("the scenario on redis-server checks the harness: BLOOMKIT_LONG=1 or BLOOMKIT_FAILOVER_TARGET=redis")

@@ -28,6 +28,18 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	bin = filepath.Join(dir, "bloom")
+	// make test builds bloom once (without -race) into $BLOOMKIT_TEST_BIN
+	// for every package's tests: the same build as this one's.
+	if prebuilt := os.Getenv("BLOOMKIT_TEST_BIN"); prebuilt != "" && !raceEnabled {
+		bin = filepath.Join(prebuilt, "bloom")
+		if _, err := os.Stat(bin); err != nil {
+			fmt.Fprintln(os.Stderr, "BLOOMKIT_TEST_BIN:", err)
+			os.Exit(2)
+		}
+		code := m.Run()
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}
 	args := []string{"build", "-o", bin}
 	if raceEnabled {
 		args = append(args, "-race")
@@ -173,10 +185,11 @@ func TestTopLevel(t *testing.T) {
 // outputOnly skips a test under the race detector. Such a test checks what
 // one run of the binary prints or writes (golden files, errors, sizes); the
 // binary's work there is one goroutine, so the race detector has nothing to
-// watch and only makes every run several times slower. `make test` runs
-// this package a second time without -race, where these tests run; the
-// tests of concurrent code (serve, push/pull, signals, progress, pipes)
-// run under both.
+// watch and only makes every run several times slower. The skip message
+// says "without -race": make test's reporter (internal/testrun) then runs
+// exactly these tests again without the race detector. The tests of
+// concurrent code (serve, push/pull, signals, progress, pipes) run under
+// -race only.
 func outputOnly(t *testing.T) {
 	t.Helper()
 	if raceEnabled {

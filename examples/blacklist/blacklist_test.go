@@ -11,16 +11,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bloomkit/bloomkit/examples/internal/prebuilt"
 )
 
-// buildCLI builds cmd/bloom once for the test.
+// buildCLI returns the bloom command (package prebuilt).
 func buildCLI(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "bloom")
-	if out, err := exec.Command("go", "build", "-C", "../..", "-o", bin, "./cmd/bloom").CombinedOutput(); err != nil {
-		t.Fatalf("building cmd/bloom: %v\n%s", err, out)
-	}
-	return bin
+	return prebuilt.Bloom(t)
 }
 
 func listedDomain(i int) string { return fmt.Sprintf("disposable-%d.example", i) }

@@ -7,12 +7,12 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/bloomkit/bloomkit/bloom"
+	"github.com/bloomkit/bloomkit/examples/internal/prebuilt"
 	"github.com/bloomkit/bloomkit/internal/redistest"
 )
 
@@ -83,7 +83,7 @@ func crawl(t *testing.T, s *site, f Frontier) Stats {
 }
 
 func TestCrawlEveryPageOnce(t *testing.T) {
-	const pages = 3000
+	const pages = 1000
 	// A crawl with an exact set finds the true set of canonical URLs.
 	ref := newSite(t, pages)
 	crawl(t, ref, &exactSeen{m: map[string]bool{}})
@@ -144,10 +144,7 @@ func TestNormalize(t *testing.T) {
 // seen-set: between them every page is fetched once.
 func TestTwoProcessesShareRedis(t *testing.T) {
 	rs := redistest.Start(t)
-	bin := filepath.Join(t.TempDir(), "crawler")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := prebuilt.Example(t, "crawler")
 	const pages = 2000
 	s := newSite(t, pages)
 	var wg sync.WaitGroup

@@ -9,10 +9,12 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bloomkit/bloomkit/examples/internal/prebuilt"
+	"github.com/bloomkit/bloomkit/internal/poll"
 )
 
 func freeAddr(t *testing.T) string {
@@ -25,14 +27,14 @@ func freeAddr(t *testing.T) string {
 }
 
 func waitUp(t *testing.T, base string) {
-	for range 200 {
-		if resp, err := http.Get(base + "/stats"); err == nil {
+	t.Helper()
+	poll.Until(t, time.Minute, func() error {
+		resp, err := http.Get(base + "/stats")
+		if err == nil {
 			resp.Body.Close()
-			return
 		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	t.Fatalf("%s did not come up", base)
+		return err
+	})
 }
 
 func get(t *testing.T, u string) (string, string) {
@@ -64,10 +66,7 @@ func stats(t *testing.T, base string) Snapshot {
 // TestSiblingQueriesSaved runs three node processes on loopback and counts
 // the sibling queries the summaries save and waste.
 func TestSiblingQueriesSaved(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "summaries")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := prebuilt.Example(t, "summaries")
 	const nodes, held, p = 3, 1500, 0.01
 	addrs := make([]string, nodes)
 	for i := range addrs {

@@ -1,0 +1,6 @@
+//go:build race
+
+package redisfilter
+
+// raceEnabled: see TestSingle.
+const raceEnabled = true
