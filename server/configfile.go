@@ -460,30 +460,7 @@ func configQuote(v string) string {
 	if plain {
 		return v
 	}
-	b := []byte{'"'}
-	for i := 0; i < len(v); i++ {
-		switch c := v[i]; c {
-		case '\\', '"':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\a':
-			b = append(b, '\\', 'a')
-		case '\b':
-			b = append(b, '\\', 'b')
-		default:
-			if c >= ' ' && c < 0x7f {
-				b = append(b, c)
-			} else {
-				b = append(b, fmt.Sprintf("\\x%02x", c)...)
-			}
-		}
-	}
-	return string(append(b, '"'))
+	return string(appendRepr(nil, v))
 }
 
 // ApplyDirective applies one directive to cfg as a config file's line

@@ -93,7 +93,8 @@ func (s *Server) feedMonitors(c *Session, cmd *command, args [][]byte, at time.T
 
 // appendRepr quotes s as Redis's sdscatrepr does: in double quotes, with
 // \\, \", \n, \r, \t, \a, \b escaped and other bytes outside printable
-// ASCII as \xHH.
+// ASCII as \xHH. MONITOR's lines and the config file's quoted values
+// (configQuote) are written with it.
 func appendRepr(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
