@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bloomkit/bloomkit/internal/poll"
 )
 
 // keyspaceImage is every key of s, with its expiry, header and arrays, as
@@ -78,16 +80,10 @@ func hostPort(t testing.TB, s *Server) (string, string) {
 	return s.Addr()[:i], s.Addr()[i+1:]
 }
 
-// replWait polls cond until it holds or 10 s pass.
+// replWait polls cond until it holds, or fails the test after 10 s.
 func replWait(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.True(t, 10*time.Second, what, cond)
 }
 
 // waitSynced waits until the replica's offset is the master's.
