@@ -116,16 +116,7 @@ var redisExporterFields = map[string]string{
 // server's /metrics exports, redis_* among redis_exporter's names whose
 // INFO fields the server reports.
 func TestMetricNames(t *testing.T) {
-	s, err := server.New(server.Config{Addr: "127.0.0.1:0", NoPersistence: true, MetricsAddr: "127.0.0.1:0", MetricsKeys: 10, MaxMemory: 1 << 20,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	go s.Serve()
-	defer s.Close()
+	s := startServer(t, server.Config{MetricsKeys: 10, MaxMemory: 1 << 20})
 	c := redis.NewClient(&redis.Options{Addr: s.Addr(), Protocol: 2})
 	defer c.Close()
 	ctx := t.Context()
@@ -213,4 +204,22 @@ func TestMetricNames(t *testing.T) {
 			t.Errorf("neither the rules nor the dashboard use %s", want)
 		}
 	}
+}
+
+// startServer runs a server without persistence, its Redis port and its
+// metrics port on free loopback ports, until the test ends.
+func startServer(t *testing.T, cfg server.Config) *server.Server {
+	t.Helper()
+	cfg.Addr, cfg.MetricsAddr, cfg.NoPersistence = "127.0.0.1:0", "127.0.0.1:0", true
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	s, err := server.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve()
+	t.Cleanup(func() { s.Close() })
+	return s
 }

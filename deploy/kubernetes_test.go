@@ -2,8 +2,6 @@ package deploy
 
 import (
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -94,16 +92,7 @@ func TestKubernetesManifest(t *testing.T) {
 		}
 	}
 
-	s, err := server.New(server.Config{Addr: "127.0.0.1:0", NoPersistence: true, MetricsAddr: "127.0.0.1:0",
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	go s.Serve()
-	defer s.Close()
+	s := startServer(t, server.Config{})
 	for _, probe := range []string{"startupProbe", "livenessProbe", "readinessProbe"} {
 		p := get(c, probe, "httpGet", "path")
 		if p == nil || get(c, probe, "httpGet", "port") != "metrics" {

@@ -10,7 +10,7 @@ package server
 //	arity checked      yes     yes       yes           yes
 //	before-write       yes     yes       yes           yes
 //	keyspace_hits      yes     yes       no            no
-//	change counted     yes     yes       no (a load)   yes
+//	change counted     yes     yes       zeroed once loaded   yes
 //	logged             yes     with the block   no     yes (with its block)
 //	fed to replicas    yes     with the block   no     no: the stream's own bytes
 //	reply waits for    the log position it saw      -          -

@@ -367,7 +367,7 @@ func (s *Server) clientLine(me, c *Session) string {
 	if cc := c.curCmd.Load(); cc != nil {
 		cmd = cc.name
 		if sub := c.curSub.Load(); cc.hasSubcommands && sub != nil {
-			cmd = *sub
+			cmd = sub.Name
 		}
 	}
 	now := time.Now()

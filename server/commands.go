@@ -32,6 +32,7 @@ type command struct {
 	// hasSubcommands: errors name it as "name|subcommand".
 	hasSubcommands bool
 	fast           bool // flag "fast": LATENCY records it as a fast-command
+	admin          bool // flag "admin": MONITOR does not show it
 	fn             handlerFunc
 	// keys names a request's key arguments when first, last and step
 	// cannot (a subcommand's key, an option that changes the access):
@@ -213,6 +214,7 @@ func init() {
 		c.idx = i
 		for _, f := range c.flags {
 			c.fast = c.fast || f == "fast"
+			c.admin = c.admin || f == "admin"
 		}
 		commandTable[c.name] = c
 	}

@@ -57,7 +57,7 @@ func (s *Server) endMonitor(c *Session) {
 // passwords redacted. Administrative commands are not shown (Redis's
 // rule), nor are the master's stream and the log's replay.
 func (s *Server) feedMonitors(c *Session, cmd *command, args [][]byte, at time.Time) {
-	if cmd.admin() || c.fromMaster {
+	if cmd.admin || c.fromMaster {
 		return
 	}
 	strs := make([]string, len(args))
@@ -121,14 +121,4 @@ func appendRepr(b []byte, s string) []byte {
 		}
 	}
 	return append(b, '"')
-}
-
-// admin reports whether the command carries Redis's admin flag.
-func (c *command) admin() bool {
-	for _, f := range c.flags {
-		if f == "admin" {
-			return true
-		}
-	}
-	return false
 }

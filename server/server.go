@@ -542,8 +542,7 @@ func (s *Server) do(c *Session, args [][]byte, r *Reply) {
 		c.curCmd.Store(cmd)
 	}
 	if cmd.hasSubcommands {
-		name := aclCommand(cmd, args).Name
-		c.curSub.Store(&name)
+		c.curSub.Store(aclCommand(cmd, args))
 	}
 	s.totalCmds.Add(1)
 	if !c.authed && !cmd.noauth {

@@ -29,7 +29,7 @@ type Session struct {
 	curCmd  atomic.Pointer[command] // the last command (CLIENT LIST cmd)
 	// curSub is the last command's subcommand when it has them (CLIENT
 	// LIST cmd=client|list, as Redis).
-	curSub atomic.Pointer[string]
+	curSub atomic.Pointer[acl.Command]
 	// fd is the connection's descriptor (CLIENT LIST fd; -1: unknown).
 	fd atomic.Int64
 	// monitoring is set by MONITOR (monitor.go).
