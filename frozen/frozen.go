@@ -153,7 +153,7 @@ func (f *Filter) Test(key []byte) bool { return f.TestHash(Hash64(f.seed, key)) 
 // TestString reports whether s is (probably) in the set.
 func (f *Filter) TestString(s string) bool { return f.TestHash(Hash64String(f.seed, s)) }
 
-// TestHash tests a key by its Hash.
+// TestHash tests a key by its Hash64.
 func (f *Filter) TestHash(h uint64) bool {
 	switch {
 	case f.f8 != nil:
