@@ -22,6 +22,11 @@ func splitBlockWords(h format.Header) (uint64, error) {
 	if _, err := p.validateSplitBlock(); err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
+	if h.Count != 0 {
+		// A split-block filter does not count its keys; a count would not
+		// survive a round trip.
+		return 0, fmt.Errorf("%w: a split-block filter with count %d", ErrCorrupt, h.Count)
+	}
 	return p.M / 64, nil
 }
 
@@ -236,6 +241,9 @@ func (t *thriftReader) field(prev int16) (typ byte, id int16, err error) {
 		return thriftStop, 0, err
 	}
 	typ, delta := c&0x0f, int16(c>>4)
+	if typ == thriftStop {
+		return 0, 0, fmt.Errorf("%w: a field of Thrift type 0 in the Parquet Bloom filter header", ErrCorrupt)
+	}
 	if delta != 0 {
 		return typ, prev + delta, nil
 	}

@@ -435,6 +435,7 @@ func TestSplitBlockParquetErrors(t *testing.T) {
 		{"compression other", with(11, 0x2c), ErrType},
 		{"no compression", append(append(append([]byte(nil), good[:10]...), 0), bitset...), ErrCorrupt},
 		{"unknown Thrift type", with(0, 0x5e), ErrCorrupt},
+		{"field of type 0", append(append(append([]byte(nil), good[:14]...), 0x1c, 0x10, 0), bitset...), ErrCorrupt},
 		{"varint overflow", append([]byte{0x15}, bytes.Repeat([]byte{0xff}, 11)...), ErrCorrupt},
 		{"deep nesting", append([]byte{0x15, 0x40}, bytes.Repeat([]byte{0x1c}, 100)...), ErrCorrupt},
 		{"endless header", append([]byte{0x15, 0x40}, bytes.Repeat([]byte{0x03, 0x14, 0}, 2000)...), ErrCorrupt},

@@ -368,6 +368,7 @@ func TestTypeDecodeErrors(t *testing.T) {
 		},
 		"splitblock": {
 			{"k = 7", func(b []byte) []byte { return resign(put32(b, 32, 7)) }, ErrCorrupt},
+			{"count set", func(b []byte) []byte { b[56] = 1; return resign(b) }, ErrCorrupt},
 			{"seed set", func(b []byte) []byte { b[16] = 1; return resign(b) }, ErrCorrupt},
 			{"m = 0", func(b []byte) []byte { return resign(put64(b, 24, 0)) }, ErrCorrupt},
 			{"m not whole blocks", func(b []byte) []byte { b[24] += 64; return resign(b) }, ErrCorrupt},
