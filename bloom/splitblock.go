@@ -324,7 +324,7 @@ func (f *SplitBlock) Test(key []byte) bool { return f.TestHash(xxhash.Sum64(key)
 func (f *SplitBlock) TestString(key string) bool { return f.TestHash(xxhash.Sum64String(key)) }
 
 // TestHash is Test for the key whose XXH64 hash is h: what Parquet's
-// filter_check does.
+// filter_check does. Like testIn it has no early exit.
 func (f *SplitBlock) TestHash(h uint64) bool {
 	if f.blocks == 0 {
 		return false // the zero SplitBlock holds nothing
