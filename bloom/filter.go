@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/bits"
 	"sync/atomic"
+
+	"github.com/zeebo/xxh3"
 )
 
 // Filter is a classic Bloom filter: an array of m bits, of which each key
@@ -76,13 +78,29 @@ func (f *Filter) AddString(key string) {
 	f.addRemix(x, y)
 }
 
-// AddHash inserts the key whose hash is h (see Hash).
-func (f *Filter) AddHash(h KeyHash) { f.add(h.Lo, h.Hi) }
+// AddHash inserts the key whose hash is h (see Params.HashKey). It panics
+// with a value wrapping ErrHashMismatch if h was made with another hash
+// function or seed (see KeyHash).
+func (f *Filter) AddHash(h KeyHash) {
+	if h.kind != hashKindNone {
+		mustMatch(f.params, h)
+	}
+	f.add(h.Lo, h.Hi)
+}
 
 // Test reports whether key may have been added. False means it certainly
 // was not; true means it probably was.
+//
+// Test and TestString call xxh3 themselves rather than through a helper
+// the compiler does not inline, which cost 16 instructions a lookup.
 func (f *Filter) Test(key []byte) bool {
-	x, y := hashBytes(key, f.params.Seed)
+	var h xxh3.Uint128
+	if f.params.Seed == 0 {
+		h = xxh3.Hash128(key)
+	} else {
+		h = xxh3.Hash128Seed(key, f.params.Seed)
+	}
+	x, y := h.Lo, h.Hi
 	if f.params.Hash == HashXXH3 {
 		return f.testV1(x, y)
 	}
@@ -91,15 +109,28 @@ func (f *Filter) Test(key []byte) bool {
 
 // TestString is Test for a string key, without copying it.
 func (f *Filter) TestString(key string) bool {
-	x, y := hashString(key, f.params.Seed)
+	var h xxh3.Uint128
+	if f.params.Seed == 0 {
+		h = xxh3.HashString128(key)
+	} else {
+		h = xxh3.HashString128Seed(key, f.params.Seed)
+	}
+	x, y := h.Lo, h.Hi
 	if f.params.Hash == HashXXH3 {
 		return f.testV1(x, y)
 	}
 	return f.testRemix(x, y)
 }
 
-// TestHash is Test for the key whose hash is h (see Hash).
-func (f *Filter) TestHash(h KeyHash) bool { return f.test(h.Lo, h.Hi) }
+// TestHash is Test for the key whose hash is h (see Params.HashKey). It
+// panics with a value wrapping ErrHashMismatch if h was made with another
+// hash function or seed (see KeyHash).
+func (f *Filter) TestHash(h KeyHash) bool {
+	if h.kind != hashKindNone {
+		mustMatch(f.params, h)
+	}
+	return f.test(h.Lo, h.Hi)
+}
 
 // TestAndAdd inserts key and reports whether it tested present before.
 func (f *Filter) TestAndAdd(key []byte) bool { return f.testAndAdd(hashBytes(key, f.params.Seed)) }
@@ -236,7 +267,8 @@ func (f *Filter) testAndAddSync(x, y uint64) bool {
 	return present
 }
 
-func (f *Filter) seed() uint64 { return f.params.Seed }
+func (f *Filter) sum(key []byte) (lo, hi uint64)       { return hashBytes(key, f.params.Seed) }
+func (f *Filter) sumString(key string) (lo, hi uint64) { return hashString(key, f.params.Seed) }
 
 // ErrIncompatible is returned (wrapped, with what differs) when two filters
 // cannot be combined because their type, size, probe count or seed differ.
