@@ -29,7 +29,14 @@ type Blocked struct {
 	words  []uint64 // 8 words a block, the first word 64-byte aligned
 	blocks uint64
 	params Params
+	// fast: hash id HashXXH3x64 with seed 0, whose lookups call the
+	// unseeded 64-bit hash directly (see TestString); false takes the
+	// general path, which is right for every filter.
+	fast bool
 }
+
+// setFast sets f.fast from f's params.
+func (f *Blocked) setFast() { f.fast = f.params.Hash == HashXXH3x64 && f.params.Seed == 0 }
 
 // NewBlocked returns an empty blocked filter sized for n items at
 // false-positive rate p (see EstimateBlocked).
@@ -54,7 +61,9 @@ func NewBlockedFromParams(p Params) (*Blocked, error) {
 		return nil, err
 	}
 	blocks := p.M / BlockBits
-	return &Blocked{words: alignedWords(blocks * 8), blocks: blocks, params: p}, nil
+	f := &Blocked{words: alignedWords(blocks * 8), blocks: blocks, params: p}
+	f.setFast()
+	return f, nil
 }
 
 // alignedWords returns n zero words whose first word starts a cache line.
@@ -128,50 +137,64 @@ func (f *Blocked) AddHash(h KeyHash) {
 // Test reports whether key may have been added. False means it certainly
 // was not; true means it probably was.
 //
-// Test and TestString call xxh3 themselves and inline the rest, so that a
-// lookup is two calls deep: in a loop over keys the next key's hash then
+// Test and TestString call the hash themselves and inline the rest, so that
+// a lookup is two calls deep: in a loop over keys the next key's hash then
 // starts while this key's cache line is still loading (bench/SPEED.md).
+// A filter of NewBlocked (hash id HashXXH3x64, seed 0) calls the 64-bit
+// XXH3 directly; any other goes through sum, which costs a call more.
 func (f *Blocked) Test(key []byte) bool {
 	var lo, hi uint64
-	if seed := f.params.Seed; f.params.Hash == HashXXH3x64 {
-		if seed == 0 {
-			lo = xxh3.Hash(key)
-		} else {
-			lo = xxh3.HashSeed(key, seed)
-		}
+	if f.fast {
+		lo = xxh3.Hash(key)
 		hi = lo
 	} else {
-		var h xxh3.Uint128
-		if seed == 0 {
-			h = xxh3.Hash128(key)
-		} else {
-			h = xxh3.Hash128Seed(key, seed)
-		}
-		lo, hi = h.Lo, h.Hi
+		lo, hi = f.sum(key)
 	}
-	return f.test(lo, hi)
+	// f.test(lo, hi), written out:
+	w := f.words
+	if len(w) == 0 {
+		return false // the zero Blocked
+	}
+	b, _ := bits.Mul64(hi, f.blocks)
+	blk := (*[8]uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(w)), b*64))
+	salt, end := unsafe.Pointer(&blockSalts), uintptr(f.params.K)*8
+	for i := uintptr(0); ; {
+		pos := (lo * *(*uint64)(unsafe.Add(salt, i))) >> 55
+		if blk[pos>>6]&(1<<(pos&63)) == 0 {
+			return false
+		}
+		if i += 8; i == end {
+			return true
+		}
+	}
 }
 
 // TestString is Test for a string key, without copying it.
 func (f *Blocked) TestString(key string) bool {
 	var lo, hi uint64
-	if seed := f.params.Seed; f.params.Hash == HashXXH3x64 {
-		if seed == 0 {
-			lo = xxh3.HashString(key)
-		} else {
-			lo = xxh3.HashStringSeed(key, seed)
-		}
+	if f.fast {
+		lo = xxh3.HashString(key)
 		hi = lo
 	} else {
-		var h xxh3.Uint128
-		if seed == 0 {
-			h = xxh3.HashString128(key)
-		} else {
-			h = xxh3.HashString128Seed(key, seed)
-		}
-		lo, hi = h.Lo, h.Hi
+		lo, hi = f.sumString(key)
 	}
-	return f.test(lo, hi)
+	// f.test(lo, hi), written out:
+	w := f.words
+	if len(w) == 0 {
+		return false // the zero Blocked
+	}
+	b, _ := bits.Mul64(hi, f.blocks)
+	blk := (*[8]uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(w)), b*64))
+	salt, end := unsafe.Pointer(&blockSalts), uintptr(f.params.K)*8
+	for i := uintptr(0); ; {
+		pos := (lo * *(*uint64)(unsafe.Add(salt, i))) >> 55
+		if blk[pos>>6]&(1<<(pos&63)) == 0 {
+			return false
+		}
+		if i += 8; i == end {
+			return true
+		}
+	}
 }
 
 // TestHash is Test for the key whose hash is h (see Params.HashKey). It
@@ -209,25 +232,31 @@ func (f *Blocked) Sync() Sync { return Sync{f} }
 
 func (f *Blocked) add(lo, hi uint64) { f.addIn(f.mustBlock(hi), lo) }
 
-// test is inlined into Test and TestString, which then call only the hash.
-// It has one bounds check: the block index is below the block count, so
-// the block lies in f.words unless f is the zero Blocked, which has no
-// words and holds nothing; and the probe count was checked to be at most
-// MaxK when f was made or read, so the salts are read without one.
+// test is Test for the key hashed to (lo, hi). Test and TestString have
+// its body written out (the compiler does not inline a loop this large),
+// so that a lookup calls only the hash. It has one check: the zero Blocked
+// has no words and holds nothing; any other has the key's block (the block
+// index is below the block count) and at least one probe, and its probe
+// count was checked to be at most MaxK when it was made or read, so the
+// block and the salts are read by pointer, without bounds checks, and the
+// loop tests its count after each probe rather than before.
 func (f *Blocked) test(lo, hi uint64) bool {
-	b, _ := bits.Mul64(hi, f.blocks)
 	w := f.words
-	if b >= uint64(len(w))/8 {
+	if len(w) == 0 {
 		return false // the zero Blocked
 	}
+	b, _ := bits.Mul64(hi, f.blocks)
 	blk := (*[8]uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(w)), b*64))
-	for _, s := range unsafe.Slice(&blockSalts[0], f.params.K) {
-		pos := (lo * s) >> 55
+	salt, end := unsafe.Pointer(&blockSalts), uintptr(f.params.K)*8
+	for i := uintptr(0); ; {
+		pos := (lo * *(*uint64)(unsafe.Add(salt, i))) >> 55
 		if blk[pos>>6]&(1<<(pos&63)) == 0 {
 			return false
 		}
+		if i += 8; i == end {
+			return true
+		}
 	}
-	return true
 }
 
 // addIn and testIn are add and test in the key's block blk.
@@ -392,7 +421,7 @@ func (f *Blocked) Reset() { clear(f.words) }
 
 // Clone returns an independent copy of f.
 func (f *Blocked) Clone() *Blocked {
-	g := &Blocked{words: alignedWords(uint64(len(f.words))), blocks: f.blocks, params: f.params}
+	g := &Blocked{words: alignedWords(uint64(len(f.words))), blocks: f.blocks, params: f.params, fast: f.fast}
 	copy(g.words, f.words)
 	return g
 }
