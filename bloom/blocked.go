@@ -140,15 +140,23 @@ func (f *Blocked) AddHash(h KeyHash) {
 // Test and TestString call the hash themselves and inline the rest, so that
 // a lookup is two calls deep: in a loop over keys the next key's hash then
 // starts while this key's cache line is still loading (bench/SPEED.md).
-// A filter of NewBlocked (hash id HashXXH3x64, seed 0) calls the 64-bit
-// XXH3 directly; any other goes through sum, which costs a call more.
+// A filter of NewBlocked (hash id HashXXH3x64, seed 0) takes the first
+// branch, one test of one field.
 func (f *Blocked) Test(key []byte) bool {
 	var lo, hi uint64
-	if f.fast {
+	switch {
+	case f.fast:
 		lo = xxh3.Hash(key)
 		hi = lo
-	} else {
-		lo, hi = f.sum(key)
+	case f.params.Hash == HashXXH3x64:
+		lo = xxh3.HashSeed(key, f.params.Seed)
+		hi = lo
+	case f.params.Seed == 0:
+		h := xxh3.Hash128(key)
+		lo, hi = h.Lo, h.Hi
+	default:
+		h := xxh3.Hash128Seed(key, f.params.Seed)
+		lo, hi = h.Lo, h.Hi
 	}
 	// f.test(lo, hi), written out:
 	w := f.words
@@ -157,26 +165,36 @@ func (f *Blocked) Test(key []byte) bool {
 	}
 	b, _ := bits.Mul64(hi, f.blocks)
 	blk := (*[8]uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(w)), b*64))
+	pos := (lo * blockSalts[0]) >> 55
+	if blk[pos>>6]&(1<<(pos&63)) == 0 {
+		return false
+	}
 	salt, end := unsafe.Pointer(&blockSalts), uintptr(f.params.K)*8
-	for i := uintptr(0); ; {
+	for i := uintptr(8); i != end; i += 8 {
 		pos := (lo * *(*uint64)(unsafe.Add(salt, i))) >> 55
 		if blk[pos>>6]&(1<<(pos&63)) == 0 {
 			return false
 		}
-		if i += 8; i == end {
-			return true
-		}
 	}
+	return true
 }
 
 // TestString is Test for a string key, without copying it.
 func (f *Blocked) TestString(key string) bool {
 	var lo, hi uint64
-	if f.fast {
+	switch {
+	case f.fast:
 		lo = xxh3.HashString(key)
 		hi = lo
-	} else {
-		lo, hi = f.sumString(key)
+	case f.params.Hash == HashXXH3x64:
+		lo = xxh3.HashStringSeed(key, f.params.Seed)
+		hi = lo
+	case f.params.Seed == 0:
+		h := xxh3.HashString128(key)
+		lo, hi = h.Lo, h.Hi
+	default:
+		h := xxh3.HashString128Seed(key, f.params.Seed)
+		lo, hi = h.Lo, h.Hi
 	}
 	// f.test(lo, hi), written out:
 	w := f.words
@@ -185,16 +203,18 @@ func (f *Blocked) TestString(key string) bool {
 	}
 	b, _ := bits.Mul64(hi, f.blocks)
 	blk := (*[8]uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(w)), b*64))
+	pos := (lo * blockSalts[0]) >> 55
+	if blk[pos>>6]&(1<<(pos&63)) == 0 {
+		return false
+	}
 	salt, end := unsafe.Pointer(&blockSalts), uintptr(f.params.K)*8
-	for i := uintptr(0); ; {
+	for i := uintptr(8); i != end; i += 8 {
 		pos := (lo * *(*uint64)(unsafe.Add(salt, i))) >> 55
 		if blk[pos>>6]&(1<<(pos&63)) == 0 {
 			return false
 		}
-		if i += 8; i == end {
-			return true
-		}
 	}
+	return true
 }
 
 // TestHash is Test for the key whose hash is h (see Params.HashKey). It
@@ -239,7 +259,7 @@ func (f *Blocked) add(lo, hi uint64) { f.addIn(f.mustBlock(hi), lo) }
 // index is below the block count) and at least one probe, and its probe
 // count was checked to be at most MaxK when it was made or read, so the
 // block and the salts are read by pointer, without bounds checks, and the
-// loop tests its count after each probe rather than before.
+// first probe, which tells most absent keys, is before the loop.
 func (f *Blocked) test(lo, hi uint64) bool {
 	w := f.words
 	if len(w) == 0 {
@@ -247,16 +267,18 @@ func (f *Blocked) test(lo, hi uint64) bool {
 	}
 	b, _ := bits.Mul64(hi, f.blocks)
 	blk := (*[8]uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(w)), b*64))
+	pos := (lo * blockSalts[0]) >> 55
+	if blk[pos>>6]&(1<<(pos&63)) == 0 {
+		return false
+	}
 	salt, end := unsafe.Pointer(&blockSalts), uintptr(f.params.K)*8
-	for i := uintptr(0); ; {
+	for i := uintptr(8); i != end; i += 8 {
 		pos := (lo * *(*uint64)(unsafe.Add(salt, i))) >> 55
 		if blk[pos>>6]&(1<<(pos&63)) == 0 {
 			return false
 		}
-		if i += 8; i == end {
-			return true
-		}
 	}
+	return true
 }
 
 // addIn and testIn are add and test in the key's block blk.
