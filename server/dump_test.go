@@ -324,3 +324,70 @@ func expireAt(s *Server, key string) int64 {
 	}
 	return 0
 }
+
+// brokenChain writes a two-link Bloom chain whose second link's hash
+// count does not match its bits per element: the first link is
+// allocated before the second is found wrong.
+type brokenChain struct{}
+
+func (brokenChain) ModuleType() (string, int) { return "MBbloom--", 4 }
+
+func (brokenChain) EncodeModule(m *rdb.ModuleWriter) error {
+	m.SaveUnsigned(0) // items
+	m.SaveUnsigned(2) // links
+	m.SaveUnsigned(redisbloomOptions)
+	m.SaveUnsigned(2) // growth
+	for _, hashes := range []uint64{7, 99} {
+		m.SaveUnsigned(1000)             // entries
+		m.SaveDouble(0.01)               // error
+		m.SaveUnsigned(hashes)           // ceil(ln2 × bpe) is 7
+		m.SaveDouble(9.585058377367446)  // bpe at 0.01
+		m.SaveUnsigned(9600)             // bits
+		m.SaveUnsigned(0)                // n2
+		m.SaveString(make([]byte, 1200)) // bytes
+		m.SaveUnsigned(0)                // items
+	}
+	return nil
+}
+
+// redisbloomOptions is NOROUND | FORCE64, as RedisBloom creates chains.
+const redisbloomOptions = 1 | 4
+
+// TestRestoreMaxMemory: a filter's arrays count against maxmemory as
+// RESTORE allocates them; a payload refused (over the limit, or found
+// bad after arrays were allocated) leaves the accounting as it was.
+func TestRestoreMaxMemory(t *testing.T) {
+	src := startServer(t, Config{NoPersistence: true})
+	sc := dialRaw(t, src.Addr())
+	mustDo(t, sc, "+OK", "BF.RESERVE", "big", "0.001", "300000")
+	src.db.Lock()
+	big, err := rdb.DumpModule(rdb.BloomValue{Bloom: src.db.Lookup("big").BF}, rdb.DumpVersion)
+	src.db.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken, err := rdb.DumpModule(brokenChain{}, rdb.DumpVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, Config{NoPersistence: true, MaxMemory: 256 << 10})
+	rc := dialRaw(t, s.Addr())
+	used := func() uint64 {
+		s.db.Lock()
+		defer s.db.Unlock()
+		return s.db.Used()
+	}
+	before := used()
+	if got := rc.do("RESTORE", "big", "0", string(big)); got != "-"+errOOMCommand {
+		t.Fatalf("RESTORE over maxmemory: %s", got)
+	}
+	if got := rc.do("RESTORE", "broken", "0", string(broken)); got != "-ERR Bad data format" {
+		t.Fatalf("RESTORE of a bad chain: %s", got)
+	}
+	if after := used(); after != before {
+		t.Fatalf("used memory %d before, %d after the refused RESTOREs", before, after)
+	}
+	if got := rc.do("DBSIZE"); got != ":0" {
+		t.Fatalf("DBSIZE %s", got)
+	}
+}
