@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/binary"
 	"errors"
 	"strconv"
 	"strings"
@@ -62,8 +63,9 @@ func cmdDump(s *Server, c *Session, args [][]byte, r *Reply) {
 //
 // bloom serve keeps no LRU or LFU data: IDLETIME and FREQ are checked as
 // Redis checks them and have no further effect. What RESTORE did is
-// logged: RESTORE with the absolute expiry (ABSTTL), or a DEL when REPLACE
-// removed a key and the restored one had expired already, or nothing.
+// logged: RESTORE with the absolute expiry (ABSTTL) and the payload in
+// RDB version rdb.DumpVersion, or a DEL when REPLACE removed a key and
+// the restored one had expired already, or nothing.
 func cmdRestore(s *Server, c *Session, args [][]byte, r *Reply) {
 	var replace, absttl, idle, freq bool
 	for j := 4; j < len(args); j++ {
@@ -200,7 +202,14 @@ func cmdRestore(s *Server, c *Session, args [][]byte, r *Reply) {
 	} else {
 		s.db.PutString(key, v.String, at)
 	}
-	c.logArgs = [][]byte{[]byte("RESTORE"), key, []byte(strconv.FormatInt(at, 10)), args[3]}
+	// Logged in the RDB version every Redis from 6.2 restores (a Redis
+	// replica of this server may be older than the payload's writer):
+	// strings and module values are encoded alike in all of them.
+	logged := args[3]
+	if binary.LittleEndian.Uint16(logged[len(logged)-10:]) != rdb.DumpVersion {
+		logged = rdb.WithDumpVersion(logged, rdb.DumpVersion)
+	}
+	c.logArgs = [][]byte{[]byte("RESTORE"), key, []byte(strconv.FormatInt(at, 10)), logged}
 	if replace {
 		c.logArgs = append(c.logArgs, []byte("REPLACE"))
 	}

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bloomkit/bloomkit/internal/redistest"
+	"github.com/bloomkit/bloomkit/server/internal/aof"
 	"github.com/bloomkit/bloomkit/server/internal/rdb"
 	"github.com/redis/go-redis/v9"
 )
@@ -287,6 +290,7 @@ func TestRestoreLoggedAsDone(t *testing.T) {
 		{"SET", "gone", "x"},
 		{"RESTORE", "gone", "1", p, "REPLACE", "ABSTTL"},
 		{"MULTI"}, {"RESTORE", "intx", "0", string(b)}, {"EXEC"},
+		{"RESTORE", "v12", "0", string(rdb.DumpString([]byte("from 7.4"), 12))},
 	}
 	for _, st := range steps {
 		if got := mc.do(st...); strings.HasPrefix(got, "-") {
@@ -300,11 +304,41 @@ func TestRestoreLoggedAsDone(t *testing.T) {
 	if !sameData(t, m, r, mc, rcn) { // expiries included
 		t.Fatal("the replica differs from the master after RESTORE")
 	}
+	// The log holds what RESTORE did: absolute expiries, a DEL, and
+	// payloads in the RDB version every Redis from 6.2 restores.
+	var logged []string
+	f, err := os.Open(filepath.Join(m.cfg.Dir, LogName(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := f.Stat()
+	_, err = aof.ScanLog(f, st.Size(), func(_ int64, cmds [][][]byte) error {
+		for _, c := range cmds {
+			if strings.EqualFold(string(c[0]), "restore") {
+				p := c[3]
+				if v := int(p[len(p)-10]) | int(p[len(p)-9])<<8; v != rdb.DumpVersion {
+					t.Errorf("RESTORE %s logged with a payload of RDB version %d", c[1], v)
+				}
+				if _, err := rdb.ParseDump(p, rdb.Options{Modules: rdb.RedisBloomDecoders(nil)}); err != nil {
+					t.Errorf("RESTORE %s logged with a payload that does not parse: %v", c[1], err)
+				}
+			}
+			logged = append(logged, string(c[0])+" "+string(c[1]))
+		}
+		return nil
+	})
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(logged, ","); got != "BF.ADD bf,RESTORE rel,RESTORE filter,SET gone,DEL gone,RESTORE intx,RESTORE v12" {
+		t.Errorf("logged: %s", got)
+	}
 	m2 := restart(t, m, false)
 	c2 := dialRaw(t, m2.Addr())
 	for _, want := range [][2]string{
 		{"EXISTS gone", ":0"}, {"EXISTS filter", ":1"}, {"EXISTS intx", ":1"},
-		{"BF.EXISTS filter x", ":1"},
+		{"BF.EXISTS filter x", ":1"}, {"GET v12", `"from 7.4"`},
 	} {
 		if got := c2.do(strings.Fields(want[0])...); got != want[1] {
 			t.Errorf("after restart %s: %s, want %s", want[0], got, want[1])

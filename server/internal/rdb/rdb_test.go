@@ -390,6 +390,11 @@ func TestDumpPayload(t *testing.T) {
 	if _, err := ParseDump(bad, Options{}); !errors.Is(err, ErrDumpFooter) {
 		t.Fatalf("bad checksum: %v", err)
 	}
+	v12 := DumpString([]byte("twelve"), 12)
+	v9 := WithDumpVersion(v12, 9)
+	if !bytes.Equal(v9, DumpString([]byte("twelve"), 9)) || bytes.Equal(v12, v9) {
+		t.Fatalf("WithDumpVersion: %q from %q", v9, v12)
+	}
 	newer := DumpString([]byte("x"), MaxVersion+1)
 	if _, err := ParseDump(newer, Options{}); !errors.Is(err, ErrDumpFooter) {
 		t.Fatalf("newer version: %v", err)
