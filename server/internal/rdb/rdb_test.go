@@ -475,3 +475,149 @@ func sampleWithFilters(t *testing.T) []byte {
 	w.Close()
 	return buf.Bytes()
 }
+
+// TestReaderPassesOverEveryType writes values of every type Redis 6.2 to
+// 7.4 saves, in their exact layouts (as rdb.c's loader reads them), each
+// followed by a string key: the reader names each type, passes over it
+// exactly and reads the string after it.
+func TestReaderPassesOverEveryType(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &w.out
+	s := func(v string) { o.str([]byte(v)) }
+	n := func(v uint64) { o.length(v) }
+	raw := func(k int) { o.write(make([]byte, k)) }
+	cases := []struct {
+		t    byte
+		name string
+		body func()
+	}{
+		{1, "list", func() { n(2); s("a"); s("12") }},
+		{2, "set", func() { n(1); s("m") }},
+		{3, "zset", func() {
+			n(3)
+			s("a")
+			o.byte(3)
+			o.write([]byte("1.5"))
+			s("b")
+			o.byte(254)
+			s("c")
+			o.byte(253)
+		}},
+		{4, "hash", func() { n(1); s("f"); s("v") }},
+		{5, "zset", func() { n(1); s("a"); raw(8) }},
+		{7, "module", func() {
+			id, _ := ModuleTypeID("other-mod", 3)
+			n(id)
+			n(modUint)
+			n(5)
+			n(modSigned)
+			n(7)
+			n(modFloat)
+			raw(4)
+			n(modDouble)
+			raw(8)
+			n(modString)
+			s("x")
+			n(modEOF)
+		}},
+		{9, "hash", func() { s("zipmap") }},
+		{10, "list", func() { s("ziplist") }},
+		{11, "set", func() { s("intset") }},
+		{12, "zset", func() { s("ziplist") }},
+		{13, "hash", func() { s("ziplist") }},
+		{14, "list", func() { n(2); s("zl1"); s(strings.Repeat("z", 100)) }},
+		{16, "hash", func() { s("listpack") }},
+		{17, "zset", func() { s("listpack") }},
+		{18, "list", func() { n(2); n(2); s("lp"); n(1); s("plain node") }},
+		{20, "set", func() { s("listpack") }},
+		{22, "hash", func() {
+			n(2)
+			n(0)
+			s("f")
+			s("v")
+			n(1700000000000)
+			s("g")
+			s("w")
+		}},
+		{23, "hash", func() { s("listpack ex") }},
+		{24, "hash", func() { raw(8); n(1); n(5); s("f"); s("v") }},
+		{25, "hash", func() { raw(8); s("listpack ex") }},
+		{15, "stream", func() { streamBody(o, 15) }},
+		{19, "stream", func() { streamBody(o, 19) }},
+		{21, "stream", func() { streamBody(o, 21) }},
+	}
+	for i, c := range cases {
+		o.byte(c.t)
+		s(fmt.Sprintf("key%d", i))
+		c.body()
+		if err := w.String([]byte(fmt.Sprintf("after%d", i)), []byte("ok"), -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	es, err := readAll(t, buf.Bytes(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 2*len(cases) {
+		t.Fatalf("%d records for %d cases", len(es), len(cases))
+	}
+	for i, c := range cases {
+		var te *TypeError
+		e, after := es[2*i], es[2*i+1]
+		if !errors.As(e.Err, &te) || te.Name != c.name || te.Type != c.t || string(te.Key) != fmt.Sprintf("key%d", i) {
+			t.Errorf("type %d: %+v (%v)", c.t, e, e.Err)
+		}
+		if c.t == 7 && te.Module != "other-mod" {
+			t.Errorf("module named %q", te.Module)
+		}
+		if string(after.Key) != fmt.Sprintf("after%d", i) || string(after.String) != "ok" {
+			t.Fatalf("after type %d: %+v", c.t, after)
+		}
+	}
+}
+
+// streamBody writes a stream of RDB type t (15: Redis 5-6.2, 19: 7.0,
+// 21: 7.2+) with a listpack, a consumer group, a pending entry and a
+// consumer.
+func streamBody(o *output, t byte) {
+	n := func(v uint64) { o.length(v) }
+	s := func(v string) { o.str([]byte(v)) }
+	n(1)
+	s(string(make([]byte, 16)))
+	s("listpack")
+	n(3)
+	n(1700000000000)
+	n(0)
+	if t >= 19 {
+		n(1700000000000)
+		n(0)
+		n(0)
+		n(0)
+		n(3)
+	}
+	n(1) // groups
+	s("g")
+	n(1700000000000)
+	n(0)
+	if t >= 19 {
+		n(2)
+	}
+	n(1) // PEL
+	o.write(make([]byte, 16+8))
+	n(1)
+	n(1) // consumers
+	s("c1")
+	o.write(make([]byte, 8))
+	if t >= 21 {
+		o.write(make([]byte, 8))
+	}
+	n(1)
+	o.write(make([]byte, 16))
+}
