@@ -621,3 +621,28 @@ func streamBody(o *output, t byte) {
 	n(1)
 	o.write(make([]byte, 16))
 }
+
+// TestLargeStringsCompressedWhenWorthIt: a large string is LZF-compressed
+// when its start compresses (an empty filter's zeros) and stored raw
+// without compressing it all when not (a used filter's random bits).
+func TestLargeStringsCompressedWhenWorthIt(t *testing.T) {
+	zeros := make([]byte, 4<<20)
+	random := make([]byte, 4<<20)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range random {
+		random[i] = byte(rng.Uint32())
+	}
+	for _, c := range []struct {
+		data       []byte
+		compressed bool
+	}{{zeros, true}, {random, false}} {
+		p := DumpString(c.data, DumpVersion)
+		if got := len(p) < len(c.data)/2; got != c.compressed {
+			t.Errorf("%d bytes dumped as %d", len(c.data), len(p))
+		}
+		e, err := ParseDump(p, Options{})
+		if err != nil || !bytes.Equal(e.String, c.data) {
+			t.Fatalf("round trip: %v", err)
+		}
+	}
+}
