@@ -52,6 +52,17 @@ func TestLZFRoundTrip(t *testing.T) {
 		if err := lzfDecompress(c, out); err != nil || !bytes.Equal(out, in) {
 			t.Fatalf("input %d (%d bytes): round trip failed: %v", i, len(in), err)
 		}
+		// Within the limit the writer gives (len-4, or less), or nil.
+		for _, limit := range []int{len(in) - 4, len(in) / 2, len(c), len(c) - 1, 3} {
+			c := lzfCompress(in, limit)
+			if c == nil {
+				continue
+			}
+			clear(out)
+			if len(c) > limit || lzfDecompress(c, out) != nil || !bytes.Equal(out, in) {
+				t.Fatalf("input %d (%d bytes), limit %d: %d bytes that do not round-trip", i, len(in), limit, len(c))
+			}
+		}
 	}
 	if c := lzfCompress(bytes.Repeat([]byte{0}, 10000), 200); c == nil || len(c) > 200 {
 		t.Fatalf("zeros compress to %d bytes", len(c))
