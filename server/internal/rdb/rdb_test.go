@@ -657,3 +657,57 @@ func TestLargeStringsCompressedWhenWorthIt(t *testing.T) {
 		}
 	}
 }
+
+// TestReaderKeyAttributes: the expiry in seconds of old files, the LRU
+// idle time and the LFU frequency are given with the key they precede,
+// and not with the next one; RESIZEDB, SLOT_INFO and module aux data are
+// passed over.
+func TestReaderKeyAttributes(t *testing.T) {
+	var buf bytes.Buffer
+	w, _ := NewWriter(&buf, 12)
+	o := &w.out
+	o.byte(opResizeDB)
+	o.length(3)
+	o.length(1)
+	o.byte(opSlotInfo)
+	o.length(1)
+	o.length(2)
+	o.length(3)
+	o.byte(opModuleAux)
+	id, _ := ModuleTypeID("other-mod", 1)
+	o.length(id)
+	o.length(modUint)
+	o.length(2)
+	o.length(modString)
+	o.str([]byte("aux data"))
+	o.length(modEOF)
+	o.byte(opExpireTime)
+	o.write([]byte{0x40, 0x9f, 0xdc, 0x70}) // 1893506880 s, little-endian
+	o.byte(opIdle)
+	o.length(77)
+	w.String([]byte("a"), []byte("1"), -1)
+	o.byte(opFreq)
+	o.byte(9)
+	w.String([]byte("b"), []byte("2"), -1)
+	w.String([]byte("c"), []byte("3"), -1)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	es, err := readAll(t, buf.Bytes(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 4 || es[0].Kind != KindModuleAux || es[0].Module != "other-mod" || es[0].EncVer != 1 {
+		t.Fatalf("records %+v", es)
+	}
+	a, b, c := es[1], es[2], es[3]
+	if !a.HasExpire || a.ExpireAt != 1893506880000 || a.Idle != 77 || a.Freq != -1 {
+		t.Errorf("a: %+v", a)
+	}
+	if b.HasExpire || b.Idle != -1 || b.Freq != 9 {
+		t.Errorf("b: %+v", b)
+	}
+	if c.HasExpire || c.Idle != -1 || c.Freq != -1 {
+		t.Errorf("c: %+v", c)
+	}
+}
