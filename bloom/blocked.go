@@ -141,30 +141,32 @@ func (f *Blocked) AddHash(h KeyHash) {
 // a lookup is two calls deep: in a loop over keys the next key's hash then
 // starts while this key's cache line is still loading (bench/SPEED.md).
 // A filter of NewBlocked (hash id HashXXH3x64, seed 0) takes the first
-// branch, one test of one field.
+// branch, one test of one field, and skips the zero value's check: the
+// zero Blocked is never fast.
 func (f *Blocked) Test(key []byte) bool {
 	var lo, hi uint64
-	switch {
-	case f.fast:
+	if f.fast {
 		lo = xxh3.Hash(key)
 		hi = lo
-	case f.params.Hash == HashXXH3x64:
-		lo = xxh3.HashSeed(key, f.params.Seed)
-		hi = lo
-	case f.params.Seed == 0:
-		h := xxh3.Hash128(key)
-		lo, hi = h.Lo, h.Hi
-	default:
-		h := xxh3.Hash128Seed(key, f.params.Seed)
-		lo, hi = h.Lo, h.Hi
+	} else {
+		if len(f.words) == 0 {
+			return false // the zero Blocked, which is never fast
+		}
+		switch {
+		case f.params.Hash == HashXXH3x64:
+			lo = xxh3.HashSeed(key, f.params.Seed)
+			hi = lo
+		case f.params.Seed == 0:
+			h := xxh3.Hash128(key)
+			lo, hi = h.Lo, h.Hi
+		default:
+			h := xxh3.Hash128Seed(key, f.params.Seed)
+			lo, hi = h.Lo, h.Hi
+		}
 	}
-	// f.test(lo, hi), written out:
-	w := f.words
-	if len(w) == 0 {
-		return false // the zero Blocked
-	}
+	// f.test(lo, hi), written out, the zero check above:
 	b, _ := bits.Mul64(hi, f.blocks)
-	blk := (*[8]uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(w)), b*64))
+	blk := (*[8]uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(f.words)), b*64))
 	pos := (lo * blockSalts[0]) >> 55
 	if blk[pos>>6]&(1<<(pos&63)) == 0 {
 		return false
@@ -182,27 +184,28 @@ func (f *Blocked) Test(key []byte) bool {
 // TestString is Test for a string key, without copying it.
 func (f *Blocked) TestString(key string) bool {
 	var lo, hi uint64
-	switch {
-	case f.fast:
+	if f.fast {
 		lo = xxh3.HashString(key)
 		hi = lo
-	case f.params.Hash == HashXXH3x64:
-		lo = xxh3.HashStringSeed(key, f.params.Seed)
-		hi = lo
-	case f.params.Seed == 0:
-		h := xxh3.HashString128(key)
-		lo, hi = h.Lo, h.Hi
-	default:
-		h := xxh3.HashString128Seed(key, f.params.Seed)
-		lo, hi = h.Lo, h.Hi
+	} else {
+		if len(f.words) == 0 {
+			return false // the zero Blocked, which is never fast
+		}
+		switch {
+		case f.params.Hash == HashXXH3x64:
+			lo = xxh3.HashStringSeed(key, f.params.Seed)
+			hi = lo
+		case f.params.Seed == 0:
+			h := xxh3.HashString128(key)
+			lo, hi = h.Lo, h.Hi
+		default:
+			h := xxh3.HashString128Seed(key, f.params.Seed)
+			lo, hi = h.Lo, h.Hi
+		}
 	}
-	// f.test(lo, hi), written out:
-	w := f.words
-	if len(w) == 0 {
-		return false // the zero Blocked
-	}
+	// f.test(lo, hi), written out, the zero check above:
 	b, _ := bits.Mul64(hi, f.blocks)
-	blk := (*[8]uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(w)), b*64))
+	blk := (*[8]uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(f.words)), b*64))
 	pos := (lo * blockSalts[0]) >> 55
 	if blk[pos>>6]&(1<<(pos&63)) == 0 {
 		return false
