@@ -19,7 +19,7 @@ TESTENV := BLOOMKIT_TEST_BIN=$(TESTBIN) GOFLAGS="$(strip $(GOFLAGS) $(TESTGOFLAG
 # cold cache), with a line every 20 s.
 WATCH := sh $(CURDIR)/internal/testrun/watch.sh
 
-.PHONY: test test-long test-short testbin gofmt vet lint bench fuzz deps build licenses release image
+.PHONY: test test-long test-short test-parquet testbin gofmt vet lint bench fuzz deps build licenses release image
 
 # staticcheck, for lint's unused check; make lint installs this version.
 STATICCHECK_VERSION := v0.8.2
@@ -81,11 +81,21 @@ test-short: testbin
 ## `make test`. Then the differential replay test for REPLAYTIME (default
 ## 5m) of random command streams, each round crashed, restarted and compared.
 REPLAYTIME ?= 5m
-test-long: deps testbin
+test-long: deps testbin test-parquet
 	BLOOMKIT_LONG=1 $(TESTENV) $(TESTRUN) -- -count=1 -timeout=60m ./...
 	cd examples && BLOOMKIT_LONG=1 $(TESTENV) $(TESTRUN) -- -count=1 -timeout=60m ./...
 	cd release && BLOOMKIT_LONG=1 $(TESTENV) $(TESTRUN) -- -count=1 -timeout=60m ./...
 	BLOOMKIT_REPLAY_TIME=$(REPLAYTIME) $(GO) test -count=1 -timeout 0 -run '^TestDifferentialReplay$$' -v ./server
+
+## test-parquet: bloom.SplitBlock against parquet-go, a real Parquet
+## implementation, both ways (bench/interop, build tag parquet). Its own
+## target because parquet-go alone takes about a minute of CPU to compile,
+## a tenth of make test's budget; CI runs it beside make test, and
+## test-long runs it. The golden file in bloom/testdata pins the bytes
+## make test checks our writer against.
+test-parquet: testbin
+	cd bench && $(TESTENV) $(WATCH) $(GO) vet -tags parquet ./...
+	cd bench && $(TESTENV) $(TESTRUN) -- $(TESTFLAGS) -tags parquet ./interop
 
 ## deps: install what the tests need from Debian: redis-server, redis-cli,
 ## redis-sentinel and redis-py with pytest (the server is tested with real
