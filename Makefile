@@ -102,14 +102,15 @@ test-parquet: testbin
 ## clients and redis-py's own Bloom tests), PostgreSQL (for
 ## examples/cacheguard), the wamerican word list (for examples/spell),
 ## a JDK with Guava (guava/ is tested against the real Guava), promtool
-## (package prometheus: deploy/'s alert rules) and systemd-analyze (package
-## systemd: deploy/'s unit). Run as root; does nothing when they are already there.
+## (package prometheus: deploy/'s alert rules), redis_exporter (package
+## prometheus-redis-exporter: INFO's parity with Redis) and systemd-analyze
+## (package systemd: deploy/'s unit). Run as root; does nothing when they are already there.
 deps:
-	@if ! command -v redis-sentinel >/dev/null || ! command -v promtool >/dev/null || ! command -v systemd-analyze >/dev/null; then \
+	@if ! command -v redis-sentinel >/dev/null || ! command -v promtool >/dev/null || ! command -v systemd-analyze >/dev/null || ! command -v prometheus-redis-exporter >/dev/null; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-sentinel prometheus systemd >/dev/null; \
-		else echo "redis-sentinel, promtool or systemd-analyze missing: run 'sudo make deps' or install redis-sentinel, prometheus and systemd"; fi; \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-sentinel prometheus prometheus-redis-exporter systemd >/dev/null; \
+		else echo "redis-sentinel, promtool, prometheus-redis-exporter or systemd-analyze missing: run 'sudo make deps' or install redis-sentinel, prometheus, prometheus-redis-exporter and systemd"; fi; \
 	fi
 	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || [ ! -e /usr/share/dict/american-english ]; then \
 		if [ "$$(id -u)" = 0 ]; then \
