@@ -152,7 +152,14 @@ var replayFilterConfig = func() *filterConfig {
 // filterConfig is the parameters in force for the command being run.
 func (s *Server) filterConfig() *filterConfig {
 	if s.db.Loading() || s.db.Following() {
-		// Replaying the log, or applying a master's stream.
+		// Replaying the log, or applying a master's stream: a Redis
+		// master's stream creates filters as its RedisBloom does (a
+		// bloom serve master logs the parameters it used).
+		if l := s.repl.following.Load(); l != nil && s.db.Following() {
+			if fc := l.filter.Load(); fc != nil && l.redis.Load() {
+				return fc
+			}
+		}
 		return replayFilterConfig
 	}
 	return s.set.filter.Load()

@@ -79,6 +79,7 @@ func init() {
 	}
 	yesNo("replica-read-only", "yes", func(s *Server) *atomic.Bool { return &s.repl.readOnly }, func(c *Config) *string { return &c.ReplicaReadOnly }, "slave-read-only")
 	yesNo("replica-serve-stale-data", "yes", func(s *Server) *atomic.Bool { return &s.repl.serveStale }, func(c *Config) *string { return &c.ReplicaServeStaleData }, "slave-serve-stale-data")
+	yesNo("replica-ignore-unsupported", "no", func(s *Server) *atomic.Bool { return &s.repl.ignoreUnsupported }, func(c *Config) *string { return &c.ReplicaIgnoreUnsupported })
 	yesNo("replica-announced", "yes", func(s *Server) *atomic.Bool { return &s.repl.announced }, func(c *Config) *string { return &c.ReplicaAnnounced })
 	intParam("min-replicas-to-write", "0", 0, 1<<31-1, func(s *Server) i64 { return &s.repl.minReplicas },
 		func(c *Config, n int64) { c.MinReplicasToWrite = int(n) }, "min-slaves-to-write")

@@ -55,6 +55,15 @@ type masterLink struct {
 	syncTotal atomic.Int64
 	syncRead  atomic.Int64
 	wmu       sync.Mutex // writes to conn once streaming (ACKs)
+
+	// redis is set when the master is a Redis server, not bloom serve
+	// (repl_redis.go); filter is its RedisBloom's parameters, which the
+	// filters its stream creates are created with.
+	redis  atomic.Bool
+	filter atomic.Pointer[filterConfig]
+	// ignored counts the keys the last full sync skipped
+	// (replica-ignore-unsupported yes).
+	ignored atomic.Int64
 }
 
 func newMasterLink(host, port string) *masterLink {
@@ -138,16 +147,11 @@ func (l *masterLink) setConn(nc net.Conn) bool {
 
 var errLinkStopped = errors.New("the link to the master was stopped")
 
-// errForeignMaster is a master that is not bloom serve (a Redis server):
-// it does not know REPLCONF bloomkit-run-id. The replica stops before
-// PSYNC, so the master forks and dumps nothing for it, and tries again
-// later, each pause twice the one before, up to a minute.
 // errFullSyncFailed is a full sync that failed on this side (its disk, a
 // payload it could not load): each new try makes the master write a whole
-// snapshot again, so tries are spaced as errForeignMaster's are.
+// snapshot again, so tries are spaced, each pause twice the one before,
+// up to a minute (as errUnsupported's are).
 var errFullSyncFailed = errors.New("full sync failed")
-
-var errForeignMaster = errors.New("the master is not bloom serve (it does not know REPLCONF bloomkit-run-id: a Redis server); bloom serve follows only bloom serve and stopped before PSYNC, so the master makes no snapshot for it; copy the data with bloom migrate")
 
 // follow keeps the link up until it is stopped.
 func (s *Server) follow(l *masterLink) {
@@ -166,10 +170,10 @@ func (s *Server) follow(l *masterLink) {
 		}
 		wait := time.Second
 		switch {
-		case errors.Is(err, errForeignMaster), errors.Is(err, errFullSyncFailed):
-			// Refused by design, or a full sync that failed here:
-			// trying again each second would make the master write a
-			// snapshot each second for nothing.
+		case errors.Is(err, errUnsupported), errors.Is(err, errFullSyncFailed):
+			// Data or a command this server cannot hold, or a full sync
+			// that failed here: trying again each second would make the
+			// master write a snapshot each second for nothing.
 			wait, pause = pause, min(2*pause, time.Minute)
 			l.setErr(err.Error())
 			s.log.Warn("replication failed; retrying later, each pause twice the one before", "master", addr, "retry_in", wait, "err", err)
@@ -177,7 +181,14 @@ func (s *Server) follow(l *masterLink) {
 			l.setErr(err.Error())
 			s.log.Warn("replication link to the master failed; retrying in a second", "master", addr, "err", err)
 		}
-		if wasUp {
+		if errors.Is(err, errUnsupported) {
+			// The stream went where this server cannot follow: what it
+			// holds may differ from the master's now, so the next sync
+			// is a full one (PSYNC would resend the same command).
+			l.mu.Lock()
+			l.cachedID = ""
+			l.mu.Unlock()
+		} else if wasUp {
 			pause = s.cfg.replRetryMin
 		}
 		select {
@@ -317,8 +328,34 @@ func (s *Server) syncWith(l *masterLink) error {
 	if strings.Contains(line, "replica of itself") {
 		return errors.New("REPLICAOF points at this server itself")
 	}
-	if strings.HasPrefix(line, "-ERR Unrecognized REPLCONF option") {
-		return errForeignMaster
+	// A master that does not know it is a Redis server (repl_redis.go).
+	redis := strings.HasPrefix(line, "-ERR Unrecognized REPLCONF option")
+	l.redis.Store(redis)
+	if redis {
+		call := func(args ...string) (respValue, error) {
+			b := make([][]byte, len(args))
+			for i, a := range args {
+				b[i] = []byte(a)
+			}
+			nc.SetWriteDeadline(time.Now().Add(timeout))
+			if _, err := nc.Write(appendRESP(nil, b)); err != nil {
+				return nil, err
+			}
+			v, err := readMasterReply(br, 0)
+			if err != nil {
+				return nil, fmt.Errorf("reading the master's reply to %s: %w", args[0], err)
+			}
+			return v, nil
+		}
+		fc, from, err := s.redisMasterFilters(call)
+		if err != nil {
+			return err
+		}
+		l.filter.Store(fc)
+		s.log.Info("the master is a Redis server; filters its stream creates take its RedisBloom parameters",
+			"master", net.JoinHostPort(l.host, l.port), "from", from,
+			"bf-error-rate", fc.str[fpBFErrorRate], "bf-initial-size", fc.str[fpBFInitialSize], "bf-expansion-factor", fc.str[fpBFExpansion],
+			"cf-initial-size", fc.str[fpCFInitialSize], "cf-bucket-size", fc.str[fpCFBucketSize])
 	}
 	// The history this server holds: its replication ID and offset,
 	// once it has one (a full sync, or this server's own as a master).
@@ -356,7 +393,11 @@ func (s *Server) syncWith(l *masterLink) error {
 		if err != nil || len(f[1]) != replidLen {
 			return fmt.Errorf("bad +FULLRESYNC reply from master: %q", line)
 		}
-		if err := s.loadFullSync(l, br, f[1], moff); err != nil {
+		load := s.loadFullSync
+		if redis {
+			load = s.loadRedisSync
+		}
+		if err := load(l, br, f[1], moff); err != nil {
 			if l.stopped() {
 				return err
 			}
@@ -430,7 +471,7 @@ func (s *Server) loadFullSync(l *masterLink, br *bufio.Reader, replid string, mo
 		}
 	}
 	if strings.HasPrefix(line, "$EOF:") {
-		return fmt.Errorf("the master sent a diskless Redis RDB stream: %w", errForeignMaster)
+		return errors.New("the master sent a diskless Redis RDB stream, though it said it is bloom serve")
 	}
 	if !strings.HasPrefix(line, "$") {
 		return fmt.Errorf("bad sync payload header from master: %q", line)
@@ -440,7 +481,7 @@ func (s *Server) loadFullSync(l *masterLink, br *bufio.Reader, replid string, mo
 		return fmt.Errorf("bad sync payload length from master: %q", line)
 	}
 	if head, err := br.Peek(5); err == nil && string(head) == "REDIS" {
-		return fmt.Errorf("the master sent a Redis RDB file: %w", errForeignMaster)
+		return errors.New("the master sent a Redis RDB file, though it said it is bloom serve")
 	}
 	if head, err := br.Peek(8); err != nil || string(head) != "BKSNAP02" {
 		return fmt.Errorf("the sync payload is not a bloomkit snapshot (it starts %q)", head)
@@ -660,6 +701,11 @@ func (s *Server) applyStream(l *masterLink, nc net.Conn, br *bufio.Reader) error
 			}
 		}
 	}()
+	if l.redis.Load() {
+		// A Redis master puts a replica that loaded a diskless payload
+		// online at its first acknowledgement.
+		s.sendAck(l, nc)
+	}
 	sess := &Session{authed: true, fromMaster: true, Addr: nc.RemoteAddr().String()}
 	p := resp.NewReader(br, resp.Limits{MaxArgs: s.cfg.MaxArgs, MaxBulk: s.cfg.MaxBulk, MaxInline: 64 << 10, MaxQuery: s.cfg.MaxQuery})
 	var txn [][][]byte
@@ -737,12 +783,26 @@ func (s *Server) sendAck(l *masterLink, nc net.Conn) {
 // server's backlog, so that its replicas' offsets agree with the master's.
 // A command that fails here (wrong arity, a wrong type) is logged and
 // skipped: the master applied it, and the replica goes on, as Redis's does.
+// From a Redis master (srcRedisMaster), whose commands are not all this
+// server's, a command it cannot apply, or one that fails, stops the link
+// instead (repl_redis.go), before any command of its transaction runs
+// when that can be known beforehand.
 func (s *Server) applyFromMaster(l *masterLink, sess *Session, cmds [][][]byte, txn bool) error {
+	src := srcMaster
+	if l.redis.Load() {
+		src = srcRedisMaster
+		for _, args := range cmds {
+			if err := redisStreamCheck(args); err != nil {
+				return err
+			}
+		}
+	}
 	s.db.Lock()
 	defer s.db.Unlock()
 	if !s.linkCurrent(l) {
 		return errLinkStopped
 	}
+	var failed error
 	var reply Reply
 	// As loading: no memory limit refuses what the master accepted, and
 	// keys expire only when the master says so (its DEL).
@@ -767,15 +827,23 @@ func (s *Server) applyFromMaster(l *masterLink, sess *Session, cmds [][][]byte, 
 			continue
 		}
 		reply.Reset(false)
-		s.apply(srcMaster, sess, cmd, args, &reply)
+		s.apply(src, sess, cmd, args, &reply)
 		if reply.w.Failed() {
-			s.log.Warn("a command from the master failed on this replica", "cmd", trimArg(args[0]), "err", strings.TrimSpace(string(reply.Bytes())))
+			msg := strings.TrimSpace(strings.TrimPrefix(string(reply.Bytes()), "-"))
+			if src == srcRedisMaster {
+				failed = fmt.Errorf("%w: %s from the master failed here (%s); the link stops so as not to go on different from the master", errUnsupported, strings.ToUpper(cmd.name), msg)
+				break
+			}
+			s.log.Warn("a command from the master failed on this replica", "cmd", trimArg(args[0]), "err", msg)
 		}
 	}
 	if txn {
 		s.endTxn()
 	}
 	s.db.EndLoad()
+	if failed != nil {
+		return failed
+	}
 	buf := s.repl.enc[:0]
 	if txn {
 		buf = appendRESP(buf, argMulti)

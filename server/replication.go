@@ -56,20 +56,23 @@ type replState struct {
 	offset0 int64
 
 	// Settings (CONFIG SET changes them).
-	backlogSize  atomic.Int64
-	readOnly     atomic.Bool
-	serveStale   atomic.Bool
-	minReplicas  atomic.Int64
-	minLag       atomic.Int64 // seconds
-	priority     atomic.Int64
-	announced    atomic.Bool
-	announcePort atomic.Int64
-	announceIP   atomic.Pointer[string]
-	masterAuth   atomic.Pointer[string]
-	masterUser   atomic.Pointer[string]
-	timeout      atomic.Int64 // repl-timeout, seconds
-	pingPeriod   atomic.Int64 // repl-ping-replica-period, seconds
-	outLimit     atomic.Pointer[backlog.Limits]
+	backlogSize atomic.Int64
+	readOnly    atomic.Bool
+	// ignoreUnsupported: a Redis master's keys this server cannot hold
+	// are skipped (and counted) instead of stopping the sync.
+	ignoreUnsupported atomic.Bool
+	serveStale        atomic.Bool
+	minReplicas       atomic.Int64
+	minLag            atomic.Int64 // seconds
+	priority          atomic.Int64
+	announced         atomic.Bool
+	announcePort      atomic.Int64
+	announceIP        atomic.Pointer[string]
+	masterAuth        atomic.Pointer[string]
+	masterUser        atomic.Pointer[string]
+	timeout           atomic.Int64 // repl-timeout, seconds
+	pingPeriod        atomic.Int64 // repl-ping-replica-period, seconds
+	outLimit          atomic.Pointer[backlog.Limits]
 
 	// Counters (INFO stats).
 	syncFull, syncPartialOK, syncPartialErr atomic.Int64
@@ -110,6 +113,7 @@ func (s *Server) initReplication(cfg *Config) {
 	}
 	r.readOnly.Store(cfg.ReplicaReadOnly != "no")
 	r.serveStale.Store(cfg.ReplicaServeStaleData != "no")
+	r.ignoreUnsupported.Store(cfg.ReplicaIgnoreUnsupported == "yes")
 	r.minReplicas.Store(int64(cfg.MinReplicasToWrite))
 	r.minLag.Store(defaultMinLag)
 	if cfg.MinReplicasMaxLag != nil {
@@ -471,6 +475,9 @@ func (s *Server) replicationInfo() []string {
 		)
 		if e := l.lastError(); e != "" {
 			lines = append(lines, "master_sync_last_error:"+strings.ReplaceAll(e, "\r\n", " "))
+		}
+		if n := l.ignored.Load(); n > 0 {
+			lines = append(lines, "master_sync_skipped_keys:"+itoa(n))
 		}
 	} else {
 		lines = append(lines, "role:master")

@@ -1,0 +1,476 @@
+package server
+
+// bloom serve as the replica of a real Redis master (repl_redis.go).
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bloomkit/bloomkit/internal/poll"
+	"github.com/bloomkit/bloomkit/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// startRedisMaster runs a redis-server that serves replicas at once
+// (no diskless delay); extra are more redis-server arguments.
+func startRedisMaster(t *testing.T, extra ...string) *redistest.Server {
+	t.Helper()
+	return redistest.Start(t, append([]string{"--repl-diskless-sync-delay", "0"}, extra...)...)
+}
+
+// followRedis makes s a replica of r and waits until its link is up and
+// its offset is the master's.
+func followRedis(t *testing.T, r *redistest.Server, rc *rawConn) {
+	t.Helper()
+	host, port, _ := strings.Cut(r.Addr, ":")
+	mustDo(t, rc, "+OK", "REPLICAOF", host, port)
+	waitRedisSynced(t, r, rc)
+}
+
+// waitRedisSynced waits until the replica's link is up and its offset is
+// the Redis master's (which moves only when something is written or
+// pinged: a caught-up replica holds what the master held at that offset).
+func waitRedisSynced(t *testing.T, r *redistest.Server, rc *rawConn) {
+	t.Helper()
+	var mo, ro, last string
+	if err := poll.Wait(20*time.Second, func() error {
+		mo = redisInfo(t, r, "replication", "master_repl_offset")
+		ro = replInfo(t, rc, "replication", "slave_repl_offset")
+		up := replInfo(t, rc, "replication", "master_link_status")
+		last = replInfo(t, rc, "replication", "master_sync_last_error")
+		if up != "up" || mo == "" || mo != ro {
+			return fmt.Errorf("link %s, master offset %s, replica offset %s", up, mo, ro)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("the replica did not catch up with the Redis master: %v (last error: %q)\n%s", err, last, r.Log())
+	}
+}
+
+// strState is one key as a client sees it: its value and whether it has
+// a time to live (its exact TTL moves with the clock).
+type strState struct {
+	val string
+	ttl bool
+}
+
+// stringKeys reads every key of a server holding only strings.
+func stringKeys(t *testing.T, c *redis.Client) map[string]strState {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := c.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string]strState, len(keys))
+	for _, k := range keys {
+		v, err := c.Get(ctx, k).Result()
+		if err == redis.Nil {
+			continue // expired between KEYS and GET
+		}
+		if err != nil {
+			t.Fatalf("GET %q: %v", k, err)
+		}
+		ttl, err := c.PTTL(ctx, k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[k] = strState{v, ttl > 0}
+	}
+	return out
+}
+
+// sameStrings compares the keys of the Redis master with the replica's.
+func sameStrings(t *testing.T, r *redistest.Server, s *Server) {
+	t.Helper()
+	want := stringKeys(t, r.Client(t))
+	oc := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	defer oc.Close()
+	got := stringKeys(t, oc)
+	if len(got) != len(want) {
+		t.Errorf("the replica holds %d keys, the master %d", len(got), len(want))
+	}
+	bad := 0
+	for k, w := range want {
+		if g, ok := got[k]; !ok || g != w {
+			if bad++; bad <= 5 {
+				t.Errorf("key %q: master %+v, replica %+v (present %v)", k, w, g, ok)
+			}
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			if bad++; bad <= 10 {
+				t.Errorf("key %q is on the replica only", k)
+			}
+		}
+	}
+}
+
+// bloom serve follows an empty Redis master: the handshake, a full sync
+// of an RDB holding no key, the stream's PINGs counted in its offset, and
+// acknowledgements the master sees (its INFO lists the replica online).
+// Before, bloom serve refused a Redis master before PSYNC.
+func TestReplicaOfRedisEmptyMaster(t *testing.T) {
+	r := startRedisMaster(t, "--repl-ping-replica-period", "1")
+	s := startServer(t, Config{replRetryMin: 50 * time.Millisecond})
+	rc := dialRaw(t, s.Addr())
+	followRedis(t, r, rc)
+	if got := redisInfo(t, r, "stats", "sync_full"); got != "1" {
+		t.Errorf("sync_full on the master = %s, want 1", got)
+	}
+	// The master's PINGs move its offset; the replica's follows.
+	off, _ := strconv.Atoi(redisInfo(t, r, "replication", "master_repl_offset"))
+	poll.True(t, 10*time.Second, "the master to ping its replica", func() bool {
+		n, _ := strconv.Atoi(redisInfo(t, r, "replication", "master_repl_offset"))
+		return n > off
+	})
+	waitRedisSynced(t, r, rc)
+	poll.True(t, 10*time.Second, "the master to list its replica online with its acknowledged offset", func() bool {
+		return strings.Contains(redisInfo(t, r, "replication", "slave0"), "state=online,offset="+redisInfo(t, r, "replication", "master_repl_offset"))
+	})
+	if got := rc.do("ROLE"); !strings.HasPrefix(got, `["slave" "127.0.0.1"`) || !strings.Contains(got, `"connected"`) {
+		t.Errorf("ROLE = %s", got)
+	}
+	if got := rc.do("DBSIZE"); got != ":0" {
+		t.Errorf("DBSIZE = %s", got)
+	}
+}
+
+// redisStrings writes strings of every RDB encoding, with and without a
+// time to live, to a Redis server.
+func redisStrings(t *testing.T, c *redis.Client) {
+	t.Helper()
+	ctx := context.Background()
+	rnd := rand.New(rand.NewPCG(1, 2))
+	random := make([]byte, 300)
+	for i := range random {
+		random[i] = byte(rnd.IntN(256))
+	}
+	vals := map[string]string{
+		"empty":      "",
+		"int8":       "-7",
+		"int16":      "1234",
+		"int32":      "-2000000000",
+		"int64":      "9000000000000000000", // not an integer encoding: a plain string
+		"leading0":   "007",
+		"short":      "hello",
+		"compressed": strings.Repeat("abcabcabc", 100), // LZF
+		"random":     string(random),                   // incompressible
+		"big":        strings.Repeat("x", 100000),
+		"bin\x00key": "v\r\n",
+	}
+	for k, v := range vals {
+		if err := c.Set(ctx, k, v, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Set(ctx, "ttl:"+k, v, time.Hour).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 1000 {
+		if err := c.Set(ctx, "n:"+strconv.Itoa(i), i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A Redis master's strings of every encoding, with their times to live,
+// arrive whole by a full sync from disk and by a diskless one; then the
+// commands Redis propagates for SET's options, EXPIRE's family, DEL,
+// UNLINK, GETDEL, GETEX, RENAME, MSET, MULTI/EXEC and FLUSHALL apply as
+// the master applied them.
+func TestReplicaOfRedisStrings(t *testing.T) {
+	for _, diskless := range []string{"yes", "no"} {
+		t.Run("diskless="+diskless, func(t *testing.T) {
+			r := startRedisMaster(t, "--repl-diskless-sync", diskless)
+			c := r.Client(t)
+			redisStrings(t, c)
+			s := startServer(t, Config{replRetryMin: 50 * time.Millisecond})
+			rc := dialRaw(t, s.Addr())
+			followRedis(t, r, rc)
+			sameStrings(t, r, s)
+
+			ctx := context.Background()
+			cmds := [][]any{
+				{"SET", "s1", "a"},
+				{"SET", "s2", "b", "EX", "100"},
+				{"SETEX", "s3", "100", "c"},
+				{"PSETEX", "s4", "100000", "d"},
+				{"SET", "s5", "e", "PX", "100000", "GET"},
+				{"SET", "s1", "a2", "KEEPTTL"},
+				{"SET", "s1", "x", "NX"},
+				{"SET", "s6", "f"},
+				{"EXPIRE", "s6", "100"},
+				{"PERSIST", "s6"},
+				{"PEXPIRE", "s1", "100000"},
+				{"EXPIREAT", "short", strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)},
+				{"EXPIRE", "int8", "100", "NX"},
+				{"GETEX", "int16", "EX", "100"},
+				{"GETEX", "ttl:int16", "PERSIST"},
+				{"GETDEL", "int32"},
+				{"DEL", "empty", "nothere"},
+				{"UNLINK", "random"},
+				{"RENAME", "compressed", "moved"},
+				{"MSET", "m1", "1", "m2", "2"},
+				{"EXPIRE", "m2", "-1"}, // in the past: Redis deletes it (DEL)
+				{"SET", "gone", "soon", "PX", "1"},
+			}
+			for _, cmd := range cmds {
+				if err := c.Do(ctx, cmd...).Err(); err != nil && err != redis.Nil {
+					t.Fatalf("%v: %v", cmd, err)
+				}
+			}
+			tx := c.TxPipeline()
+			tx.Set(ctx, "t1", "1", 0)
+			tx.Del(ctx, "n:1")
+			tx.Expire(ctx, "n:2", time.Hour)
+			if _, err := tx.Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// The master expires "gone" by itself and sends DEL.
+			poll.True(t, 10*time.Second, "the master to expire a key", func() bool {
+				return c.Exists(ctx, "gone").Val() == 0
+			})
+			waitRedisSynced(t, r, rc)
+			sameStrings(t, r, s)
+			if got := rc.do("GET", "gone"); got != "nil" {
+				t.Errorf("GET gone = %s", got)
+			}
+			if err := c.FlushAll(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			waitRedisSynced(t, r, rc)
+			if got := rc.do("DBSIZE"); got != ":0" {
+				t.Errorf("DBSIZE after FLUSHALL = %s", got)
+			}
+			if got := redisInfo(t, r, "stats", "sync_full"); got != "1" {
+				t.Errorf("sync_full = %s, want 1", got)
+			}
+		})
+	}
+}
+
+// A writer keeps writing to the Redis master while bloom serve syncs and
+// follows; once the master's offset is acknowledged (WAIT), the replica
+// holds exactly the master's keys: no acknowledged write is lost, whether
+// it fell before the RDB's point in time, during the transfer or after.
+func TestReplicaOfRedisWriterDuringSync(t *testing.T) {
+	r := startRedisMaster(t)
+	c := r.Client(t)
+	ctx := context.Background()
+	pipe := c.Pipeline()
+	for i := range 20000 {
+		pipe.Set(ctx, "k"+strconv.Itoa(i), strings.Repeat("v", i%50), 0)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, Config{replRetryMin: 50 * time.Millisecond})
+	rc := dialRaw(t, s.Addr())
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var writes int
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		rnd := rand.New(rand.NewPCG(3, 4))
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			k := "k" + strconv.Itoa(rnd.IntN(25000))
+			var err error
+			switch rnd.IntN(4) {
+			case 0:
+				err = c.Del(ctx, k).Err()
+			case 1:
+				err = c.Expire(ctx, k, time.Hour).Err()
+			default:
+				err = c.Set(ctx, k, strconv.Itoa(writes), 0).Err()
+			}
+			if err != nil {
+				t.Errorf("write: %v", err)
+				return
+			}
+			writes++
+		}
+	}()
+	host, port, _ := strings.Cut(r.Addr, ":")
+	start := time.Now()
+	mustDo(t, rc, "+OK", "REPLICAOF", host, port)
+	poll.True(t, 20*time.Second, "the link to come up", func() bool {
+		return replInfo(t, rc, "replication", "master_link_status") == "up"
+	})
+	t.Logf("20000 keys synced in %v while a writer wrote", time.Since(start))
+	// Keep writing while the stream flows.
+	poll.True(t, 10*time.Second, "the writer to write on", func() bool {
+		n, _ := strconv.Atoi(redisInfo(t, r, "replication", "master_repl_offset"))
+		return n > 200000
+	})
+	close(stop)
+	wg.Wait()
+	if n, err := c.Do(ctx, "WAIT", 1, 10000).Int(); err != nil || n != 1 {
+		t.Fatalf("WAIT 1 = %d, %v: the replica did not acknowledge the writer's last write", n, err)
+	}
+	t.Logf("%d writes during the sync and after", writes)
+	waitRedisSynced(t, r, rc)
+	sameStrings(t, r, s)
+	if got := redisInfo(t, r, "stats", "sync_full"); got != "1" {
+		t.Errorf("sync_full = %s, want 1", got)
+	}
+}
+
+// A short break of the link (the master closes it) is healed by a
+// partial resynchronization: the master continues the stream from the
+// replica's offset (+CONTINUE), with no second full sync, and the writes
+// made while the link was down arrive.
+func TestReplicaOfRedisPartialResync(t *testing.T) {
+	r := startRedisMaster(t)
+	c := r.Client(t)
+	ctx := context.Background()
+	redisStrings(t, c)
+	s := startServer(t, Config{replRetryMin: 50 * time.Millisecond})
+	rc := dialRaw(t, s.Addr())
+	followRedis(t, r, rc)
+	for round := range 3 {
+		if err := c.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 100 {
+			if err := c.Set(ctx, fmt.Sprintf("r%d:%d", round, i), i, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.Del(ctx, "n:"+strconv.Itoa(round))
+		waitRedisSynced(t, r, rc)
+	}
+	sameStrings(t, r, s)
+	if got := redisInfo(t, r, "stats", "sync_full"); got != "1" {
+		t.Errorf("sync_full = %s, want 1 (a break must not cost a full sync)", got)
+	}
+	if got := redisInfo(t, r, "stats", "sync_partial_ok"); got != "3" {
+		t.Errorf("sync_partial_ok = %s, want 3", got)
+	}
+}
+
+// A command in the stream that bloom serve does not have (INCR) stops the
+// link with an error that names it, rather than being skipped (the
+// replica would go on different from its master); the next sync is a full
+// one, after a pause, and brings the key as the master holds it.
+func TestReplicaOfRedisUnsupportedCommandStops(t *testing.T) {
+	r := startRedisMaster(t)
+	c := r.Client(t)
+	ctx := context.Background()
+	s := startServer(t, Config{replRetryMin: 200 * time.Millisecond})
+	rc := dialRaw(t, s.Addr())
+	followRedis(t, r, rc)
+	if err := c.Set(ctx, "n", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Incr(ctx, "n").Err(); err != nil {
+		t.Fatal(err)
+	}
+	poll.True(t, 10*time.Second, "the link to stop on INCR", func() bool {
+		return strings.Contains(replInfo(t, rc, "replication", "master_sync_last_error"), "INCR")
+	})
+	if e := replInfo(t, rc, "replication", "master_sync_last_error"); !strings.Contains(e, "does not have") {
+		t.Errorf("master_sync_last_error = %q", e)
+	}
+	waitRedisSynced(t, r, rc)
+	if got := rc.do("GET", "n"); got != `"2"` {
+		t.Errorf("GET n after the full resync = %s, want \"2\"", got)
+	}
+	if got := redisInfo(t, r, "stats", "sync_full"); got != "2" {
+		t.Errorf("sync_full = %s, want 2 (one more full sync after the unsupported command)", got)
+	}
+}
+
+// The stream selecting another database stops the link with an error:
+// bloom serve holds database 0 only.
+func TestReplicaOfRedisOtherDatabaseStops(t *testing.T) {
+	r := startRedisMaster(t)
+	s := startServer(t, Config{replRetryMin: time.Minute})
+	rc := dialRaw(t, s.Addr())
+	followRedis(t, r, rc)
+	if out, err := r.CLI(context.Background(), "-n", "3", "SET", "k", "v"); err != nil {
+		t.Fatal(out, err)
+	}
+	poll.True(t, 10*time.Second, "the link to stop on SELECT 3", func() bool {
+		return strings.Contains(replInfo(t, rc, "replication", "master_sync_last_error"), "selects database 3")
+	})
+	if got := replInfo(t, rc, "replication", "master_link_status"); got != "down" {
+		t.Errorf("master_link_status = %s", got)
+	}
+	if got := rc.do("GET", "k"); got != "nil" {
+		t.Errorf("GET k = %s", got)
+	}
+}
+
+// A Redis master holding keys bloom serve cannot hold (a hash, lists, a
+// set, a sorted set, a stream, a key of database 2) stops the full sync
+// with an error naming each type and its count, visible in INFO, and
+// tried again after pauses that double (the master's full syncs stay
+// few); nothing is loaded. With replica-ignore-unsupported yes the sync
+// loads the rest and counts what it skipped.
+func TestReplicaOfRedisUnsupportedTypes(t *testing.T) {
+	r := startRedisMaster(t)
+	ctx := context.Background()
+	c := r.Client(t)
+	c.Set(ctx, "str", "v", 0)
+	c.HSet(ctx, "h", "f", "v")
+	c.RPush(ctx, "l1", "a")
+	c.RPush(ctx, "l2", "a", "b")
+	c.SAdd(ctx, "set", "m")
+	c.ZAdd(ctx, "z", redis.Z{Score: 1, Member: "m"})
+	c.XAdd(ctx, &redis.XAddArgs{Stream: "x", Values: []string{"f", "v"}})
+	if out, err := r.CLI(ctx, "-n", "2", "SET", "other", "v"); err != nil {
+		t.Fatal(out, err)
+	}
+	s := startServer(t, Config{replRetryMin: 100 * time.Millisecond})
+	rc := dialRaw(t, s.Addr())
+	host, port, _ := strings.Cut(r.Addr, ":")
+	start := time.Now()
+	mustDo(t, rc, "+OK", "REPLICAOF", host, port)
+	want := []string{"list: 2 keys", "in database 2: 1 key", "hash: 1 key", "set: 1 key", "stream: 1 key", "zset: 1 key", "7 keys"}
+	poll.True(t, 10*time.Second, "the sync to stop on the unsupported keys", func() bool {
+		return strings.Contains(replInfo(t, rc, "replication", "master_sync_last_error"), "cannot hold")
+	})
+	e := replInfo(t, rc, "replication", "master_sync_last_error")
+	for _, w := range want {
+		if !strings.Contains(e, w) {
+			t.Errorf("master_sync_last_error lacks %q: %s", w, e)
+		}
+	}
+	if got := rc.do("DBSIZE"); got != ":0" {
+		t.Errorf("DBSIZE = %s: something was loaded", got)
+	}
+	time.Sleep(3*time.Second - time.Since(start))
+	// Pauses of 100, 200, 400, 800, 1600 ms: at most 5 tries in 3 s
+	// (30 at a fixed 100 ms).
+	if n, _ := strconv.Atoi(redisInfo(t, r, "stats", "sync_full")); n < 1 || n > 5 {
+		t.Errorf("the master made %d full syncs in 3 s, want 1-5 (a pause doubling from 100 ms)", n)
+	}
+	if got := replInfo(t, rc, "replication", "master_link_status"); got != "down" {
+		t.Errorf("master_link_status = %s", got)
+	}
+	mustDo(t, rc, "+OK", "CONFIG", "SET", "replica-ignore-unsupported", "yes")
+	waitRedisSynced(t, r, rc)
+	if got := rc.do("GET", "str"); got != `"v"` {
+		t.Errorf("GET str = %s", got)
+	}
+	if got := replInfo(t, rc, "replication", "master_sync_skipped_keys"); got != "7" {
+		t.Errorf("master_sync_skipped_keys = %s, want 7", got)
+	}
+	if got := replInfo(t, rc, "replication", "master_sync_last_error"); got != "" {
+		t.Errorf("master_sync_last_error = %q after a sync that succeeded", got)
+	}
+}
