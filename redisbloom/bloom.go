@@ -608,7 +608,7 @@ func LoadBloomHeader(hdr []byte, allow func(uint64) error) (*Bloom, error) {
 		ext:        &bloomExt{links: make([]Link, nf)},
 	}
 	links := b.ext.links
-	if b.Options&^(OptNoRound|OptEntsIsBits|OptForce64|OptNoScaling) != 0 {
+	if !validOptions(b.Options) {
 		return nil, ErrBadData
 	}
 	p := hdr[chainHeaderLen:]
@@ -624,20 +624,7 @@ func LoadBloomHeader(hdr []byte, allow func(uint64) error) (*Bloom, error) {
 		l.Entries = binary.LittleEndian.Uint64(p[44:])
 		l.N2 = p[52]
 		p = p[linkHeaderLen:]
-		if !(l.Error > 0) || l.Error >= 1 || l.N2 > 63 ||
-			(l.N2 != 0 && l.Bits < 1<<l.N2) || l.Bits == 0 || l.Bits != l.Bytes*8 ||
-			l.Bytes > 1<<40 || float64(l.Hashes) != math.Ceil(ln2*l.BPE) ||
-			// no error rate a double can hold needs more than ~1075 hashes;
-			// a forged count would make every lookup spin.
-			l.Hashes > maxHashes {
-			return nil, ErrBadData
-		}
-		if l.Size > math.MaxUint64-sum {
-			return nil, ErrBadData
-		}
-		sum += l.Size
-		total += l.Bytes
-		if total > 1<<40 {
+		if !validLink(l) || !addSizes(&sum, &total, l) {
 			return nil, ErrBadData
 		}
 	}
@@ -659,6 +646,33 @@ func LoadBloomHeader(hdr []byte, allow func(uint64) error) (*Bloom, error) {
 	}
 	b.pack()
 	return b, nil
+}
+
+// validOptions reports whether a chain's option bits are all known ones.
+func validOptions(o uint32) bool {
+	return o&^(OptNoRound|OptEntsIsBits|OptForce64|OptNoScaling) == 0
+}
+
+// validLink checks one link's fields as RedisBloom does when it loads a
+// chain (bloom_validate_integrity), and bounds its size.
+func validLink(l *Link) bool {
+	return l.Error > 0 && l.Error < 1 && l.N2 <= 63 &&
+		(l.N2 == 0 || l.Bits >= 1<<l.N2) && l.Bits != 0 && l.Bits == l.Bytes*8 &&
+		l.Bytes <= 1<<40 && float64(l.Hashes) == math.Ceil(ln2*l.BPE) &&
+		// no error rate a double can hold needs more than ~1075 hashes;
+		// a forged count would make every lookup spin.
+		l.Hashes <= maxHashes
+}
+
+// addSizes adds l's item count to *sum and its bytes to *total, and
+// reports false when either overflows its bound.
+func addSizes(sum, total *uint64, l *Link) bool {
+	if l.Size > math.MaxUint64-*sum {
+		return false
+	}
+	*sum += l.Size
+	*total += l.Bytes
+	return *total <= 1<<40
 }
 
 // LoadChunk copies a BF.SCANDUMP chunk into place; iter is the iterator the

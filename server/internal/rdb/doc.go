@@ -25,6 +25,11 @@
 // and a ModuleEncoder writes fields through ModuleReader and ModuleWriter,
 // as a Redis module's rdb_load and rdb_save do.
 //
+// RedisBloom's filters (module types MBbloom-- and MBbloomCF) are
+// decoded by RedisBloomDecoders into *redisbloom.Bloom and
+// *redisbloom.Cuckoo and written through BloomValue and CuckooValue; the
+// field layouts themselves live in the redisbloom package.
+//
 // Why our own code: the Go RDB libraries we weighed (hdt3213/rdb,
 // cupcake/rdb, tommy351/rdb-go) parse Redis's own data types into their
 // object models, none hands a module value's fields to a decoder of the

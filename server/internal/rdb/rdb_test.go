@@ -11,6 +11,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/bloomkit/bloomkit/redisbloom"
 )
 
 func TestChecksumJones(t *testing.T) {
@@ -410,9 +412,9 @@ func FuzzReader(f *testing.F) {
 	f.Add(writeSample(t, 10, true))
 	f.Add(writeSample(t, 12, false))
 	f.Add([]byte("REDIS0010\xff\x00\x00\x00\x00\x00\x00\x00\x00"))
+	f.Add(sampleWithFilters(t))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		opts := Options{MaxString: 1 << 16, Modules: map[string]ModuleDecoder{testModule: testDecoder{maxBig: 1 << 16}}}
-		r, err := NewReader(bytes.NewReader(data), opts)
+		r, err := NewReader(bytes.NewReader(data), fuzzOptions())
 		if err != nil {
 			return
 		}
@@ -429,7 +431,42 @@ func FuzzParseDump(f *testing.F) {
 	f.Add(DumpString([]byte(strings.Repeat("ab", 100)), 10))
 	p, _ := DumpModule(&testValue{Big: []byte("x")}, 9)
 	f.Add(p)
+	b, _ := redisbloom.NewBloom(10, 0.1, 2, false, nil)
+	p, _ = DumpModule(BloomValue{b}, 10)
+	f.Add(p)
+	c, _ := redisbloom.NewCuckoo(10, 2, 20, 2, nil)
+	p, _ = DumpModule(CuckooValue{c}, 10)
+	f.Add(p)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_, _ = ParseDump(data, Options{MaxString: 1 << 16, Modules: map[string]ModuleDecoder{testModule: testDecoder{maxBig: 1 << 16}}})
+		_, _ = ParseDump(data, fuzzOptions())
 	})
+}
+
+// fuzzOptions bounds everything a fuzzed stream may make the reader
+// allocate: strings to 64 KiB, filters to 1 MiB in all.
+func fuzzOptions() Options {
+	var total uint64
+	opts := Options{MaxString: 1 << 16, Modules: map[string]ModuleDecoder{testModule: testDecoder{maxBig: 1 << 16}}}
+	AddRedisBloomDecoders(&opts, func(n uint64) error {
+		if total += n; total > 1<<20 {
+			return errors.New("over the fuzz budget")
+		}
+		return nil
+	})
+	return opts
+}
+
+// sampleWithFilters is an RDB holding one filter of each family.
+func sampleWithFilters(t *testing.T) []byte {
+	var buf bytes.Buffer
+	w, _ := NewWriter(&buf, 11)
+	b, _ := redisbloom.NewBloom(10, 0.1, 2, false, nil)
+	for i := range 30 {
+		b.Add([]byte{byte(i)})
+	}
+	c, _ := redisbloom.NewCuckoo(10, 2, 20, 2, nil)
+	w.Module([]byte("b"), 5, BloomValue{b})
+	w.Module([]byte("c"), -1, CuckooValue{c})
+	w.Close()
+	return buf.Bytes()
 }
