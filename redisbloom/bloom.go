@@ -218,7 +218,7 @@ func SizeLink(entries uint64, e float64) (BloomSizing, error) {
 	if entries < 1 || !(e > 0) || e >= 1 {
 		return BloomSizing{}, ErrInvalid
 	}
-	bpe := -(math.Log(e) / ln2Squared)
+	bpe := -(logOf(e) / ln2Squared)
 	if bpe < 0 {
 		bpe = -bpe
 	}
