@@ -5,6 +5,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -472,5 +473,253 @@ func TestReplicaOfRedisUnsupportedTypes(t *testing.T) {
 	}
 	if got := replInfo(t, rc, "replication", "master_sync_last_error"); got != "" {
 		t.Errorf("master_sync_last_error = %q after a sync that succeeded", got)
+	}
+}
+
+// A Redis master whose replication user may only replicate (AUTH with
+// masteruser and masterauth; CONFIG and MODULE refused): bloom serve
+// follows it with RedisBloom's default parameters, and says so in its
+// log. A wrong password shows in INFO.
+func TestReplicaOfRedisReplicationUser(t *testing.T) {
+	r := startRedisMaster(t, "--user", "repl", "on", ">s3cret", "+psync", "+replconf", "+ping")
+	var log strings.Builder
+	var mu sync.Mutex
+	s := startServer(t, Config{replRetryMin: 50 * time.Millisecond, MasterUser: "repl", MasterAuth: "wrong",
+		Logger: slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return log.Write(p)
+		}), nil))})
+	rc := dialRaw(t, s.Addr())
+	host, port, _ := strings.Cut(r.Addr, ":")
+	mustDo(t, rc, "+OK", "REPLICAOF", host, port)
+	poll.True(t, 10*time.Second, "the wrong password to show in INFO", func() bool {
+		return strings.Contains(replInfo(t, rc, "replication", "master_sync_last_error"), "WRONGPASS")
+	})
+	mustDo(t, rc, "+OK", "CONFIG", "SET", "masterauth", "s3cret")
+	poll.True(t, 10*time.Second, "the link to come up", func() bool {
+		return replInfo(t, rc, "replication", "master_link_status") == "up"
+	})
+	mu.Lock()
+	got := log.String()
+	mu.Unlock()
+	if !strings.Contains(got, "the master refused to say") || !strings.Contains(got, "bf-error-rate=0.01") {
+		t.Errorf("the log does not say the master's RedisBloom parameters were not readable:\n%s", got)
+	}
+}
+
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// startRedisBloomMaster runs a redis-server with the RedisBloom module
+// (skipped when BLOOMKIT_REDISBLOOM_MODULE is unset), loaded with args.
+func startRedisBloomMaster(t *testing.T, args ...string) *redistest.Server {
+	t.Helper()
+	mod := redistest.RedisBloomModule(t)
+	return startRedisMaster(t, append([]string{"--loadmodule", mod}, args...)...)
+}
+
+// filterDump is everything a client can read of a filter key: its TYPE,
+// its INFO, its SCANDUMP stream, whether it has a time to live.
+func filterDump(t *testing.T, c *redis.Client, key string) string {
+	t.Helper()
+	ctx := context.Background()
+	typ, err := c.Type(ctx, key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := map[string]string{"MBbloom--": "BF", "MBbloomCF": "CF"}[typ]
+	if prefix == "" {
+		v, _ := c.Get(ctx, key).Result()
+		return typ + " " + v
+	}
+	info, err := c.Do(ctx, prefix+".INFO", key).Result()
+	if err != nil {
+		t.Fatalf("%s.INFO %s: %v", prefix, key, err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %v ttl=%v\n", typ, info, c.PTTL(ctx, key).Val() > 0)
+	for it := int64(0); ; {
+		v, err := c.Do(ctx, prefix+".SCANDUMP", key, it).Slice()
+		if err != nil {
+			t.Fatalf("%s.SCANDUMP %s %d: %v", prefix, key, it, err)
+		}
+		it = v[0].(int64)
+		if it == 0 {
+			break
+		}
+		fmt.Fprintf(&b, "%d:%x\n", it, v[1])
+	}
+	return b.String()
+}
+
+// sameFilters compares every key of the Redis master with the replica's:
+// TYPE, INFO and SCANDUMP identical, and the same answers to queries of
+// the items added and of others.
+func sameFilters(t *testing.T, r *redistest.Server, s *Server, items []string) {
+	t.Helper()
+	ctx := context.Background()
+	rc := r.Client(t)
+	oc := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	defer oc.Close()
+	keys, err := rc.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := oc.DBSize(ctx).Val(); n != int64(len(keys)) {
+		t.Errorf("the replica holds %d keys, the master %d", n, len(keys))
+	}
+	for _, k := range keys {
+		want, got := filterDump(t, rc, k), filterDump(t, oc, k)
+		if want != got {
+			wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
+			for i := range min(len(wl), len(gl)) {
+				if wl[i] != gl[i] {
+					t.Errorf("key %q differs (line %d of %d/%d):\nmaster  %.300s\nreplica %.300s", k, i, len(wl), len(gl), wl[i], gl[i])
+					break
+				}
+			}
+			continue
+		}
+		typ := rc.Type(ctx, k).Val()
+		if typ != "MBbloom--" && typ != "MBbloomCF" {
+			continue
+		}
+		cmd := map[string]string{"MBbloom--": "BF.MEXISTS", "MBbloomCF": "CF.MEXISTS"}[typ]
+		args := []any{cmd, k}
+		for _, it := range items {
+			args = append(args, it)
+		}
+		w, err1 := rc.Do(ctx, args...).Slice()
+		g, err2 := oc.Do(ctx, args...).Slice()
+		if err1 != nil || err2 != nil || fmt.Sprint(w) != fmt.Sprint(g) {
+			t.Errorf("%s %s: master %v %v, replica %v %v", cmd, k, w, err1, g, err2)
+		}
+	}
+}
+
+// redisBloomKeys writes RedisBloom keys of every shape to the master:
+// reserved, created by BF.ADD/CF.ADD with the module's parameters,
+// scaled to several links or filters, non-scaling, cuckoo filters with
+// deletions, with and without a time to live.
+func redisBloomKeys(t *testing.T, c *redis.Client, tag string) []string {
+	t.Helper()
+	ctx := context.Background()
+	var items []string
+	for i := range 3000 {
+		items = append(items, fmt.Sprintf("item-%d", i))
+	}
+	do := func(args ...any) {
+		t.Helper()
+		if err := c.Do(ctx, args...).Err(); err != nil {
+			t.Fatalf("%v: %v", args[:min(len(args), 3)], err)
+		}
+	}
+	many := func(cmd, key string, from, to int) {
+		args := []any{cmd, key}
+		for _, it := range items[from:to] {
+			args = append(args, it)
+		}
+		do(args...)
+	}
+	do("BF.RESERVE", tag+"bf:reserved", "0.001", "1000")
+	many("BF.MADD", tag+"bf:reserved", 0, 500)
+	do("BF.ADD", tag+"bf:auto", "x")
+	many("BF.MADD", tag+"bf:auto", 0, 50)
+	do("BF.RESERVE", tag+"bf:scaled", "0.01", "100", "EXPANSION", "3")
+	many("BF.MADD", tag+"bf:scaled", 0, 2000) // several links
+	do("BF.RESERVE", tag+"bf:fixed", "0.05", "200", "NONSCALING")
+	many("BF.MADD", tag+"bf:fixed", 0, 150)
+	args := []any{"BF.INSERT", tag + "bf:insert", "CAPACITY", "300", "ERROR", "0.02", "ITEMS"}
+	for _, it := range items[:400] {
+		args = append(args, it)
+	}
+	do(args...)
+	do("BF.ADD", tag+"bf:ttl", "y")
+	do("EXPIRE", tag+"bf:ttl", "3600")
+	do("CF.RESERVE", tag+"cf:reserved", "1000", "BUCKETSIZE", "4")
+	for _, it := range items[:600] {
+		do("CF.ADD", tag+"cf:reserved", it)
+	}
+	for _, it := range items[:200] {
+		do("CF.DEL", tag+"cf:reserved", it)
+	}
+	do("CF.ADD", tag+"cf:auto", "x")
+	do("CF.ADDNX", tag+"cf:auto", "y")
+	do("CF.RESERVE", tag+"cf:scaled", "64", "EXPANSION", "2")
+	for _, it := range items[:500] {
+		do("CF.ADD", tag+"cf:scaled", it) // several filters
+	}
+	for _, it := range items[100:150] {
+		do("CF.DEL", tag+"cf:scaled", it)
+	}
+	do("SET", tag+"plain", "v")
+	return append(items[:20:20], "absent-1", "absent-2", "item-2999")
+}
+
+// A Redis + RedisBloom master's Bloom and cuckoo filters of every shape
+// arrive by the full sync, then by the stream (RedisBloom replicates its
+// commands verbatim: a BF.ADD that creates a key is sent as BF.ADD), and
+// every key answers identically on the replica: TYPE, INFO, the SCANDUMP
+// stream byte for byte, queries.
+func TestReplicaOfRedisBloom(t *testing.T) {
+	r := startRedisBloomMaster(t)
+	c := r.Client(t)
+	items := redisBloomKeys(t, c, "sync:")
+	s := startServer(t, Config{replRetryMin: 50 * time.Millisecond})
+	rc := dialRaw(t, s.Addr())
+	followRedis(t, r, rc)
+	sameFilters(t, r, s, items)
+	// The same shapes made by the stream, and changes to the synced keys.
+	redisBloomKeys(t, c, "stream:")
+	ctx := context.Background()
+	for _, cmd := range [][]any{
+		{"BF.MADD", "sync:bf:scaled", "new-1", "new-2"},
+		{"CF.DEL", "sync:cf:reserved", "item-300"},
+		{"CF.ADD", "sync:cf:scaled", "new-3"},
+		{"BF.ADD", "sync:bf:fixed", "new-4"},
+	} {
+		if err := c.Do(ctx, cmd...).Err(); err != nil {
+			t.Fatalf("%v: %v", cmd, err)
+		}
+	}
+	waitRedisSynced(t, r, rc)
+	sameFilters(t, r, s, append(items, "new-1", "new-3"))
+	if got := redisInfo(t, r, "stats", "sync_full"); got != "1" {
+		t.Errorf("sync_full = %s, want 1", got)
+	}
+}
+
+// A master whose RedisBloom was loaded with other parameters
+// (ERROR_RATE, INITIAL_SIZE): the filters its stream's BF.ADD creates on
+// the replica are the master's (same INFO, same bits), not ones made with
+// the replica's own defaults.
+func TestReplicaOfRedisBloomModuleParameters(t *testing.T) {
+	r := startRedisBloomMaster(t, "ERROR_RATE", "0.001", "INITIAL_SIZE", "500")
+	c := r.Client(t)
+	s := startServer(t, Config{replRetryMin: 50 * time.Millisecond})
+	rc := dialRaw(t, s.Addr())
+	followRedis(t, r, rc)
+	ctx := context.Background()
+	for _, cmd := range [][]any{
+		{"BF.ADD", "a", "x"},
+		{"BF.MADD", "b", "x", "y"},
+		{"BF.INSERT", "c", "ITEMS", "x"},
+		{"CF.ADD", "d", "x"},
+		{"CF.INSERT", "e", "ITEMS", "x"},
+	} {
+		if err := c.Do(ctx, cmd...).Err(); err != nil {
+			t.Fatalf("%v: %v", cmd, err)
+		}
+	}
+	waitRedisSynced(t, r, rc)
+	sameFilters(t, r, s, []string{"x", "y", "z"})
+	if got := rc.do("BF.INFO", "a", "CAPACITY"); got != "[:500]" && got != ":500" {
+		t.Errorf("BF.INFO a CAPACITY = %s, want 500 (the master's INITIAL_SIZE)", got)
+	}
+	// The replica's own parameters are untouched.
+	if got := rc.do("CONFIG", "GET", "bf-error-rate"); got != `["bf-error-rate" "0.01"]` {
+		t.Errorf("CONFIG GET bf-error-rate = %s", got)
 	}
 }

@@ -37,6 +37,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bloomkit/bloomkit/redisbloom"
 	"github.com/bloomkit/bloomkit/server/internal/aof"
 	"github.com/bloomkit/bloomkit/server/internal/keyspace"
 	"github.com/bloomkit/bloomkit/server/internal/rdb"
@@ -285,15 +286,14 @@ func (s *Server) loadRedisSync(l *masterLink, br *bufio.Reader, replid string, m
 	return nil
 }
 
-// redisModules are the module types whose values this server holds,
-// with their decoders (RedisBloom's Bloom and cuckoo filters).
-var redisModules = map[string]rdb.ModuleDecoder{}
-
 // readRedisRDB reads an RDB stream into fresh: strings and the module
-// values of redisModules; every other key (another type, another
-// database) is counted in skipped by kind.
+// values of RedisBloom's Bloom and cuckoo filters; every other key
+// (another type, another module's, another database) is counted in
+// skipped by kind.
 func (s *Server) readRedisRDB(l *masterLink, src *bufio.Reader, fresh *keyspace.DB, skipped map[string]int) error {
-	rd, err := rdb.NewReader(src, rdb.Options{MaxString: uint64(s.cfg.MaxBulk), Modules: redisModules})
+	opts := rdb.Options{MaxString: uint64(s.cfg.MaxBulk)}
+	rdb.AddRedisBloomDecoders(&opts, fresh.AllowFn())
+	rd, err := rdb.NewReader(src, opts)
 	if err != nil {
 		return err
 	}
@@ -349,6 +349,12 @@ func (s *Server) readRedisRDB(l *masterLink, src *bufio.Reader, fresh *keyspace.
 
 // moduleEntry is a decoded module value as a keyspace entry.
 func moduleEntry(v any) (*keyspace.Entry, bool) {
+	switch f := v.(type) {
+	case *redisbloom.Bloom:
+		return &keyspace.Entry{Kind: keyspace.KindBloom, BF: f}, true
+	case *redisbloom.Cuckoo:
+		return &keyspace.Entry{Kind: keyspace.KindCuckoo, CF: f}, true
+	}
 	return nil, false
 }
 
