@@ -723,3 +723,56 @@ func TestReplicaOfRedisBloomModuleParameters(t *testing.T) {
 		t.Errorf("CONFIG GET bf-error-rate = %s", got)
 	}
 }
+
+// RedisBloom's other types (Count-Min Sketch, Top-K, t-digest) are keys
+// bloom serve cannot hold: the sync stops naming each module type and its
+// count; with replica-ignore-unsupported yes the filters load without
+// them. A command of those types in the stream stops the link.
+func TestReplicaOfRedisBloomOtherTypes(t *testing.T) {
+	r := startRedisBloomMaster(t)
+	c := r.Client(t)
+	ctx := context.Background()
+	for _, cmd := range [][]any{
+		{"BF.ADD", "bf", "x"},
+		{"CMS.INITBYDIM", "cms1", "100", "5"},
+		{"CMS.INITBYDIM", "cms2", "100", "5"},
+		{"TOPK.RESERVE", "topk", "10"},
+		{"TDIGEST.CREATE", "td"},
+	} {
+		if err := c.Do(ctx, cmd...).Err(); err != nil {
+			t.Fatalf("%v: %v", cmd, err)
+		}
+	}
+	s := startServer(t, Config{replRetryMin: time.Minute})
+	rc := dialRaw(t, s.Addr())
+	host, port, _ := strings.Cut(r.Addr, ":")
+	mustDo(t, rc, "+OK", "REPLICAOF", host, port)
+	poll.True(t, 10*time.Second, "the sync to stop on the unsupported keys", func() bool {
+		return strings.Contains(replInfo(t, rc, "replication", "master_sync_last_error"), "cannot hold")
+	})
+	e := replInfo(t, rc, "replication", "master_sync_last_error")
+	for _, w := range []string{"4 keys", "module type CMSk-TYPE: 2 keys", "module type TopK-TYPE: 1 key", "module type TDIS-TYPE: 1 key"} {
+		if !strings.Contains(e, w) {
+			t.Errorf("master_sync_last_error lacks %q: %s", w, e)
+		}
+	}
+	if got := rc.do("DBSIZE"); got != ":0" {
+		t.Errorf("DBSIZE = %s", got)
+	}
+	mustDo(t, rc, "+OK", "CONFIG", "SET", "replica-ignore-unsupported", "yes")
+	mustDo(t, rc, "+OK", "REPLICAOF", "NO", "ONE")
+	mustDo(t, rc, "+OK", "REPLICAOF", host, port)
+	waitRedisSynced(t, r, rc)
+	if got := rc.do("BF.EXISTS", "bf", "x"); got != ":1" {
+		t.Errorf("BF.EXISTS bf x = %s", got)
+	}
+	if got := replInfo(t, rc, "replication", "master_sync_skipped_keys"); got != "4" {
+		t.Errorf("master_sync_skipped_keys = %s, want 4", got)
+	}
+	if err := c.Do(ctx, "CMS.INCRBY", "cms1", "a", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	poll.True(t, 10*time.Second, "the link to stop on CMS.INCRBY", func() bool {
+		return strings.Contains(replInfo(t, rc, "replication", "master_sync_last_error"), "CMS.INCRBY")
+	})
+}
