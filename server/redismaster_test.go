@@ -776,3 +776,82 @@ func TestReplicaOfRedisBloomOtherTypes(t *testing.T) {
 		return strings.Contains(replInfo(t, rc, "replication", "master_sync_last_error"), "CMS.INCRBY")
 	})
 }
+
+// bloom serve following Redis, stopped cleanly and started again,
+// continues where it stopped (+CONTINUE), as a Redis replica restarted
+// from its RDB does: the writes made meanwhile arrive, with no second
+// full sync.
+func TestReplicaOfRedisCleanRestartContinues(t *testing.T) {
+	r := startRedisMaster(t)
+	c := r.Client(t)
+	ctx := context.Background()
+	redisStrings(t, c)
+	startRep := restartable(t, Config{ReplicaOf: strings.Replace(r.Addr, ":", " ", 1), replRetryMin: 50 * time.Millisecond})
+	s := startRep()
+	rc := dialRaw(t, s.Addr())
+	waitRedisSynced(t, r, rc)
+	if err := s.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	c.Set(ctx, "while-away", "1", 0)
+	c.Del(ctx, "n:7")
+	s = startRep()
+	rc = dialRaw(t, s.Addr())
+	waitRedisSynced(t, r, rc)
+	sameStrings(t, r, s)
+	if full, ok := redisInfo(t, r, "stats", "sync_full"), redisInfo(t, r, "stats", "sync_partial_ok"); full != "1" || ok != "1" {
+		t.Errorf("master: sync_full=%s sync_partial_ok=%s, want 1 and 1 (the restart continued)", full, ok)
+	}
+}
+
+// A bloom serve replica of a bloom serve that follows Redis (a chain)
+// gets the first one's snapshot and then Redis's stream as it came: it
+// holds what Redis holds, at Redis's offset.
+func TestReplicaOfRedisChained(t *testing.T) {
+	r := startRedisMaster(t)
+	c := r.Client(t)
+	ctx := context.Background()
+	redisStrings(t, c)
+	b := startServer(t, Config{replRetryMin: 50 * time.Millisecond})
+	bc := dialRaw(t, b.Addr())
+	followRedis(t, r, bc)
+	h, p := hostPort(t, b)
+	cs := startServer(t, Config{ReplicaOf: h + " " + p})
+	cc := dialRaw(t, cs.Addr())
+	waitSynced(t, bc, cc)
+	for i := range 100 {
+		c.Set(ctx, "chain:"+strconv.Itoa(i), i, time.Hour)
+	}
+	c.Del(ctx, "n:1", "n:2")
+	waitRedisSynced(t, r, bc)
+	waitSynced(t, bc, cc)
+	sameStrings(t, r, cs)
+	if got, want := replInfo(t, cc, "replication", "master_repl_offset"), redisInfo(t, r, "replication", "master_repl_offset"); got != want {
+		t.Errorf("the chained replica's offset %s, Redis's %s", got, want)
+	}
+}
+
+// tls-replication yes: bloom serve follows a Redis master on its TLS
+// port, with a client certificate the master checks, and checks the
+// master's certificate against the CA.
+func TestReplicaOfRedisTLS(t *testing.T) {
+	m := newMTLS(t)
+	tlsPort, err := redistest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := startRedisMaster(t, "--tls-port", strconv.Itoa(tlsPort), "--tls-cert-file", m.srvCert, "--tls-key-file", m.srvKey,
+		"--tls-ca-cert-file", m.ca.File, "--tls-auth-clients", "yes")
+	c := r.Client(t)
+	ctx := context.Background()
+	redisStrings(t, c)
+	s := startServer(t, Config{replRetryMin: 50 * time.Millisecond, TLSCert: m.srvCert, TLSKey: m.srvKey,
+		TLSParams: map[string]string{"tls-ca-cert-file": m.ca.File, "tls-replication": "yes",
+			"tls-client-cert-file": m.clientCrt, "tls-client-key-file": m.clientK}})
+	rc := dialRaw(t, s.Addr())
+	mustDo(t, rc, "+OK", "REPLICAOF", "127.0.0.1", strconv.Itoa(tlsPort))
+	waitRedisSynced(t, r, rc)
+	c.Set(ctx, "after", "tls", 0)
+	waitRedisSynced(t, r, rc)
+	sameStrings(t, r, s)
+}

@@ -737,11 +737,13 @@ func (s *Server) applyStream(l *masterLink, nc net.Conn, br *bufio.Reader) error
 		case txn != nil:
 			txn = append(txn, copyArgs(args))
 		case name == "replconf":
+			if len(args) > 1 && strings.EqualFold(string(args[1]), "getack") {
+				// As Redis: the acknowledged offset is the one before
+				// the GETACK itself (its bytes count from the next ACK).
+				s.sendAck(l, nc)
+			}
 			if err := s.applyFromMaster(l, sess, [][][]byte{args}, false); err != nil {
 				return err
-			}
-			if len(args) > 1 && strings.EqualFold(string(args[1]), "getack") {
-				s.sendAck(l, nc)
 			}
 		default:
 			if err := s.applyFromMaster(l, sess, [][][]byte{args}, false); err != nil {
