@@ -855,3 +855,42 @@ func TestReplicaOfRedisTLS(t *testing.T) {
 	waitRedisSynced(t, r, rc)
 	sameStrings(t, r, s)
 }
+
+// A Redis master's payload is received with no lock held: SAVE, BGSAVE
+// and INFO answer while it is held back.
+func TestReplicaOfRedisReceivesPayloadOffTheLock(t *testing.T) {
+	r := startRedisMaster(t)
+	redisStrings(t, r.Client(t))
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	hook := func() {
+		once.Do(func() {
+			close(entered)
+			<-release
+		})
+	}
+	testHookSyncPayload.Store(&hook)
+	defer testHookSyncPayload.Store(nil)
+	s := startServer(t, Config{ReplicaOf: strings.Replace(r.Addr, ":", " ", 1)})
+	select {
+	case <-entered:
+	case <-time.After(20 * time.Second):
+		close(release)
+		t.Fatal("the replica never received a payload")
+	}
+	rc := dialRaw(t, s.Addr())
+	for _, cmd := range [][]string{{"SAVE"}, {"BGSAVE"}, {"INFO", "replication"}} {
+		got, err := doWithin(rc, 5*time.Second, cmd...)
+		if err != nil {
+			close(release)
+			t.Fatalf("%v on the replica while the master's payload is held back: %v", cmd, err)
+		}
+		if cmd[0] == "INFO" && !strings.Contains(got, "master_sync_in_progress:1") {
+			t.Errorf("INFO replication while receiving: %s", got)
+		}
+	}
+	close(release)
+	waitRedisSynced(t, r, rc)
+	sameStrings(t, r, s)
+}

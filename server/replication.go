@@ -461,7 +461,7 @@ func (s *Server) replicationInfo() []string {
 				"master_sync_total_bytes:"+itoa(l.syncTotal.Load()),
 				"master_sync_read_bytes:"+itoa(l.syncRead.Load()),
 				"master_sync_left_bytes:"+itoa(l.syncTotal.Load()-l.syncRead.Load()),
-				"master_sync_perc:"+fmt.Sprintf("%.2f", 100*float64(l.syncRead.Load())/float64(max(l.syncTotal.Load(), 1))),
+				"master_sync_perc:"+syncPerc(l.syncRead.Load(), l.syncTotal.Load()),
 				"master_sync_last_io_seconds_ago:"+itoa(l.lastIOAgo()),
 			)
 		}
@@ -539,6 +539,16 @@ func (s *Server) replStatsLines() []string {
 		"sync_partial_ok:" + itoa(s.repl.syncPartialOK.Load()),
 		"sync_partial_err:" + itoa(s.repl.syncPartialErr.Load()),
 	}
+}
+
+// syncPerc is how much of a full sync's payload has arrived, in percent:
+// 0.00 while its length is unknown (a diskless sync from a Redis master,
+// whose total is -1).
+func syncPerc(read, total int64) string {
+	if total <= 0 {
+		return "0.00"
+	}
+	return fmt.Sprintf("%.2f", 100*float64(read)/float64(total))
 }
 
 func b01(v bool) string {
