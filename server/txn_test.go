@@ -1,9 +1,12 @@
 package server
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bloomkit/bloomkit/internal/poll"
 )
 
 // multiCases gives, for every entry of the command table, the invocations a
@@ -251,13 +254,12 @@ func TestMultiQueueMaxmemory(t *testing.T) {
 		t.Fatalf("after the queue was released: %.80s", got)
 	}
 	other.c.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for s.queuedBytes.Load() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("a disconnected client's queue still counts %d bytes", s.queuedBytes.Load())
+	poll.Until(t, 5*time.Second, func() error {
+		if n := s.queuedBytes.Load(); n != 0 {
+			return fmt.Errorf("a disconnected client's queue still counts %d bytes", n)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestMultiQueueQueryLimit: a client's queue counts against its
