@@ -204,6 +204,8 @@ fuzz:
 	$(GO) test ./server/internal/acl -run '^$$' -fuzz '^FuzzRules$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./server -run '^$$' -fuzz '^FuzzConfigFile$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./redisbloom -run '^$$' -fuzz '^FuzzLoadHeaders$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./server/internal/rdb -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./server/internal/rdb -run '^$$' -fuzz '^FuzzParseDump$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/bloom -run '^$$' -fuzz '^FuzzFieldKey$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/bloom -run '^$$' -fuzz '^FuzzChunkReader$$' -fuzztime $(FUZZTIME)
 

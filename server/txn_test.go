@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bloomkit/bloomkit/internal/poll"
+	"github.com/bloomkit/bloomkit/server/internal/rdb"
 )
 
 // multiCases gives, for every entry of the command table, the invocations a
@@ -116,6 +117,8 @@ var multiCases = map[string][][]string{
 	"randomkey":    {{"RANDOMKEY"}},
 	"monitor":      {{"MONITOR"}},
 	"copy":         {{"COPY", "bk", "bk2"}},
+	"dump":         {{"DUMP", "bk"}, {"DUMP", "sk"}},
+	"restore":      {{"RESTORE", "rk", "0", string(rdb.DumpString([]byte("v"), rdb.DumpVersion))}},
 	"module":       {{"MODULE", "LIST"}, {"MODULE", "HELP"}, {"MODULE", "LOAD", "/x.so"}},
 }
 

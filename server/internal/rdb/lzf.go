@@ -75,83 +75,77 @@ const (
 // Any output lzfDecompress accepts is valid LZF; this one is the plain
 // hash-table compressor liblzf describes, without its tuning options.
 func lzfCompress(in []byte, limit int) []byte {
-	if len(in) < 3 || limit <= 0 {
+	n := len(in)
+	if n < 3 || limit <= 0 {
 		return nil
 	}
-	out := make([]byte, 0, min(limit, len(in)))
+	out := make([]byte, limit+3)
 	var htab [lzfHashSize]int32 // position+1; 0 is empty
-	lit := 0                    // literals in the current run
-	litStart := 0               // index in out of the current run's control byte
-	out = append(out, 0)        // control byte of the first literal run
+	op := 1                     // out[0]: the first literal run's control byte
+	lit := 0                    // literals in the current run, after its control byte
 	ip := 0
-	flushRun := func() {
-		out[litStart] = byte(lit - 1)
-	}
-	for ip < len(in)-2 {
+	for ip < n-2 {
 		h := ((uint32(in[ip])<<16 | uint32(in[ip+1])<<8 | uint32(in[ip+2])) * 2654435761) >> (32 - lzfHashLog)
 		ref := int(htab[h]) - 1
 		htab[h] = int32(ip + 1)
-		off := ip - ref - 1
-		if ref >= 0 && off < lzfMaxOff &&
+		if ref >= 0 && ip-ref-1 < lzfMaxOff &&
 			in[ref] == in[ip] && in[ref+1] == in[ip+1] && in[ref+2] == in[ip+2] {
-			n := 3 // bytes matched
-			for maxN := min(len(in)-ip, lzfMaxRef); n < maxN && in[ref+n] == in[ip+n]; n++ {
+			m := 3 // bytes matched
+			for maxM := min(n-ip, lzfMaxRef); m < maxM && in[ref+m] == in[ip+m]; m++ {
 			}
-			l := n - 2 // the length field
 			if lit > 0 {
-				flushRun()
+				out[op-lit-1] = byte(lit - 1) // close the run
 			} else {
-				out = out[:len(out)-1] // drop the empty run's control byte
+				op-- // drop the empty run's control byte
 			}
-			if len(out)+3 > limit {
+			if op+4 > limit {
 				return nil
 			}
+			off, l := ip-ref-1, m-2 // l: the length field
 			if l < 7 {
-				out = append(out, byte(off>>8)|byte(l<<5))
+				out[op] = byte(off>>8) | byte(l<<5)
+				op++
 			} else {
-				out = append(out, byte(off>>8)|7<<5, byte(l-7))
+				out[op], out[op+1] = byte(off>>8)|7<<5, byte(l-7)
+				op += 2
 			}
-			out = append(out, byte(off))
-			ip += n
+			out[op] = byte(off)
+			op += 2 // and the next run's control byte
+			ip += m
 			lit = 0
-			litStart = len(out)
-			out = append(out, 0)
 			continue
 		}
-		if len(out)+1 > limit {
+		if op >= limit {
 			return nil
 		}
-		out = append(out, in[ip])
-		lit++
+		out[op] = in[ip]
+		op++
 		ip++
-		if lit == lzfMaxLit {
-			flushRun()
+		if lit++; lit == lzfMaxLit {
+			out[op-lit-1] = byte(lit - 1)
 			lit = 0
-			litStart = len(out)
-			out = append(out, 0)
+			op++
 		}
 	}
-	for ip < len(in) {
-		if len(out)+1 > limit {
+	for ; ip < n; ip++ {
+		if op >= limit {
 			return nil
 		}
-		out = append(out, in[ip])
-		lit++
-		ip++
-		if lit == lzfMaxLit {
-			flushRun()
+		out[op] = in[ip]
+		op++
+		if lit++; lit == lzfMaxLit {
+			out[op-lit-1] = byte(lit - 1)
 			lit = 0
-			litStart = len(out)
-			out = append(out, 0)
+			op++
 		}
 	}
 	if lit > 0 {
-		flushRun()
+		out[op-lit-1] = byte(lit - 1)
 	} else {
-		out = out[:len(out)-1]
+		op--
 	}
-	if len(out) > limit {
+	if op > limit {
 		return nil
 	}
-	return out
+	return out[:op]
 }

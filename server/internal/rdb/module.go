@@ -51,7 +51,9 @@ func ModuleTypeName(id uint64) (name string, encver int) {
 // its fields in the order the module wrote them, as a Redis module's
 // rdb_load does. encver is the encoding version the writer recorded.
 // Returning an error refuses the value: the reader skips what is left of
-// it and reports the error in Entry.Err; the stream goes on.
+// it and reports the error in Entry.Err; the stream goes on. A value whose
+// fields go on beyond what the decoder read is refused too, and released
+// with its Free method if it has one.
 type ModuleDecoder interface {
 	DecodeModule(m *ModuleReader, encver int) (any, error)
 }

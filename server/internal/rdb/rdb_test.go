@@ -52,6 +52,17 @@ func TestLZFRoundTrip(t *testing.T) {
 		if err := lzfDecompress(c, out); err != nil || !bytes.Equal(out, in) {
 			t.Fatalf("input %d (%d bytes): round trip failed: %v", i, len(in), err)
 		}
+		// Within the limit the writer gives (len-4, or less), or nil.
+		for _, limit := range []int{len(in) - 4, len(in) / 2, len(c), len(c) - 1, 3} {
+			c := lzfCompress(in, limit)
+			if c == nil {
+				continue
+			}
+			clear(out)
+			if len(c) > limit || lzfDecompress(c, out) != nil || !bytes.Equal(out, in) {
+				t.Fatalf("input %d (%d bytes), limit %d: %d bytes that do not round-trip", i, len(in), limit, len(c))
+			}
+		}
 	}
 	if c := lzfCompress(bytes.Repeat([]byte{0}, 10000), 200); c == nil || len(c) > 200 {
 		t.Fatalf("zeros compress to %d bytes", len(c))
@@ -390,6 +401,11 @@ func TestDumpPayload(t *testing.T) {
 	if _, err := ParseDump(bad, Options{}); !errors.Is(err, ErrDumpFooter) {
 		t.Fatalf("bad checksum: %v", err)
 	}
+	v12 := DumpString([]byte("twelve"), 12)
+	v9 := WithDumpVersion(v12, 9)
+	if !bytes.Equal(v9, DumpString([]byte("twelve"), 9)) || bytes.Equal(v12, v9) {
+		t.Fatalf("WithDumpVersion: %q from %q", v9, v12)
+	}
 	newer := DumpString([]byte("x"), MaxVersion+1)
 	if _, err := ParseDump(newer, Options{}); !errors.Is(err, ErrDumpFooter) {
 		t.Fatalf("newer version: %v", err)
@@ -469,4 +485,229 @@ func sampleWithFilters(t *testing.T) []byte {
 	w.Module([]byte("c"), -1, CuckooValue{c})
 	w.Close()
 	return buf.Bytes()
+}
+
+// TestReaderPassesOverEveryType writes values of every type Redis 6.2 to
+// 7.4 saves, in their exact layouts (as rdb.c's loader reads them), each
+// followed by a string key: the reader names each type, passes over it
+// exactly and reads the string after it.
+func TestReaderPassesOverEveryType(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &w.out
+	s := func(v string) { o.str([]byte(v)) }
+	n := func(v uint64) { o.length(v) }
+	raw := func(k int) { o.write(make([]byte, k)) }
+	cases := []struct {
+		t    byte
+		name string
+		body func()
+	}{
+		{1, "list", func() { n(2); s("a"); s("12") }},
+		{2, "set", func() { n(1); s("m") }},
+		{3, "zset", func() {
+			n(3)
+			s("a")
+			o.byte(3)
+			o.write([]byte("1.5"))
+			s("b")
+			o.byte(254)
+			s("c")
+			o.byte(253)
+		}},
+		{4, "hash", func() { n(1); s("f"); s("v") }},
+		{5, "zset", func() { n(1); s("a"); raw(8) }},
+		{7, "module", func() {
+			id, _ := ModuleTypeID("other-mod", 3)
+			n(id)
+			n(modUint)
+			n(5)
+			n(modSigned)
+			n(7)
+			n(modFloat)
+			raw(4)
+			n(modDouble)
+			raw(8)
+			n(modString)
+			s("x")
+			n(modEOF)
+		}},
+		{9, "hash", func() { s("zipmap") }},
+		{10, "list", func() { s("ziplist") }},
+		{11, "set", func() { s("intset") }},
+		{12, "zset", func() { s("ziplist") }},
+		{13, "hash", func() { s("ziplist") }},
+		{14, "list", func() { n(2); s("zl1"); s(strings.Repeat("z", 100)) }},
+		{16, "hash", func() { s("listpack") }},
+		{17, "zset", func() { s("listpack") }},
+		{18, "list", func() { n(2); n(2); s("lp"); n(1); s("plain node") }},
+		{20, "set", func() { s("listpack") }},
+		{22, "hash", func() {
+			n(2)
+			n(0)
+			s("f")
+			s("v")
+			n(1700000000000)
+			s("g")
+			s("w")
+		}},
+		{23, "hash", func() { s("listpack ex") }},
+		{24, "hash", func() { raw(8); n(1); n(5); s("f"); s("v") }},
+		{25, "hash", func() { raw(8); s("listpack ex") }},
+		{15, "stream", func() { streamBody(o, 15) }},
+		{19, "stream", func() { streamBody(o, 19) }},
+		{21, "stream", func() { streamBody(o, 21) }},
+	}
+	for i, c := range cases {
+		o.byte(c.t)
+		s(fmt.Sprintf("key%d", i))
+		c.body()
+		if err := w.String([]byte(fmt.Sprintf("after%d", i)), []byte("ok"), -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	es, err := readAll(t, buf.Bytes(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 2*len(cases) {
+		t.Fatalf("%d records for %d cases", len(es), len(cases))
+	}
+	for i, c := range cases {
+		var te *TypeError
+		e, after := es[2*i], es[2*i+1]
+		if !errors.As(e.Err, &te) || te.Name != c.name || te.Type != c.t || string(te.Key) != fmt.Sprintf("key%d", i) {
+			t.Errorf("type %d: %+v (%v)", c.t, e, e.Err)
+		}
+		if c.t == 7 && te.Module != "other-mod" {
+			t.Errorf("module named %q", te.Module)
+		}
+		if string(after.Key) != fmt.Sprintf("after%d", i) || string(after.String) != "ok" {
+			t.Fatalf("after type %d: %+v", c.t, after)
+		}
+	}
+}
+
+// streamBody writes a stream of RDB type t (15: Redis 5-6.2, 19: 7.0,
+// 21: 7.2+) with a listpack, a consumer group, a pending entry and a
+// consumer.
+func streamBody(o *output, t byte) {
+	n := func(v uint64) { o.length(v) }
+	s := func(v string) { o.str([]byte(v)) }
+	n(1)
+	s(string(make([]byte, 16)))
+	s("listpack")
+	n(3)
+	n(1700000000000)
+	n(0)
+	if t >= 19 {
+		n(1700000000000)
+		n(0)
+		n(0)
+		n(0)
+		n(3)
+	}
+	n(1) // groups
+	s("g")
+	n(1700000000000)
+	n(0)
+	if t >= 19 {
+		n(2)
+	}
+	n(1) // PEL
+	o.write(make([]byte, 16+8))
+	n(1)
+	n(1) // consumers
+	s("c1")
+	o.write(make([]byte, 8))
+	if t >= 21 {
+		o.write(make([]byte, 8))
+	}
+	n(1)
+	o.write(make([]byte, 16))
+}
+
+// TestLargeStringsCompressedWhenWorthIt: a large string is LZF-compressed
+// when its start compresses (an empty filter's zeros) and stored raw
+// without compressing it all when not (a used filter's random bits).
+func TestLargeStringsCompressedWhenWorthIt(t *testing.T) {
+	zeros := make([]byte, 4<<20)
+	random := make([]byte, 4<<20)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range random {
+		random[i] = byte(rng.Uint32())
+	}
+	for _, c := range []struct {
+		data       []byte
+		compressed bool
+	}{{zeros, true}, {random, false}} {
+		p := DumpString(c.data, DumpVersion)
+		if got := len(p) < len(c.data)/2; got != c.compressed {
+			t.Errorf("%d bytes dumped as %d", len(c.data), len(p))
+		}
+		e, err := ParseDump(p, Options{})
+		if err != nil || !bytes.Equal(e.String, c.data) {
+			t.Fatalf("round trip: %v", err)
+		}
+	}
+}
+
+// TestReaderKeyAttributes: the expiry in seconds of old files, the LRU
+// idle time and the LFU frequency are given with the key they precede,
+// and not with the next one; RESIZEDB, SLOT_INFO and module aux data are
+// passed over.
+func TestReaderKeyAttributes(t *testing.T) {
+	var buf bytes.Buffer
+	w, _ := NewWriter(&buf, 12)
+	o := &w.out
+	o.byte(opResizeDB)
+	o.length(3)
+	o.length(1)
+	o.byte(opSlotInfo)
+	o.length(1)
+	o.length(2)
+	o.length(3)
+	o.byte(opModuleAux)
+	id, _ := ModuleTypeID("other-mod", 1)
+	o.length(id)
+	o.length(modUint)
+	o.length(2)
+	o.length(modString)
+	o.str([]byte("aux data"))
+	o.length(modEOF)
+	o.byte(opExpireTime)
+	o.write([]byte{0x40, 0x9f, 0xdc, 0x70}) // 1893506880 s, little-endian
+	o.byte(opIdle)
+	o.length(77)
+	w.String([]byte("a"), []byte("1"), -1)
+	o.byte(opFreq)
+	o.byte(9)
+	w.String([]byte("b"), []byte("2"), -1)
+	w.String([]byte("c"), []byte("3"), -1)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	es, err := readAll(t, buf.Bytes(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 4 || es[0].Kind != KindModuleAux || es[0].Module != "other-mod" || es[0].EncVer != 1 {
+		t.Fatalf("records %+v", es)
+	}
+	a, b, c := es[1], es[2], es[3]
+	if !a.HasExpire || a.ExpireAt != 1893506880000 || a.Idle != 77 || a.Freq != -1 {
+		t.Errorf("a: %+v", a)
+	}
+	if b.HasExpire || b.Idle != -1 || b.Freq != 9 {
+		t.Errorf("b: %+v", b)
+	}
+	if c.HasExpire || c.Idle != -1 || c.Freq != -1 {
+		t.Errorf("c: %+v", c)
+	}
 }

@@ -361,6 +361,9 @@ func readValue(in *input, opts *Options, e *Entry) error {
 			return err
 		}
 		if extra {
+			if f, ok := v.(interface{ Free() }); ok {
+				f.Free() // refused: its memory goes back now
+			}
 			e.Err = &ModuleError{Module: e.Module, EncVer: e.EncVer, Key: e.Key,
 				Err: fmt.Errorf("fields beyond what the decoder read")}
 			return nil

@@ -93,7 +93,7 @@ func (o *output) str(s []byte) {
 		o.write(p)
 		return
 	}
-	if o.compress && len(s) > 20 {
+	if o.compress && len(s) > 20 && compressible(s) {
 		if c := lzfCompress(s, len(s)-4); c != nil {
 			o.byte(lenEnc<<6 | encLZF)
 			o.length(uint64(len(c)))
@@ -104,6 +104,17 @@ func (o *output) str(s []byte) {
 	}
 	o.length(uint64(len(s)))
 	o.write(s)
+}
+
+// compressible reports whether LZF is worth trying on s: a large string
+// (a filter's bits, once it is in use, look random) is tried on its
+// first 64 KiB first, and stored raw unless that shrinks by 1/32.
+func compressible(s []byte) bool {
+	const probe = 64 << 10
+	if len(s) < 16*probe {
+		return true
+	}
+	return lzfCompress(s[:probe], probe-probe/32) != nil
 }
 
 // Writer writes an RDB stream.
