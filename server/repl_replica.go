@@ -64,10 +64,20 @@ type masterLink struct {
 	// ignored counts the keys the last full sync skipped
 	// (replica-ignore-unsupported yes).
 	ignored atomic.Int64
+	// retry ends the pause before the next try early (nudge).
+	retry chan struct{}
+}
+
+// nudge makes a link waiting to try again try now.
+func (l *masterLink) nudge() {
+	select {
+	case l.retry <- struct{}{}:
+	default:
+	}
 }
 
 func newMasterLink(host, port string) *masterLink {
-	l := &masterLink{host: host, port: port, stopc: make(chan struct{})}
+	l := &masterLink{host: host, port: port, stopc: make(chan struct{}), retry: make(chan struct{}, 1)}
 	l.downSince.Store(time.Now().Unix())
 	return l
 }
@@ -196,6 +206,7 @@ func (s *Server) follow(l *masterLink) {
 			return
 		case <-s.stop:
 			return
+		case <-l.retry:
 		case <-time.After(wait):
 		}
 	}
