@@ -905,3 +905,32 @@ func TestReplicaOfRedisReceivesPayloadOffTheLock(t *testing.T) {
 	waitRedisSynced(t, r, rc)
 	sameStrings(t, r, s)
 }
+
+// RedisBloom replicates a BF.ADD into a full non-scaling filter, which
+// fails on the master: it fails alike on the replica, changes nothing on
+// either, and the link stays up.
+func TestReplicaOfRedisBloomFailedAddReplicated(t *testing.T) {
+	r := startRedisBloomMaster(t)
+	c := r.Client(t)
+	ctx := context.Background()
+	s := startServer(t, Config{replRetryMin: time.Minute})
+	rc := dialRaw(t, s.Addr())
+	followRedis(t, r, rc)
+	if err := c.Do(ctx, "BF.RESERVE", "full", "0.1", "2", "NONSCALING").Err(); err != nil {
+		t.Fatal(err)
+	}
+	full := false
+	for i := 0; i < 100 && !full; i++ {
+		err := c.Do(ctx, "BF.ADD", "full", "item"+strconv.Itoa(i)).Err()
+		full = err != nil && strings.Contains(err.Error(), "non scaling filter is full")
+	}
+	if !full {
+		t.Fatal("the non-scaling filter never filled")
+	}
+	c.Set(ctx, "after", "1", 0)
+	waitRedisSynced(t, r, rc)
+	sameFilters(t, r, s, []string{"item1", "item50"})
+	if got := redisInfo(t, r, "stats", "sync_full"); got != "1" {
+		t.Errorf("sync_full = %s, want 1", got)
+	}
+}

@@ -19,7 +19,9 @@ package server
 //     replica-ignore-unsupported is yes (then they are skipped and counted);
 //   - the stream goes through the one apply path (srcRedisMaster); a
 //     command this server does not have, SELECT of another database, or a
-//     command that fails here stops the link with an error, and the next
+//     command that fails here (but a RedisBloom command: RedisBloom
+//     replicates some that failed on the master, which changed nothing on
+//     either side) stops the link with an error, and the next
 //     sync is a full one (the master's data is then read whole again):
 //     the replica never goes on silently different from its master.
 //
