@@ -342,7 +342,8 @@ func TestReplicaOfRedisWriterDuringSync(t *testing.T) {
 	}
 }
 
-// A short break of the link (the master closes it) is healed by a
+// A short break of the link (the master closes it, or the replica: CLIENT
+// KILL TYPE master) is healed by a
 // partial resynchronization: the master continues the stream from the
 // replica's offset (+CONTINUE), with no second full sync, and the writes
 // made while the link was down arrive.
@@ -355,7 +356,10 @@ func TestReplicaOfRedisPartialResync(t *testing.T) {
 	rc := dialRaw(t, s.Addr())
 	followRedis(t, r, rc)
 	for round := range 3 {
-		if err := c.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
+		if round == 1 {
+			// From this side, as on a Redis replica.
+			mustDo(t, rc, ":1", "CLIENT", "KILL", "TYPE", "master")
+		} else if err := c.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
 			t.Fatal(err)
 		}
 		for i := range 100 {

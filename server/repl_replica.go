@@ -132,6 +132,27 @@ func (l *masterLink) stopped() bool {
 	}
 }
 
+// killMasterLink closes the connection to this replica's master, if one
+// is open (CLIENT KILL TYPE master): the link reconnects and asks to
+// continue (PSYNC). It reports whether there was one.
+func (s *Server) killMasterLink() bool {
+	s.repl.mu.Lock()
+	l := s.repl.link
+	s.repl.mu.Unlock()
+	if l == nil || l.stopped() {
+		return false
+	}
+	l.mu.Lock()
+	nc := l.conn
+	l.conn = nil
+	l.mu.Unlock()
+	if nc == nil {
+		return false
+	}
+	closeNow(nc)
+	return true
+}
+
 // close stops the link (REPLICAOF elsewhere, REPLICAOF NO ONE, shutdown).
 func (l *masterLink) close() {
 	l.once.Do(func() {
