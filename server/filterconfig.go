@@ -153,12 +153,11 @@ var replayFilterConfig = func() *filterConfig {
 func (s *Server) filterConfig() *filterConfig {
 	if s.db.Loading() || s.db.Following() {
 		// Replaying the log, or applying a master's stream: a Redis
-		// master's stream creates filters as its RedisBloom does (a
-		// bloom serve master logs the parameters it used).
-		if l := s.repl.following.Load(); l != nil && s.db.Following() {
-			if fc := l.filter.Load(); fc != nil && l.redis.Load() {
-				return fc
-			}
+		// master's stream (or one a bloom serve master passes on)
+		// creates filters as its RedisBloom does (a bloom serve master's
+		// own stream logs the parameters it used).
+		if fc := s.streamFilters(); fc != nil && s.db.Following() {
+			return fc
 		}
 		return replayFilterConfig
 	}

@@ -717,6 +717,12 @@ func TestReplicaOfRedisBloomModuleParameters(t *testing.T) {
 	s := startServer(t, Config{replRetryMin: 50 * time.Millisecond})
 	rc := dialRaw(t, s.Addr())
 	followRedis(t, r, rc)
+	// A bloom serve replica of it (a chain) creates the same filters:
+	// its master passes the Redis master's parameters on.
+	h, p := hostPort(t, s)
+	chained := startServer(t, Config{ReplicaOf: h + " " + p})
+	cc := dialRaw(t, chained.Addr())
+	waitSynced(t, rc, cc)
 	ctx := context.Background()
 	for _, cmd := range [][]any{
 		{"BF.ADD", "a", "x"},
@@ -731,6 +737,8 @@ func TestReplicaOfRedisBloomModuleParameters(t *testing.T) {
 	}
 	waitRedisSynced(t, r, rc)
 	sameFilters(t, r, s, []string{"x", "y", "z"})
+	waitSynced(t, rc, cc)
+	sameFilters(t, r, chained, []string{"x", "y", "z"})
 	if got := rc.do("BF.INFO", "a", "CAPACITY"); got != "[:500]" && got != ":500" {
 		t.Errorf("BF.INFO a CAPACITY = %s, want 500 (the master's INITIAL_SIZE)", got)
 	}

@@ -25,6 +25,10 @@ package server
 //     sync is a full one (the master's data is then read whole again):
 //     the replica never goes on silently different from its master.
 //
+// A bloom serve replica of this server (a chain) gets the Redis stream as
+// it came; it asks for the Redis master's parameters with REPLCONF
+// bloomkit-filter-params, so its filters are the same.
+//
 // Errors that a retry a second later would meet again (unsupported keys
 // or commands) are retried with the growing pause of errFullSyncFailed.
 
@@ -461,4 +465,51 @@ func redisStreamCheck(args [][]byte) error {
 		}
 	}
 	return nil
+}
+
+// streamFilters is the filter configuration the stream this server passes
+// to its replicas creates filters with: its master's, when that is a
+// Redis master or a bloom serve passing one on; nil for RedisBloom's
+// defaults (a master's own stream logs the parameters it used).
+func (s *Server) streamFilters() *filterConfig {
+	if l := s.repl.following.Load(); l != nil {
+		return l.filter.Load()
+	}
+	return nil
+}
+
+// encodeMasterFilters is REPLCONF bloomkit-filter-params' answer:
+// "name=value" pairs of masterFilterParams, or "OK" for none.
+func encodeMasterFilters(fc *filterConfig) string {
+	if fc == nil {
+		return "OK"
+	}
+	parts := make([]string, len(masterFilterParams))
+	for i, p := range masterFilterParams {
+		parts[i] = filterParams[p].name + "=" + fc.str[p]
+	}
+	return strings.Join(parts, " ")
+}
+
+// decodeMasterFilters reads a master's answer to REPLCONF
+// bloomkit-filter-params: nil for "+OK" or an error (a master that does
+// not know the option).
+func decodeMasterFilters(line string) (*filterConfig, error) {
+	if !strings.HasPrefix(line, "+") || line == "+OK" {
+		return nil, nil
+	}
+	fc := replayFilterConfig
+	for _, f := range strings.Fields(line[1:]) {
+		name, val, _ := strings.Cut(f, "=")
+		i, ok := lookupFilterParam(name)
+		if !ok || !slices.Contains(masterFilterParams, i) {
+			return nil, fmt.Errorf("the master's filter parameters %q: unknown %q", line, name)
+		}
+		next, err := fc.with(i, val)
+		if err != nil {
+			return nil, fmt.Errorf("the master's filter parameters %q: %v", line, err)
+		}
+		fc = next
+	}
+	return fc, nil
 }

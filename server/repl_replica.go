@@ -389,6 +389,19 @@ func (s *Server) syncWith(l *masterLink) error {
 			"master", net.JoinHostPort(l.host, l.port), "from", from,
 			"bf-error-rate", fc.str[fpBFErrorRate], "bf-initial-size", fc.str[fpBFInitialSize], "bf-expansion-factor", fc.str[fpBFExpansion],
 			"cf-initial-size", fc.str[fpCFInitialSize], "cf-bucket-size", fc.str[fpCFBucketSize])
+	} else {
+		// A bloom serve master that follows a Redis master passes the
+		// stream on as it came: the filters it creates take that Redis
+		// master's parameters here too (an older master does not know
+		// the option: RedisBloom's defaults, as before).
+		if line, err = send("REPLCONF", "bloomkit-filter-params", "?"); err != nil {
+			return err
+		}
+		fc, err := decodeMasterFilters(line)
+		if err != nil {
+			return err
+		}
+		l.filter.Store(fc)
 	}
 	// The history this server holds: its replication ID and offset,
 	// once it has one (a full sync, or this server's own as a master).
