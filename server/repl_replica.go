@@ -361,7 +361,8 @@ func (s *Server) syncWith(l *masterLink) error {
 	if strings.Contains(line, "replica of itself") {
 		return errors.New("REPLICAOF points at this server itself")
 	}
-	// A master that does not know it is a Redis server (repl_redis.go).
+	// A master that does not know the option is a Redis server
+	// (repl_redis.go).
 	redis := strings.HasPrefix(line, "-ERR Unrecognized REPLCONF option")
 	l.redis.Store(redis)
 	if redis {
