@@ -226,6 +226,7 @@ func TestReplicaOfRedisStrings(t *testing.T) {
 				{"SET", "s8", "h", "EXAT", strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)},
 				{"EVAL", "redis.call('SET', KEYS[1], ARGV[1]); redis.call('DEL', KEYS[2]); return 1", "2", "lua", "n:3", "from-a-script"},
 				{"PUBLISH", "news", "hello"},
+				{"SPUBLISH", "news", "hello"},
 			}
 			for _, cmd := range cmds {
 				if err := c.Do(ctx, cmd...).Err(); err != nil && err != redis.Nil {

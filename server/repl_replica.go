@@ -865,6 +865,11 @@ func (s *Server) applyFromMaster(l *masterLink, sess *Session, cmds [][][]byte, 
 			s.publish(args[1], args[2]) // to this server's subscribers
 			continue
 		}
+		if !ok && strings.EqualFold(string(args[0]), "spublish") {
+			// A Redis master's sharded PUBLISH: no data, and no shard
+			// channels here.
+			continue
+		}
 		if !ok {
 			// Applying the rest while this one is lost would leave the
 			// replica different from its master without a word.
