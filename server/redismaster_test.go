@@ -227,6 +227,8 @@ func TestReplicaOfRedisStrings(t *testing.T) {
 				{"EVAL", "redis.call('SET', KEYS[1], ARGV[1]); redis.call('DEL', KEYS[2]); return 1", "2", "lua", "n:3", "from-a-script"},
 				{"PUBLISH", "news", "hello"},
 				{"SPUBLISH", "news", "hello"},
+				{"FUNCTION", "LOAD", "#!lua name=lib" + diskless + "\nredis.register_function('setf', function(keys, args) return redis.call('SET', keys[1], args[1]) end)"},
+				{"FCALL", "setf", "1", "by-function", "v"},
 			}
 			for _, cmd := range cmds {
 				if err := c.Do(ctx, cmd...).Err(); err != nil && err != redis.Nil {

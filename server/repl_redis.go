@@ -445,8 +445,8 @@ func describeSkipped(m map[string]int) string {
 // a command this server cannot apply exactly, before any of a
 // transaction's commands runs.
 func redisStreamCheck(args [][]byte) error {
-	if strings.EqualFold(string(args[0]), "spublish") {
-		return nil // a message, no data (applyFromMaster passes it over)
+	if redisPassedOver(args[0]) {
+		return nil
 	}
 	cmd, ok := lookupCommand(args[0])
 	if !ok {
@@ -515,4 +515,14 @@ func decodeMasterFilters(line string) (*filterConfig, error) {
 		fc = next
 	}
 	return fc, nil
+}
+
+// redisPassedOver reports the commands of a Redis master's stream that
+// hold no data bloom serve keeps, passed over: SPUBLISH (a message to
+// shard channels, which bloom serve has not) and FUNCTION (LOAD, DELETE,
+// FLUSH, RESTORE: libraries of code; bloom serve runs none, and FCALL's
+// writes reach the stream as their effects). The RDB's function
+// libraries are passed over likewise.
+func redisPassedOver(name []byte) bool {
+	return strings.EqualFold(string(name), "spublish") || strings.EqualFold(string(name), "function")
 }

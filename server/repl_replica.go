@@ -865,9 +865,7 @@ func (s *Server) applyFromMaster(l *masterLink, sess *Session, cmds [][][]byte, 
 			s.publish(args[1], args[2]) // to this server's subscribers
 			continue
 		}
-		if !ok && strings.EqualFold(string(args[0]), "spublish") {
-			// A Redis master's sharded PUBLISH: no data, and no shard
-			// channels here.
+		if !ok && l.redis.Load() && redisPassedOver(args[0]) {
 			continue
 		}
 		if !ok {
