@@ -106,12 +106,12 @@ func (o *output) str(s []byte) {
 	o.write(s)
 }
 
-// compressible reports whether LZF is worth trying on s: a large string
-// (a filter's bits, once it is in use, look random) is tried on its
-// first 64 KiB first, and stored raw unless that shrinks by 1/32.
+// compressible reports whether LZF is worth trying on s: a string of 16
+// KiB or more (a filter's bits, once it is in use, look random) is tried
+// on its first 4 KiB first, and stored raw unless that shrinks by 1/32.
 func compressible(s []byte) bool {
-	const probe = 64 << 10
-	if len(s) < 16*probe {
+	const probe = 4 << 10
+	if len(s) < 4*probe {
 		return true
 	}
 	return lzfCompress(s[:probe], probe-probe/32) != nil
