@@ -6,8 +6,9 @@ import (
 )
 
 // The master's RedisBloom parameters are read from the replies Redis
-// gives: Redis 8's CONFIG GET bf-* cf-* (recorded from Redis 8.2), Redis
-// 7's MODULE LIST with the bf module's load arguments, and refusals.
+// gives: Redis 8's CONFIG GET bf-* cf-* (name/value pairs, written here by
+// hand: these tests have no Redis 8), Redis 7's MODULE LIST with the bf
+// module's load arguments, and refusals.
 func TestRedisMasterFilters(t *testing.T) {
 	s := &Server{}
 	replies := func(m map[string]respValue) func(args ...string) (respValue, error) {
