@@ -493,6 +493,33 @@ func TestReplicaOfRedisUnsupportedTypes(t *testing.T) {
 	if got := replInfo(t, rc, "replication", "master_sync_last_error"); got != "" {
 		t.Errorf("master_sync_last_error = %q after a sync that succeeded", got)
 	}
+	// The stream's writes to keys of those types are passed over too,
+	// counted; the link stays up.
+	fulls := redisInfo(t, r, "stats", "sync_full")
+	c.HSet(ctx, "h", "f2", "v2")
+	c.RPush(ctx, "l1", "b")
+	c.ZAdd(ctx, "z", redis.Z{Score: 2, Member: "n"})
+	tx := c.TxPipeline()
+	tx.SAdd(ctx, "set", "m2")
+	tx.Set(ctx, "str", "v2", 0)
+	if _, err := tx.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitRedisSynced(t, r, rc)
+	if got := rc.do("GET", "str"); got != `"v2"` {
+		t.Errorf("GET str = %s", got)
+	}
+	if got := replInfo(t, rc, "replication", "master_stream_skipped_commands"); got != "4" {
+		t.Errorf("master_stream_skipped_commands = %s, want 4", got)
+	}
+	if got := redisInfo(t, r, "stats", "sync_full"); got != fulls {
+		t.Errorf("sync_full went from %s to %s", fulls, got)
+	}
+	// One that would replace a key this server holds stops the link.
+	c.SInterStore(ctx, "str", "set")
+	poll.True(t, 10*time.Second, "the link to stop on SINTERSTORE onto a string key", func() bool {
+		return strings.Contains(replInfo(t, rc, "replication", "master_sync_last_error"), "SINTERSTORE")
+	})
 }
 
 // A Redis master whose replication user may only replicate (AUTH with

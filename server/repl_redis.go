@@ -526,3 +526,53 @@ func decodeMasterFilters(line string) (*filterConfig, error) {
 func redisPassedOver(name []byte) bool {
 	return strings.EqualFold(string(name), "spublish") || strings.EqualFold(string(name), "function")
 }
+
+// unsupportedTypeCommand is the Redis type a write command of a Redis
+// master's stream works on, when it is a type this server does not hold
+// (a hash, list, set, sorted set, stream, or RedisBloom's other types),
+// or "". With replica-ignore-unsupported yes such a command is passed over
+// as the keys it works on were skipped (passOverUnsupported). Commands
+// on strings this server does not have (INCR, APPEND, PFADD, …) are not
+// among them: they change keys it holds.
+func unsupportedTypeCommand(name []byte) string {
+	n := strings.ToLower(string(name))
+	if t, ok := unsupportedWrites[n]; ok {
+		return t
+	}
+	for _, p := range []string{"cms.", "topk.", "tdigest."} {
+		if strings.HasPrefix(n, p) {
+			return strings.TrimSuffix(p, ".")
+		}
+	}
+	return ""
+}
+
+var unsupportedWrites = func() map[string]string {
+	m := map[string]string{}
+	for t, names := range map[string]string{
+		"hash":   "hset hsetnx hmset hdel hincrby hincrbyfloat hexpire hpexpire hexpireat hpexpireat hpersist hgetdel hgetex hsetex",
+		"list":   "lpush rpush lpushx rpushx lpop rpop linsert lset lrem ltrim lmove rpoplpush blpop brpop blmove brpoplpush lmpop blmpop",
+		"set":    "sadd srem spop smove sinterstore sunionstore sdiffstore",
+		"zset":   "zadd zincrby zrem zremrangebyscore zremrangebyrank zremrangebylex zpopmin zpopmax bzpopmin bzpopmax zunionstore zinterstore zdiffstore zrangestore zmpop bzmpop geoadd georadius georadiusbymember geosearchstore",
+		"stream": "xadd xdel xtrim xgroup xack xclaim xautoclaim xsetid xreadgroup",
+	} {
+		for _, n := range strings.Fields(names) {
+			m[n] = t
+		}
+	}
+	return m
+}()
+
+// passOverUnsupported checks that a command of a type this server does
+// not hold touches none of its keys (db.mu held): no argument names a key
+// it holds. One that does (a ZUNIONSTORE onto a string key, say) would
+// change what this server holds, and stops the link.
+func (s *Server) passOverUnsupported(args [][]byte) error {
+	for _, a := range args[1:] {
+		if s.db.Lookup(string(a)) != nil {
+			return fmt.Errorf("%w: the master's stream holds %s naming %q, a key this server holds; a %s command would change it", errUnsupported,
+				strings.ToUpper(trimArg(args[0])), trimArg(a), unsupportedTypeCommand(args[0]))
+		}
+	}
+	return nil
+}

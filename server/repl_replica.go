@@ -62,9 +62,10 @@ type masterLink struct {
 	// filters its stream creates are created with.
 	redis  atomic.Bool
 	filter atomic.Pointer[filterConfig]
-	// ignored counts the keys the last full sync skipped
+	// ignored counts the keys the last full sync skipped, skippedCmds
+	// the stream's commands on keys of such types passed over since
 	// (replica-ignore-unsupported yes).
-	ignored atomic.Int64
+	ignored, skippedCmds atomic.Int64
 	// retry ends the pause before the next try early (nudge).
 	retry chan struct{}
 }
@@ -838,18 +839,34 @@ func (s *Server) sendAck(l *masterLink, nc net.Conn) {
 // when that can be known beforehand.
 func (s *Server) applyFromMaster(l *masterLink, sess *Session, cmds [][][]byte, txn bool) error {
 	src := srcMaster
+	var skip []bool // commands of a type this server does not hold, passed over
 	if l.redis.Load() {
 		src = srcRedisMaster
-		for _, args := range cmds {
-			if err := redisStreamCheck(args); err != nil {
+		for i, args := range cmds {
+			err := redisStreamCheck(args)
+			if err == nil {
+				continue
+			}
+			if !s.repl.ignoreUnsupported.Load() || unsupportedTypeCommand(args[0]) == "" {
 				return err
 			}
+			if skip == nil {
+				skip = make([]bool, len(cmds))
+			}
+			skip[i] = true
 		}
 	}
 	s.db.Lock()
 	defer s.db.Unlock()
 	if !s.linkCurrent(l) {
 		return errLinkStopped
+	}
+	for i, args := range cmds {
+		if i < len(skip) && skip[i] {
+			if err := s.passOverUnsupported(args); err != nil {
+				return err
+			}
+		}
 	}
 	var failed error
 	var reply Reply
@@ -859,7 +876,11 @@ func (s *Server) applyFromMaster(l *masterLink, sess *Session, cmds [][][]byte, 
 	if txn {
 		s.beginTxn()
 	}
-	for _, args := range cmds {
+	for i, args := range cmds {
+		if i < len(skip) && skip[i] {
+			l.skippedCmds.Add(1)
+			continue
+		}
 		cmd, ok := lookupCommand(args[0])
 		if ok && cmd.name == "publish" && len(args) == 3 {
 			s.publish(args[1], args[2]) // to this server's subscribers

@@ -479,6 +479,9 @@ func (s *Server) replicationInfo() []string {
 		if n := l.ignored.Load(); n > 0 {
 			lines = append(lines, "master_sync_skipped_keys:"+itoa(n))
 		}
+		if n := l.skippedCmds.Load(); n > 0 {
+			lines = append(lines, "master_stream_skipped_commands:"+itoa(n))
+		}
 	} else {
 		lines = append(lines, "role:master")
 	}
