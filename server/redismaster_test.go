@@ -781,7 +781,8 @@ func TestReplicaOfRedisBloomModuleParameters(t *testing.T) {
 // RedisBloom's other types (Count-Min Sketch, Top-K, t-digest) are keys
 // bloom serve cannot hold: the sync stops naming each module type and its
 // count; with replica-ignore-unsupported yes the filters load without
-// them. A command of those types in the stream stops the link.
+// them, and the stream's writes to them are passed over; with no, such a
+// write stops the link.
 func TestReplicaOfRedisBloomOtherTypes(t *testing.T) {
 	r := startRedisBloomMaster(t)
 	c := r.Client(t)
@@ -822,11 +823,22 @@ func TestReplicaOfRedisBloomOtherTypes(t *testing.T) {
 	if got := replInfo(t, rc, "replication", "master_sync_skipped_keys"); got != "4" {
 		t.Errorf("master_sync_skipped_keys = %s, want 4", got)
 	}
+	// Their writes in the stream are passed over with them; with
+	// replica-ignore-unsupported no, one stops the link.
 	if err := c.Do(ctx, "CMS.INCRBY", "cms1", "a", "1").Err(); err != nil {
 		t.Fatal(err)
 	}
-	poll.True(t, 10*time.Second, "the link to stop on CMS.INCRBY", func() bool {
-		return strings.Contains(replInfo(t, rc, "replication", "master_sync_last_error"), "CMS.INCRBY")
+	c.Do(ctx, "BF.ADD", "bf", "y")
+	waitRedisSynced(t, r, rc)
+	if got := replInfo(t, rc, "replication", "master_stream_skipped_commands"); got != "1" {
+		t.Errorf("master_stream_skipped_commands = %s, want 1", got)
+	}
+	mustDo(t, rc, "+OK", "CONFIG", "SET", "replica-ignore-unsupported", "no")
+	if err := c.Do(ctx, "TOPK.ADD", "topk", "a").Err(); err != nil {
+		t.Fatal(err)
+	}
+	poll.True(t, 10*time.Second, "the link to stop on TOPK.ADD", func() bool {
+		return strings.Contains(replInfo(t, rc, "replication", "master_sync_last_error"), "TOPK.ADD")
 	})
 }
 

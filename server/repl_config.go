@@ -89,7 +89,7 @@ func init() {
 			s.repl.ignoreUnsupported.Store(b)
 			// A sync it stopped is tried again now, not after the
 			// pause (up to a minute): the operator's answer counts.
-			if l := s.repl.following.Load(); l != nil {
+			if l := s.repl.following.Load(); l != nil && !l.up() {
 				l.nudge()
 			}
 			return nil
