@@ -33,6 +33,11 @@ type command struct {
 	hasSubcommands bool
 	fast           bool // flag "fast": LATENCY records it as a fast-command
 	admin          bool // flag "admin": MONITOR does not show it
+	// loading: flag "loading", it runs while the data is loaded (others
+	// are answered -LOADING); noAsyncLoading: flag "no_async_loading",
+	// refused while a replica loads its master's data (loading.go).
+	loading        bool
+	noAsyncLoading bool
 	fn             handlerFunc
 	// keys names a request's key arguments when first, last and step
 	// cannot (a subcommand's key, an option that changes the access):
@@ -215,6 +220,8 @@ func init() {
 		for _, f := range c.flags {
 			c.fast = c.fast || f == "fast"
 			c.admin = c.admin || f == "admin"
+			c.loading = c.loading || f == "loading"
+			c.noAsyncLoading = c.noAsyncLoading || f == "no_async_loading"
 		}
 		commandTable[c.name] = c
 	}

@@ -454,6 +454,9 @@ func (s *Server) loadFullSync(l *masterLink, br *bufio.Reader, replid string, mo
 	src := &countReader{r: io.LimitReader(br, size), n: &l.syncRead}
 	fresh := keyspace.New(0, s.cfg.Now)
 	if s.aof == nil {
+		// Loaded while the old data serves (async_loading, loading.go).
+		s.beginLoading(loadingAsync, size)
+		defer s.loading.phase.Store(notLoading)
 		if _, _, err := fresh.ReadSnapshot(&payloadFile{src, size}, "(sync payload from the master)"); err != nil {
 			if got := l.syncRead.Load(); got < size {
 				return fmt.Errorf("full sync: sync payload truncated (%d of %d bytes): %w", got, size, err)
@@ -515,6 +518,12 @@ func (s *Server) loadFullSync(l *masterLink, br *bufio.Reader, replid string, mo
 		undo()
 		return fmt.Errorf("full sync: %w", err)
 	}
+	// Loaded while the old data serves (async_loading, loading.go).
+	s.beginLoading(loadingAsync, size)
+	defer s.loading.phase.Store(notLoading)
+	if h := testHookAsyncLoad.Load(); h != nil {
+		(*h)()
+	}
 	_, _, err = fresh.ReadSnapshot(f, s.dir.Path(SnapshotName(gen)))
 	f.Close()
 	if err != nil {
@@ -526,6 +535,7 @@ func (s *Server) loadFullSync(l *masterLink, br *bufio.Reader, replid string, mo
 		undo()
 		return err
 	}
+	s.loading.phase.Store(notLoading) // the master's data serves
 	p.gen.Store(gen)
 	p.lastSave.Store(time.Now().Unix())
 	if names, err := s.dir.List(); err == nil {
@@ -572,6 +582,10 @@ func (s *Server) swapIn(l *masterLink, fresh *keyspace.DB, replid string, moff i
 // sync's payload into its data directory (tests stand it in for a master
 // that stalls).
 var testHookSyncPayload atomic.Pointer[func()]
+
+// testHookAsyncLoad, if set, runs when a replica starts loading a full
+// sync's snapshot (tests hold the load there).
+var testHookAsyncLoad atomic.Pointer[func()]
 
 // countReader counts the bytes read through it.
 type countReader struct {

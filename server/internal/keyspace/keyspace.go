@@ -682,10 +682,22 @@ func (db *DB) Used() uint64 { return db.used }
 func (db *DB) Unaccount(n uint64) { db.used -= min(n, db.used) }
 
 // Limit is the memory limit in force (0: none).
-func (db *DB) Limit() uint64 { return db.limit }
+func (db *DB) Limit() uint64 {
+	if db.loading {
+		return db.loadLimit
+	}
+	return db.limit
+}
 
-// SetLimit changes the memory limit (CONFIG SET maxmemory).
-func (db *DB) SetLimit(n uint64) { db.limit = n }
+// SetLimit changes the memory limit (CONFIG SET maxmemory). While loading
+// (BeginLoad) no limit applies: the new one takes effect at EndLoad.
+func (db *DB) SetLimit(n uint64) {
+	if db.loading {
+		db.loadLimit = n
+		return
+	}
+	db.limit = n
+}
 
 // Dirty counts the changes since start-up (rdb_changes_since_last_save
 // is the difference from its value at the last snapshot).
