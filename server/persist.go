@@ -178,11 +178,15 @@ func (s *Server) loadData(stop <-chan struct{}) (err error) {
 		logStart[d.Path(LogName(g))] = at
 		at += chain.LogSize(i)
 	}
+	curName, curStart := "", int64(0)
 	replayed, err := chain.Replay(func(name string, off int64, cmds [][][]byte) error {
 		if stopped() {
 			return errLoadStopped
 		}
-		progress.Store(logStart[name] + off)
+		if name != curName {
+			curName, curStart = name, logStart[name]
+		}
+		progress.Store(curStart + off)
 		for _, args := range cmds {
 			if err := s.replayCommand(sess, args, &reply); err != nil {
 				return fmt.Errorf("server: replaying %s at offset %d: %s: %w; refusing to start with a database that differs from the acknowledged one", name, off, strings.ToUpper(string(args[0])), err)
