@@ -194,6 +194,8 @@ var commandDocs = map[string]cmdDoc{
 	"mset":         {group: "string", since: "1.0.1", summary: "Atomically creates or modifies the string values of one or more keys", complexity: "O(N) where N is the number of keys to set", categories: "string"},
 	"mget":         {group: "string", since: "1.0.0", summary: "Atomically returns the string values of one or more keys", complexity: "O(N) where N is the number of keys to retrieve", categories: "string"},
 	"memory":       {group: "server", since: "4.0.0", summary: "A container for memory diagnostics commands", complexity: "Depends on subcommand."},
+	"object":       {group: "generic", since: "2.2.3", summary: "A container for object introspection commands", complexity: "Depends on subcommand."},
+	"debug":        {group: "server", since: "1.0.0", summary: "A container for debugging commands", complexity: "Depends on subcommand."},
 	"save":         {group: "server", since: "1.0.0", summary: "Synchronously saves a snapshot", complexity: "O(N) where N is the total number of keys in all databases"},
 	"bgsave":       {group: "server", since: "1.0.0", summary: "Asynchronously saves a snapshot", complexity: "O(1) in the foreground; the snapshot is written in the background"},
 	"bgrewriteaof": {group: "server", since: "1.0.0", summary: "Asynchronously rewrites the append-only log (a snapshot and a new log)", complexity: "O(1) in the foreground"},

@@ -67,6 +67,10 @@ type Config struct {
 	// would have returned; Close or Shutdown during the load stop it and
 	// save nothing. Without it New loads the data before it returns.
 	LoadWhileServing bool
+	// EnableDebugCommand is Redis's enable-debug-command: "yes", "local"
+	// (clients on the loopback interface or a Unix socket) or "no" (the
+	// default, ""): who may run DEBUG.
+	EnableDebugCommand string
 	// NoAppendLog is Redis's "appendonly no": writes are not logged, but
 	// snapshots are still written (SAVE, BGSAVE, shutdown, and the save
 	// points: after 3600 s with 1 change, 300 s with 100, 60 s with 10,000,

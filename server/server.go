@@ -588,6 +588,18 @@ func (s *Server) do(c *Session, args [][]byte, r *Reply) {
 		s.reject(cmd, start, r)
 		return
 	}
+	if cmd.name == "debug" {
+		// Redis's protected command: refused unless enable-debug-command
+		// allows this client.
+		if msg := s.debugAllowed(c); msg != "" {
+			if c.multi != nil {
+				c.multiErr = true
+			}
+			r.Error(msg)
+			s.reject(cmd, start, r)
+			return
+		}
+	}
 	// ACL: refused before it runs or is queued (a refused command in
 	// MULTI makes EXEC abort, as in Redis).
 	if !s.checkAccess(c, cmd, args, r) {

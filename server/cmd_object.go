@@ -1,0 +1,248 @@
+package server
+
+// OBJECT and DEBUG: what Redis 7 answers about a key's representation,
+// and the DEBUG subcommands an operator or a test suite uses (SLEEP,
+// OBJECT), behind enable-debug-command as in Redis.
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bloomkit/bloomkit/server/internal/acl"
+	"github.com/bloomkit/bloomkit/server/internal/keyspace"
+)
+
+// objectKeys is OBJECT's key: its third argument, looked at without its
+// value (Redis's key flags RO without ACCESS: a pattern must match).
+func objectKeys(args [][]byte, visit func(int, acl.Perm)) {
+	if len(args) >= 3 {
+		switch strings.ToLower(string(args[1])) {
+		case "encoding", "freq", "idletime", "refcount":
+			visit(2, 0)
+		}
+	}
+}
+
+// sharedRefcount is the reference count Redis reports for its shared
+// integers (OBJ_SHARED_REFCOUNT), 0 to 9999.
+const sharedRefcount = math.MaxInt32
+
+// errNoLFU is Redis's OBJECT FREQ error under any policy but an LFU one;
+// maxmemory-policy is noeviction here.
+const errNoLFU = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
+
+var objectHelp = []string{
+	"OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"ENCODING <key>",
+	"    Return the kind of internal representation used in order to store the value",
+	"    associated with a <key>.",
+	"FREQ <key>",
+	"    Return the access frequency index of the <key>. The returned integer is",
+	"    proportional to the logarithm of the recent access frequency of the key.",
+	"IDLETIME <key>",
+	"    Return the idle time of the <key>, that is the approximated number of",
+	"    seconds elapsed since the last access to the key.",
+	"REFCOUNT <key>",
+	"    Return the number of references of the value associated with the specified",
+	"    <key>.",
+	"HELP",
+	"    Prints this help.",
+}
+
+// OBJECT ENCODING|FREQ|IDLETIME|REFCOUNT key | HELP (db.mu held). The key
+// is looked at without counting an access, as Redis's LOOKUP_NOTOUCH.
+func cmdObject(s *Server, c *Session, args [][]byte, r *Reply) {
+	sub := strings.ToLower(string(args[1]))
+	switch sub {
+	case "help":
+		if len(args) != 2 {
+			r.Error(wrongArity("object|help"))
+			return
+		}
+		r.Array(len(objectHelp))
+		for _, l := range objectHelp {
+			r.Simple(l)
+		}
+		return
+	case "encoding", "freq", "idletime", "refcount":
+	default:
+		r.Error("ERR unknown subcommand '" + trimArg(args[1]) + "'. Try OBJECT HELP.")
+		return
+	}
+	if len(args) != 3 {
+		r.Error(wrongArity("object|" + sub))
+		return
+	}
+	e := s.db.Peek(string(args[2]))
+	if e == nil {
+		r.Null()
+		return
+	}
+	switch sub {
+	case "encoding":
+		enc, _ := objectEncoding(e)
+		r.BulkString(enc)
+	case "refcount":
+		_, ref := objectEncoding(e)
+		r.Int(ref)
+	case "idletime":
+		r.Int(s.db.IdleSeconds(e))
+	case "freq":
+		r.Error(errNoLFU)
+	}
+}
+
+// objectEncoding is OBJECT ENCODING and REFCOUNT of e as Redis 7 answers
+// them: a string is "int" when it is an integer Redis would store as one
+// (a shared object for 0 to 9999), "embstr" up to 44 bytes, "raw" beyond;
+// a filter is a module value, which Redis reports as "raw".
+func objectEncoding(e *keyspace.Entry) (string, int64) {
+	if e.Kind != keyspace.KindString {
+		return "raw", 1
+	}
+	v := e.StrBytes()
+	if n, ok := redisInteger(v); ok {
+		if n >= 0 && n < 10000 {
+			return "int", sharedRefcount
+		}
+		return "int", 1
+	}
+	if len(v) <= 44 {
+		return "embstr", 1
+	}
+	return "raw", 1
+}
+
+// redisInteger parses v as Redis's string2ll does for its int encoding: an
+// optional '-', digits without a leading zero (0 itself excepted), at most
+// 20 bytes, within int64; "-0" and "+1" are not integers.
+func redisInteger(v []byte) (int64, bool) {
+	if len(v) == 0 || len(v) > 20 {
+		return 0, false
+	}
+	if len(v) == 1 && v[0] == '0' {
+		return 0, true
+	}
+	digits := v
+	if v[0] == '-' {
+		digits = v[1:]
+	}
+	if len(digits) == 0 || digits[0] < '1' || digits[0] > '9' {
+		return 0, false
+	}
+	for _, b := range digits {
+		if b < '0' || b > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	return n, err == nil
+}
+
+// debugAllowed is Redis's check of a protected command (DEBUG) against
+// enable-debug-command: yes, or local for a client on the loopback
+// interface or a Unix socket. It returns the refusal, or "".
+func (s *Server) debugAllowed(c *Session) string {
+	switch s.cfg.EnableDebugCommand {
+	case "yes":
+		return ""
+	case "local":
+		if localSession(c) {
+			return ""
+		}
+	}
+	return `ERR DEBUG command not allowed. If the enable-debug-command option is set to "local", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.`
+}
+
+// localSession reports whether c is on this machine: the loopback
+// interface, a Unix socket, or no network (Server.Do).
+func localSession(c *Session) bool {
+	if c.Addr == "" {
+		return true
+	}
+	host, _, err := net.SplitHostPort(c.Addr)
+	if err != nil {
+		host = c.Addr
+	}
+	if strings.HasPrefix(host, "/") {
+		return true // a Unix socket's path
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+var debugHelp = []string{
+	"DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"OBJECT <key>",
+	"    Show low level info about `key` and associated value.",
+	"SLEEP <seconds>",
+	"    Stop the server for <seconds>. Decimals allowed.",
+	"HELP",
+	"    Prints this help.",
+}
+
+// DEBUG OBJECT key | SLEEP seconds | HELP (db.mu held: SLEEP stops every
+// command, as it stops Redis).
+func cmdDebug(s *Server, c *Session, args [][]byte, r *Reply) {
+	sub := strings.ToLower(string(args[1]))
+	switch {
+	case sub == "help" && len(args) == 2:
+		r.Array(len(debugHelp))
+		for _, l := range debugHelp {
+			r.Simple(l)
+		}
+	case sub == "sleep" && len(args) == 3:
+		// Redis reads the seconds with atof: what does not parse is 0.
+		secs, err := strconv.ParseFloat(string(args[2]), 64)
+		if err != nil || secs < 0 || math.IsNaN(secs) {
+			secs = 0
+		}
+		time.Sleep(time.Duration(math.Min(secs, 1e9) * float64(time.Second)))
+		r.OK()
+	case sub == "object" && len(args) == 3:
+		e := s.db.Peek(string(args[2]))
+		if e == nil {
+			r.Error("ERR no such key")
+			return
+		}
+		enc, ref := objectEncoding(e)
+		r.Simple(fmt.Sprintf("Value at:%p refcount:%d encoding:%s serializedlength:%d lru:%d lru_seconds_idle:%d",
+			e, ref, enc, serializedLength(e), e.LRU(), s.db.IdleSeconds(e)))
+	default:
+		r.Error("ERR unknown subcommand or wrong number of arguments for '" + trimArg(args[1]) + "'. Try DEBUG HELP.")
+	}
+}
+
+// serializedLength is DEBUG OBJECT's serializedlength: for a string, the
+// length of Redis's RDB encoding of it (an integer in 2, 3 or 5 bytes, else
+// a length prefix and the bytes); for a filter, the bytes of its value.
+func serializedLength(e *keyspace.Entry) int64 {
+	if e.Kind != keyspace.KindString {
+		return int64(e.DataBytes())
+	}
+	v := e.StrBytes()
+	if n, ok := redisInteger(v); ok {
+		switch {
+		case n >= math.MinInt8 && n <= math.MaxInt8:
+			return 2
+		case n >= math.MinInt16 && n <= math.MaxInt16:
+			return 3
+		case n >= math.MinInt32 && n <= math.MaxInt32:
+			return 5
+		}
+	}
+	switch l := len(v); {
+	case l < 1<<6:
+		return int64(1 + l)
+	case l < 1<<14:
+		return int64(2 + l)
+	case l <= math.MaxUint32:
+		return int64(5 + l)
+	default:
+		return int64(9 + l)
+	}
+}
