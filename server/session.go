@@ -83,6 +83,12 @@ type Session struct {
 	// multiBytes is the memory the queue holds (counted in the server's
 	// queuedBytes); multiLog the size of the log record its writes make.
 	multiBytes, multiLog int64
+	// mem is what CLIENT LIST reports of the connection's buffers, as its
+	// request loop last published them (client.publishMem).
+	mem sessionMem
+	// argvMem is the size of the CLIENT command running (its own
+	// goroutine's: CLIENT LIST's argv-mem for the caller).
+	argvMem int64
 	// inExec is set while EXEC runs this session's queue with the
 	// keyspace lock held: an unlocked command queued there must not take
 	// the lock again (see lockDB).
