@@ -156,6 +156,9 @@ func (s *Server) exec(c *Session, r *Reply) {
 				c.pendingWrite = true
 			}
 			c.woff = s.repl.offset()
+			if s.aof != nil {
+				c.logPos = s.aof.Appended()
+			}
 		}
 		if s.aof != nil {
 			c.pendingSync = s.aof.Appended()

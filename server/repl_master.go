@@ -48,6 +48,9 @@ type replica struct {
 	state   atomic.Int32
 	ackOff  atomic.Int64 // the offset the replica acknowledged (-1: none yet)
 	ackTime atomic.Int64 // unix seconds of the last ACK
+	// fackOff is the offset the replica acknowledged as fsynced in its
+	// append-only log (REPLCONF ACK off FACK off, Redis 7.2; WAITAOF).
+	fackOff atomic.Int64
 	once    sync.Once
 	done    chan struct{}
 	id      int64
@@ -529,6 +532,11 @@ func (s *Server) readAcks(rp *replica, rest []byte, timeout bool) {
 			if off, ok := resp.ParseInt(args[2]); ok {
 				rp.ackOff.Store(off)
 				rp.ackTime.Store(time.Now().Unix())
+				if len(args) >= 5 && strings.EqualFold(string(args[3]), "fack") {
+					if f, ok := resp.ParseInt(args[4]); ok {
+						rp.fackOff.Store(f)
+					}
+				}
 				s.wakeWaiters()
 			}
 		}

@@ -38,6 +38,10 @@ const (
 
 // masterLink is a replica's link to its master.
 type masterLink struct {
+	// fack is the offset last acknowledged as fsynced, fackNext the
+	// offset that becomes it once the log is fsynced to pos (sendAck).
+	fack       atomic.Int64
+	fackNext   atomic.Pointer[fackPoint]
 	host, port string
 	stopc      chan struct{}
 	once       sync.Once
@@ -583,6 +587,9 @@ func (s *Server) swapIn(l *masterLink, fresh *keyspace.DB, replid string, moff i
 // that stalls).
 var testHookSyncPayload atomic.Pointer[func()]
 
+// fackPoint is a replication offset and the log position that holds it.
+type fackPoint struct{ off, pos int64 }
+
 // testHookAsyncLoad, if set, runs when a replica starts loading a full
 // sync's snapshot (tests hold the load there).
 var testHookAsyncLoad atomic.Pointer[func()]
@@ -731,18 +738,38 @@ func copyArgs(args [][]byte) [][]byte {
 // once its log holds it (written to the system: a kill -9 of this
 // process loses none of it).
 func (s *Server) sendAck(l *masterLink, nc net.Conn) {
-	if s.aof != nil && s.aof.Commit(s.aof.Appended()) != nil {
+	// The offset and the log's position that holds it, at one point in
+	// time (the keyspace lock orders the log and the stream).
+	s.db.Lock()
+	off, pos := s.repl.offset(), int64(0)
+	if s.aof != nil {
+		pos = s.aof.Appended()
+	}
+	s.db.Unlock()
+	if s.aof != nil && s.aof.Commit(pos) != nil {
 		// Its log failed: an acknowledgement would tell the master (and
 		// WAIT) this server holds what its disk does not. It goes on
 		// applying the stream and acknowledges again once a snapshot
 		// has replaced the failed log.
 		return
 	}
-	off := s.repl.offset()
+	// FACK (Redis 7.2, WAITAOF): the offset this server's log holds
+	// fsynced; a pair not fsynced yet becomes it once the log is.
+	// Without a log (appendonly no) it stays 0, as Redis's.
+	if s.aof != nil && !s.cfg.NoAppendLog {
+		if synced := s.aof.Synced(); synced >= pos {
+			l.fack.Store(off)
+		} else {
+			if p := l.fackNext.Load(); p != nil && synced >= p.pos {
+				l.fack.Store(p.off)
+			}
+			l.fackNext.Store(&fackPoint{off, pos})
+		}
+	}
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	nc.SetWriteDeadline(time.Now().Add(s.replTimeout()))
-	nc.Write(appendRESP(nil, [][]byte{[]byte("REPLCONF"), []byte("ACK"), []byte(strconv.FormatInt(off, 10))}))
+	nc.Write(appendRESP(nil, [][]byte{[]byte("REPLCONF"), []byte("ACK"), []byte(strconv.FormatInt(off, 10)), []byte("FACK"), []byte(strconv.FormatInt(l.fack.Load(), 10))}))
 }
 
 // applyFromMaster applies commands of the stream (a transaction's

@@ -127,6 +127,9 @@ type Session struct {
 	handoff    *replHandoff
 	woff       int64
 	fromMaster bool
+	// logPos is the append-only log's position after this client's last
+	// write (WAITAOF's local fsync).
+	logPos int64
 	// replListening is set by REPLCONF listening-port (a replica, not a
 	// tool such as redis-cli --rdb); replBloomkit by REPLCONF
 	// bloomkit-run-id (a replica that is bloom serve and loads its

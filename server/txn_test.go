@@ -98,6 +98,7 @@ var multiCases = map[string][][]string{
 	"slaveof":   {{"SLAVEOF", "NO", "ONE"}},
 	"role":      {{"ROLE"}},
 	"wait":      {{"WAIT", "0", "0"}},
+	"waitaof":   {{"WAITAOF", "0", "0", "0"}},
 	"replconf":  {{"REPLCONF", "listening-port", "1"}},
 	"sync":      {{"SYNC"}},
 	"psync":     {{"PSYNC", "?", "-1"}},
