@@ -12,7 +12,8 @@ TESTFLAGS ?= -count=1 -timeout=30m -vet=off
 # The tests' builds leave out debugging information (DWARF), which no test
 # reads (stack traces and race reports come from the symbol table): 15% less
 # CPU to compile and link. make build and make release are unaffected.
-TESTGOFLAGS := -gcflags=all=-dwarf=false -ldflags=-w
+# The build tools run with GOGC=400 (internal/testrun/gogc.sh says why).
+TESTGOFLAGS := -gcflags=all=-dwarf=false -ldflags=-w -toolexec=$(CURDIR)/internal/testrun/gogc.sh
 TESTENV := BLOOMKIT_TEST_BIN=$(TESTBIN) GOFLAGS="$(strip $(GOFLAGS) $(TESTGOFLAGS))"
 # WATCH runs a command that prints little for minutes (go vet, builds on a
 # cold cache), with a line every 20 s.
@@ -203,6 +204,8 @@ fuzz:
 	$(GO) test ./server/internal/acl -run '^$$' -fuzz '^FuzzRules$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./server -run '^$$' -fuzz '^FuzzConfigFile$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./redisbloom -run '^$$' -fuzz '^FuzzLoadHeaders$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./server/internal/rdb -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./server/internal/rdb -run '^$$' -fuzz '^FuzzParseDump$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/bloom -run '^$$' -fuzz '^FuzzFieldKey$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/bloom -run '^$$' -fuzz '^FuzzChunkReader$$' -fuzztime $(FUZZTIME)
 

@@ -113,8 +113,12 @@ func TestAPISize(t *testing.T) {
 		"Scalable": concat(keyVerbs, whole, []string{"Config", "Len", "TryAdd", "TryAddString"}),
 		"Window":   concat(keyVerbs, whole, []string{"Config", "SetClock"}),
 		"Sync":     concat(keyVerbs, hashed),
+		// Parquet's layout: its hash is a uint64, its bitset and the
+		// Parquet header its own forms.
+		"SplitBlock":     concat(keyVerbs, whole, hashed, []string{"AppendBitset", "Intersect", "Len", "Params", "Sync", "Union", "WriteParquet"}),
+		"SplitBlockSync": concat(keyVerbs, hashed),
 	}
-	for _, v := range []any{&Filter{}, &Blocked{}, &Counting{}, &Scalable{}, &Window{}, Sync{}} {
+	for _, v := range []any{&Filter{}, &Blocked{}, &Counting{}, &Scalable{}, &Window{}, Sync{}, &SplitBlock{}, SplitBlockSync{}} {
 		typ := reflect.TypeOf(v)
 		var got []string
 		for i := range typ.NumMethod() {

@@ -11,12 +11,21 @@ import (
 // TypeCounting is the file-format type of a Counting filter.
 const TypeCounting = format.TypeCounting
 
-// CounterMax is the value at which a Counting filter's 4-bit counters
-// saturate. A saturated counter is never incremented or decremented again.
-const CounterMax = 15
+// SaturatedCount is the value at which a Counting filter's 4-bit counters
+// saturate, and the largest Count returns. A saturated counter is never
+// incremented or decremented again.
+const SaturatedCount = 15
 
-// MaxCounters is the largest number of counters a Counting filter may have:
-// at 4 bits each they take MaxBits bits.
+// CounterMax is SaturatedCount.
+//
+// Deprecated: use SaturatedCount. CounterMax (a counter's largest value)
+// and MaxCounters (the most counters a filter has) were easy to confuse.
+const CounterMax = SaturatedCount
+
+// MaxCounters is the largest number of counters a Counting filter may have
+// (its m): at 4 bits each they take MaxBits bits. Like MaxBits, MaxK and
+// the other Max limits, it bounds a size; a counter's largest value is
+// SaturatedCount.
 const MaxCounters = MaxBits / 4
 
 // Counting is a counting Bloom filter: the classic filter with each bit
@@ -37,7 +46,7 @@ const MaxCounters = MaxBits / 4
 // counters ever reaches 16 is at most about 1.37e-15 × m (Fan, Cao, Almeida
 // and Broder, "Summary Cache", 2000): 4 bits are enough for any filter that
 // fits in memory, and half of what 8-bit counters would cost. Overflow is
-// still handled safely: a counter that reaches CounterMax (15) saturates and
+// still handled safely: a counter that reaches SaturatedCount (15) saturates and
 // stays there, never incremented or decremented again. A saturated counter
 // can only make keys test present, so it never causes a false negative; the
 // price is that keys sharing it can no longer be fully removed.
@@ -151,7 +160,7 @@ func (c *Counting) DeleteString(key string) bool {
 // Count estimates how many times key is in the filter: the smallest of its
 // k counters. It is never below the true number of adds minus removes of
 // key (unless keys that were never added were removed); it is above it when
-// other keys share all of key's counters, and it is at most CounterMax.
+// other keys share all of key's counters, and it is at most SaturatedCount.
 func (c *Counting) Count(key []byte) uint64 {
 	lo, hi := hashBytes(key, c.params.Seed)
 	return uint64(c.count(lo, hi))
@@ -177,7 +186,7 @@ func (c *Counting) add(x, y uint64) {
 	for i := uint32(0); i < k; i++ {
 		pos, _ := bits.Mul64(x, m)
 		shift := (pos & 15) * 4
-		if (w[pos>>4]>>shift)&CounterMax != CounterMax {
+		if (w[pos>>4]>>shift)&SaturatedCount != SaturatedCount {
 			w[pos>>4] += 1 << shift
 		}
 		x = x*mul + y
@@ -192,7 +201,7 @@ func (c *Counting) test(x, y uint64) bool {
 	m, k, w, mul := c.params.M, c.params.K, c.words, probeMulVar
 	for i := uint32(0); i < k; i++ {
 		pos, _ := bits.Mul64(x, m)
-		if (w[pos>>4]>>((pos&15)*4))&CounterMax == 0 {
+		if (w[pos>>4]>>((pos&15)*4))&SaturatedCount == 0 {
 			return false
 		}
 		x = x*mul + y
@@ -208,10 +217,10 @@ func (c *Counting) count(x, y uint64) int {
 	if k == 0 {
 		return 0
 	}
-	least := uint64(CounterMax)
+	least := uint64(SaturatedCount)
 	for i := uint32(0); i < k; i++ {
 		pos, _ := bits.Mul64(x, m)
-		least = min(least, (w[pos>>4]>>((pos&15)*4))&CounterMax)
+		least = min(least, (w[pos>>4]>>((pos&15)*4))&SaturatedCount)
 		x = x*mul + y
 	}
 	return int(least)
@@ -231,7 +240,7 @@ func (c *Counting) remove(x, y uint64) bool {
 		// A key whose probes repeat a counter decrements it as often as it
 		// incremented it; the test for zero only matters for keys that were
 		// never added.
-		if v := (w[pos>>4] >> shift) & CounterMax; v != CounterMax && v != 0 {
+		if v := (w[pos>>4] >> shift) & SaturatedCount; v != SaturatedCount && v != 0 {
 			w[pos>>4] -= 1 << shift
 		}
 		x = x*mul + y

@@ -122,7 +122,7 @@ func TestCountingAgainstMultiset(t *testing.T) {
 						if cnt > 0 && !c.TestString(key("ms", j)) {
 							t.Fatalf("op %d: %q held %d times tests absent (%d saturated)", op, key("ms", j), cnt, c.Stats().Saturated)
 						}
-						if cnt > 0 && c.CountString(key("ms", j)) < uint64(min(cnt, CounterMax)) {
+						if cnt > 0 && c.CountString(key("ms", j)) < uint64(min(cnt, SaturatedCount)) {
 							t.Fatalf("op %d: Count(%q) = %d, held %d times", op, key("ms", j), c.CountString(key("ms", j)), cnt)
 						}
 					}
@@ -144,8 +144,8 @@ func TestCountingSaturation(t *testing.T) {
 	for range 20 {
 		c.AddString("hot")
 	}
-	if got := c.CountString("hot"); got != CounterMax {
-		t.Errorf("Count after 20 adds = %d, want %d", got, CounterMax)
+	if got := c.CountString("hot"); got != SaturatedCount {
+		t.Errorf("Count after 20 adds = %d, want %d", got, SaturatedCount)
 	}
 	sat := c.Stats().Saturated
 	if sat == 0 || sat > 5 {
@@ -158,7 +158,7 @@ func TestCountingSaturation(t *testing.T) {
 			t.Fatalf("remove %d of a saturated key returned false", i)
 		}
 	}
-	if !c.TestString("hot") || c.Stats().Saturated != sat || c.CountString("hot") != CounterMax {
+	if !c.TestString("hot") || c.Stats().Saturated != sat || c.CountString("hot") != SaturatedCount {
 		t.Error("removing a saturated key changed its counters")
 	}
 	// Below saturation, adds and removes balance exactly.
@@ -279,5 +279,24 @@ func TestCountingRoundTrip(t *testing.T) {
 	bad[len(bad)-5] |= 0xf0
 	if err := d.unmarshalBinary(resign(bad)); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("counter beyond m: %v", err)
+	}
+}
+
+// TestSaturatedCountName: SaturatedCount is a counter's largest value,
+// what Count returns for a key added more often; the deprecated
+// CounterMax is the same constant, and MaxCounters, a size, is not.
+func TestSaturatedCountName(t *testing.T) {
+	if SaturatedCount != 15 || CounterMax != SaturatedCount || MaxCounters != MaxBits/4 {
+		t.Fatalf("SaturatedCount %d, CounterMax %d, MaxCounters %d", SaturatedCount, CounterMax, uint64(MaxCounters))
+	}
+	c, err := NewCountingFromParams(Params{M: 1000, K: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range SaturatedCount + 5 {
+		c.AddString("hot")
+	}
+	if got := c.CountString("hot"); got != SaturatedCount {
+		t.Errorf("Count after %d adds = %d, want SaturatedCount", SaturatedCount+5, got)
 	}
 }

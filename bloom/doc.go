@@ -2,13 +2,16 @@
 // seen this key?" with no false negatives and a false-positive rate chosen
 // when the filter is sized.
 //
-// Two layouts share one API:
+// Three layouts share one API:
 //
 //   - Filter, the classic layout: m bits, k of them set per key. The fewest
 //     bits for a given rate; a lookup touches up to k cache lines.
 //   - Blocked: all k bits of a key in one 512-bit block (a cache line), so a
 //     lookup costs one cache miss, for more bits: +3.5% at a 1% rate, +15%
 //     at 0.01%, +35% at 0.0001%.
+//   - SplitBlock: Parquet's split-block Bloom filter, bit for bit: eight
+//     bits of a key in a 256-bit block, hashed with XXH64, so that its bits
+//     are the bitset in a Parquet file and Parquet's are its.
 //
 // Three more types build on them:
 //
@@ -28,7 +31,7 @@
 // probes.
 //
 // Every key is hashed once with XXH3-128 and its k positions are derived from
-// the hash. The hash, the derivation and the seed are part of the file format
+// the hash (SplitBlock's hash is Parquet's, XXH64 with seed 0). The hash, the derivation and the seed are part of the file format
 // (docs/format.md), which WriteTo writes and ReadFrom and Read read as
 // streams (a filter may be gigabytes; bytes.Buffer and bytes.Reader hold
 // one in memory): a versioned header, the bits and a CRC-32C, so a filter saved today
@@ -47,8 +50,9 @@
 // The Test methods are safe for concurrent use. To add from many goroutines
 // while others test, every goroutine uses the view f.Sync() of a Filter or
 // Blocked (the same verbs, with atomic operations); other methods need
-// exclusive access; see Filter. Code that already holds a key's hash passes
-// it to AddHash and TestHash (Hash computes it); Locate and LocateBlock name
+// exclusive access; see Filter (SplitBlock's view is a SplitBlockSync). Code
+// that already holds a key's hash passes it to AddHash and TestHash (Hash
+// computes it; SplitBlockHash for a SplitBlock); Locate and LocateBlock name
 // the bits a key sets. The cuckoo package uses the same names where it can:
 // Test, Delete, Count(key) and Len() (uint64), Reset, Clone, WriteTo and
 // ReadFrom; but its Add returns an error (a cuckoo filter can refuse a
@@ -64,7 +68,7 @@
 // the heap (Go elides the copy only for a callee it can prove leaves the
 // bytes alone, which the XXH3 code is not), so the string forms stay
 // methods. The batch forms, where a
-// type parameter can do the work, are two generic functions for both
+// type parameter can do the work, are two generic functions for the three
 // layouts and both key types: AddMany(f, keys) and TestMany(f, keys, dst).
 // How full a filter is, in every figure, comes from one Stats call.
 package bloom

@@ -161,3 +161,36 @@ func ExampleFilter_MarshalJSON() {
 	fmt.Println(back.User, back.Seen.TestString("article-17"), back.Seen.TestString("article-18"))
 	// Output: ann true false
 }
+
+func ExampleSplitBlock() {
+	// A Bloom filter a Parquet reader can use for a BYTE_ARRAY column: the
+	// values' bytes are the keys (an INT64 column's keys are its values'
+	// 8 little-endian bytes). NewSplitBlock sizes it for the rate.
+	f, err := bloom.NewSplitBlock(1000, 0.01)
+	if err != nil {
+		panic(err)
+	}
+	for _, v := range []string{"alice@example.com", "bob@example.com"} {
+		f.AddString(v)
+	}
+	// What a column chunk's bloom_filter_offset points at: the Thrift
+	// BloomFilterHeader, then the bitset. n is its bloom_filter_length.
+	var data bytes.Buffer
+	n, err := f.WriteParquet(&data)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(n, f.Len())
+	// Read back, as from a Parquet file any engine wrote.
+	g, err := bloom.ReadParquet(&data)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(g.TestString("bob@example.com"), g.TestString("eve@example.com"))
+	// Engines hold a value's XXH64; TestHash takes it.
+	fmt.Println(g.TestHash(bloom.SplitBlockHashString("alice@example.com")))
+	// Output:
+	// 2064 2048
+	// true false
+	// true
+}

@@ -14,3 +14,6 @@ func (f *Blocked) unmarshalBinary(data []byte) error  { return f.UnmarshalBinary
 func (c *Counting) unmarshalBinary(data []byte) error { return c.UnmarshalBinary(data) }
 func (s *Scalable) unmarshalBinary(data []byte) error { return s.UnmarshalBinary(data) }
 func (w *Window) unmarshalBinary(data []byte) error   { return w.UnmarshalBinary(data) }
+
+func (f *SplitBlock) marshalBinary() ([]byte, error)    { return f.MarshalBinary() }
+func (f *SplitBlock) unmarshalBinary(data []byte) error { return f.UnmarshalBinary(data) }

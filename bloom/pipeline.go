@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/bloomkit/bloomkit/internal/batch"
+	"github.com/cespare/xxhash/v2"
 	"github.com/zeebo/xxh3"
 )
 
@@ -43,7 +44,9 @@ const (
 )
 
 // A batchLayout is a layout with batch methods.
-type batchLayout interface{ *Filter | *Blocked }
+type batchLayout interface {
+	*Filter | *Blocked | *SplitBlock
+}
 
 // addMany and testMany are the batch methods of every layout.
 func addMany[K batch.Key, L batchLayout](f L, keys []K) {
@@ -58,6 +61,11 @@ func addMany[K batch.Key, L batchLayout](f L, keys []K) {
 			panicZero("Blocked")
 		}
 		blockedMany(f, keys, nil)
+	case *SplitBlock:
+		if f.blocks == 0 && len(keys) > 0 {
+			panicZero("SplitBlock")
+		}
+		splitBlockMany(f, keys, nil)
 	}
 }
 
@@ -78,6 +86,12 @@ func testMany[K batch.Key, L batchLayout](f L, keys []K, dst []bool) []bool {
 			break
 		}
 		blockedMany(f, keys, dst[n:])
+	case *SplitBlock:
+		if f.blocks == 0 {
+			clear(dst[n:])
+			break
+		}
+		splitBlockMany(f, keys, dst[n:])
 	}
 	return dst
 }
@@ -249,5 +263,41 @@ func (f *Filter) finish(h [2]uint64, out []bool, j int) {
 		f.add(h[0], h[1])
 	} else {
 		out[j] = f.testAll(h[0], h[1])
+	}
+}
+
+// splitBlockEntry is what a key in the ring needs for its probe.
+type splitBlockEntry struct {
+	blk *[4]uint64
+	x   uint32
+}
+
+// splitBlockMany is blockedMany for the split-block layout, whose hash is
+// XXH64.
+func splitBlockMany[K batch.Key](f *SplitBlock, keys []K, out []bool) {
+	var ring [blockedRing]splitBlockEntry
+	out = out[:min(len(out), len(keys))]
+	for i := uint(0); i < uint(len(keys)); i++ {
+		h := xxhash.Sum64String(keyString(&keys[i]))
+		blk := f.block(h)
+		batch.Prefetch(&blk[0])
+		ring[i%blockedRing] = splitBlockEntry{blk, uint32(h)}
+		if i >= blockedAhead {
+			j := i - blockedAhead
+			e := &ring[j%blockedRing]
+			if out == nil {
+				addIn(e.blk, e.x)
+			} else {
+				out[j] = testIn(e.blk, e.x)
+			}
+		}
+	}
+	for j := uint(max(len(keys)-blockedAhead, 0)); j < uint(len(keys)); j++ {
+		e := &ring[j%blockedRing]
+		if out == nil {
+			addIn(e.blk, e.x)
+		} else {
+			out[j] = testIn(e.blk, e.x)
+		}
 	}
 }

@@ -108,7 +108,7 @@ func (c *Counting) addV1(x, y uint64) {
 	for i := uint32(0); i < k; i++ {
 		pos, _ := bits.Mul64(x, m)
 		shift := (pos & 15) * 4
-		if (w[pos>>4]>>shift)&CounterMax != CounterMax {
+		if (w[pos>>4]>>shift)&SaturatedCount != SaturatedCount {
 			w[pos>>4] += 1 << shift
 		}
 		x += y
@@ -121,7 +121,7 @@ func (c *Counting) testV1(x, y uint64) bool {
 	m, k, w := c.params.M, c.params.K, c.words
 	for i := uint32(0); i < k; i++ {
 		pos, _ := bits.Mul64(x, m)
-		if (w[pos>>4]>>((pos&15)*4))&CounterMax == 0 {
+		if (w[pos>>4]>>((pos&15)*4))&SaturatedCount == 0 {
 			return false
 		}
 		x += y
@@ -132,10 +132,10 @@ func (c *Counting) testV1(x, y uint64) bool {
 
 func (c *Counting) countV1(x, y uint64) int {
 	m, k, w := c.params.M, c.params.K, c.words
-	least := uint64(CounterMax)
+	least := uint64(SaturatedCount)
 	for i := uint32(0); i < k; i++ {
 		pos, _ := bits.Mul64(x, m)
-		least = min(least, (w[pos>>4]>>((pos&15)*4))&CounterMax)
+		least = min(least, (w[pos>>4]>>((pos&15)*4))&SaturatedCount)
 		x += y
 		y += uint64(i)
 	}
@@ -153,7 +153,7 @@ func (c *Counting) removeV1(x, y uint64) bool {
 		// A key whose probes repeat a counter decrements it as often as it
 		// incremented it; the test for zero only matters for keys that were
 		// never added.
-		if v := (w[pos>>4] >> shift) & CounterMax; v != CounterMax && v != 0 {
+		if v := (w[pos>>4] >> shift) & SaturatedCount; v != SaturatedCount && v != 0 {
 			w[pos>>4] -= 1 << shift
 		}
 		x += y

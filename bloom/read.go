@@ -36,11 +36,13 @@ var (
 	_ Interface = (*Counting)(nil)
 	_ Interface = (*Scalable)(nil)
 	_ Interface = (*Window)(nil)
+	_ Interface = (*SplitBlock)(nil)
 	_ Tester    = (*frozen.Filter)(nil)
 )
 
 // Read reads one filter of any Bloom type from r and returns it: a
-// *Filter, *Blocked, *Counting, *Scalable or *Window (an Interface: keys
+// *Filter, *Blocked, *Counting, *Scalable, *Window or *SplitBlock (an
+// Interface: keys
 // can be added; a Window reads the time from time.Now until given another
 // clock with SetClock), or a *frozen.Filter, which can only be tested.
 // Errors are as for Filter.ReadFrom; a filter of a type that is not a Bloom
@@ -69,6 +71,8 @@ func Read(r io.Reader) (Tester, error) {
 		f = new(Scalable)
 	case TypeWindow:
 		f = new(Window)
+	case TypeSplitBlock:
+		f = new(SplitBlock)
 	case format.TypeFrozen:
 		f = new(frozen.Filter)
 	default:

@@ -16,7 +16,7 @@ import (
 // NewBlockedFromParams to build an empty filter of the same shape.
 type Params struct {
 	// M is the number of bits. For the blocked layout it is a multiple of
-	// BlockBits.
+	// BlockBits, for the split-block one of SplitBlockBits.
 	M uint64
 	// K is the number of bit positions probed per key.
 	K uint32
@@ -30,8 +30,9 @@ type Params struct {
 	P float64
 	// Hash is the file format's hash id: how a key's probe positions are
 	// derived from its hash. 0 means the newest for the layout
-	// (HashXXH3Remix for Filter and Counting, HashXXH3 for Blocked, whose
-	// only id it is); a filter's Params report the id it uses. A filter
+	// (HashXXH3Remix for Filter and Counting, HashXXH3 for Blocked and
+	// HashXXH64 for SplitBlock, their only ids); a filter's Params report
+	// the id it uses. A filter
 	// read from a file keeps the file's id and answers as the filter that
 	// wrote it; HashXXH3 for the classic layout exists only for such files.
 	Hash uint8

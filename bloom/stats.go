@@ -44,7 +44,7 @@ type Stats struct {
 	// capacities (the next key past it adds a link), for Window Items.
 	Capacity uint64
 	// Saturated is, for Counting, the number of counters stuck at
-	// CounterMax: keys that share one can no longer be fully removed. A
+	// SaturatedCount: keys that share one can no longer be fully removed. A
 	// filter used within its planned capacity practically never has any.
 	Saturated uint64
 	// Parts are the parameters of the blocked filters a Scalable (its links,

@@ -17,10 +17,10 @@ import (
 	"github.com/bloomkit/bloomkit/internal/format"
 )
 
-// Golden files and decoder checks for Counting, Scalable and Window. The
-// golden files are written once, with go test -run TestTypeGoldenFiles
-// -update, and never change: every later version must write the same bytes
-// and read them back to the same answers.
+// Golden files and decoder checks for Counting, Scalable, Window and
+// SplitBlock. The golden files are written once, with go test -run
+// TestTypeGoldenFiles -update, and never change: every later version must
+// write the same bytes and read them back to the same answers.
 
 // codec is what the tests need of any filter type.
 type codec interface {
@@ -145,6 +145,31 @@ var typeCases = []typeCase{
 			w.AddString("b")
 			w.SetClock(goldenClock)
 			return w
+		},
+	},
+	{
+		name:  "splitblock",
+		fresh: func() codec { return new(SplitBlock) },
+		golden: func() (codec, error) {
+			// 76 blocks, not a power of two, so that the file pins the
+			// multiply-shift block choice, not only the top bits.
+			f, err := NewSplitBlockFromParams(Params{M: 76 * SplitBlockBits, N: 2000, P: 0.01})
+			if err != nil {
+				return nil, err
+			}
+			for _, k := range goldenKeys() {
+				f.AddString(k)
+			}
+			return f, nil
+		},
+		sample: func(t testing.TB) codec {
+			f, err := NewSplitBlockFromParams(Params{M: 3 * SplitBlockBits, N: 20, P: 0.01})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.AddString("a")
+			f.AddString("b")
+			return f
 		},
 	},
 }
@@ -341,6 +366,17 @@ func TestTypeDecodeErrors(t *testing.T) {
 			{"start not on a generation", func(b []byte) []byte { b[p+16]++; return resign(b) }, ErrCorrupt},
 			{"starts not consecutive", func(b []byte) []byte { b[p+16+8+1]++; return resign(b) }, ErrCorrupt},
 		},
+		"splitblock": {
+			{"k = 7", func(b []byte) []byte { return resign(put32(b, 32, 7)) }, ErrCorrupt},
+			{"count set", func(b []byte) []byte { b[56] = 1; return resign(b) }, ErrCorrupt},
+			{"seed set", func(b []byte) []byte { b[16] = 1; return resign(b) }, ErrCorrupt},
+			{"m = 0", func(b []byte) []byte { return resign(put64(b, 24, 0)) }, ErrCorrupt},
+			{"m not whole blocks", func(b []byte) []byte { b[24] += 64; return resign(b) }, ErrCorrupt},
+			{"m disagrees with payload", func(b []byte) []byte { return resign(put64(b, 24, 4*SplitBlockBits)) }, ErrCorrupt},
+			{"m above 128 MiB", func(b []byte) []byte { return resign(put64(b, 24, SplitBlockMaxBytes*8+SplitBlockBits)) }, ErrTooLarge},
+			{"hash id 1", func(b []byte) []byte { b[11] = HashXXH3; return resign(b) }, ErrHash},
+			{"rate 1", func(b []byte) []byte { return resign(put64(b, 48, math.Float64bits(1))) }, ErrCorrupt},
+		},
 	}
 	for _, c := range typeCases {
 		orig, _ := c.sample(t).marshalBinary()
@@ -389,6 +425,9 @@ func TestTypeForgedSizeDoesNotAllocate(t *testing.T) {
 			put64(b, headerSize+16, 10)
 			put64(b, headerSize+16+8, 0)
 			put64(b, headerSize+16+16, MaxBits)
+		case "splitblock":
+			put64(b, 24, SplitBlockMaxBytes*8)
+			put64(b, 64, SplitBlockMaxBytes)
 		case "window":
 			// Generations of MaxBits/3 bits (rounded to blocks), G = 2.
 			m := uint64(MaxBits) / 3 / 512 * 512

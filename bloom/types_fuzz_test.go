@@ -103,3 +103,43 @@ func FuzzWindowDecode(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSplitBlockDecode is FuzzCountingDecode for split-block filters.
+func FuzzSplitBlockDecode(f *testing.F) {
+	addTypeSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var s SplitBlock
+		if fuzzDecode(t, &s, data) {
+			fuzzAdd(t, &s)
+		}
+	})
+}
+
+// FuzzReadParquet: no Parquet Bloom filter data may panic ReadParquet or
+// make it allocate beyond the input; what reads writes back as a
+// canonical header and the same bitset.
+func FuzzReadParquet(f *testing.F) {
+	g, _ := NewSplitBlockFromParams(Params{M: 2 * SplitBlockBits})
+	g.AddString("seed")
+	var b bytes.Buffer
+	if _, err := g.WriteParquet(&b); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b.Bytes())
+	f.Add(b.Bytes()[:16])
+	f.Add([]byte{0x15, 0x40, 0x08, 0x0a, 0x03, 'a', 'b', 'c', 0x19, 0x35, 0x02, 0x04, 0x06, 0x1c, 0x11, 0x17, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f, 0,
+		0x1b, 0x01, 0x58, 0x02, 0x01, 'x', 0x0c, 0x04, 0x1c, 0x16, 0x02, 0, 0, 0x1c, 0x1c, 0, 0, 0x1c, 0x1c, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := bytes.NewReader(data)
+		s, err := ReadParquet(r)
+		if err != nil {
+			checkDecodeError(t, err)
+			return
+		}
+		bitset := s.AppendBitset(nil)
+		if n := len(data) - r.Len(); !bytes.Equal(data[n-len(bitset):n], bitset) {
+			t.Fatal("the filter's bitset is not the bytes read")
+		}
+		fuzzAdd(t, s)
+	})
+}

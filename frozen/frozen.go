@@ -55,8 +55,20 @@ type Filter struct {
 	f16   *xorfilter.BinaryFuse[uint16]
 }
 
-// Hash is the 64-bit hash of key that the filter stores a fingerprint of.
-func Hash(key []byte, seed uint64) uint64 { return xxh3.HashSeed(key, seed) }
+// Hash64 is the 64-bit hash of key that a filter with this seed stores a
+// fingerprint of (XXH3-64 with the seed), for TestHash. Its arguments are
+// in the order of bloom.Hash's.
+func Hash64(seed uint64, key []byte) uint64 { return xxh3.HashSeed(key, seed) }
+
+// Hash64String is Hash64 for a string key, without copying it.
+func Hash64String(seed uint64, key string) uint64 { return xxh3.HashStringSeed(key, seed) }
+
+// Hash is Hash64 with its arguments the other way round.
+//
+// Deprecated: use Hash64(seed, key), whose arguments are in the order of
+// bloom.Hash's; Hash(key, seed) and bloom.Hash(seed, key) were easy to
+// confuse.
+func Hash(key []byte, seed uint64) uint64 { return Hash64(seed, key) }
 
 // Builder collects the keys of a filter: 8 bytes a key (their hashes).
 // It keeps them across Build: more keys may be added and Build called
@@ -78,10 +90,10 @@ func NewBuilder(bits int, seed uint64) (*Builder, error) {
 }
 
 // Add adds key to the set being built.
-func (b *Builder) Add(key []byte) { b.hashes = append(b.hashes, Hash(key, b.seed)) }
+func (b *Builder) Add(key []byte) { b.hashes = append(b.hashes, Hash64(b.seed, key)) }
 
 // AddString adds s.
-func (b *Builder) AddString(s string) { b.hashes = append(b.hashes, xxh3.HashStringSeed(s, b.seed)) }
+func (b *Builder) AddString(s string) { b.hashes = append(b.hashes, Hash64String(b.seed, s)) }
 
 // Len is the number of keys added so far (duplicates included).
 func (b *Builder) Len() int { return len(b.hashes) }
@@ -136,12 +148,12 @@ func Build(keys [][]byte, bits int, seed uint64) (*Filter, error) {
 
 // Test reports whether key is (probably) in the set: always true for a key
 // it was built with, true for another key with probability 2^-Bits.
-func (f *Filter) Test(key []byte) bool { return f.TestHash(Hash(key, f.seed)) }
+func (f *Filter) Test(key []byte) bool { return f.TestHash(Hash64(f.seed, key)) }
 
 // TestString reports whether s is (probably) in the set.
-func (f *Filter) TestString(s string) bool { return f.TestHash(xxh3.HashStringSeed(s, f.seed)) }
+func (f *Filter) TestString(s string) bool { return f.TestHash(Hash64String(f.seed, s)) }
 
-// TestHash tests a key by its Hash.
+// TestHash tests a key by its Hash64.
 func (f *Filter) TestHash(h uint64) bool {
 	switch {
 	case f.f8 != nil:

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/bloomkit/bloomkit/internal/bitcount"
@@ -204,6 +206,62 @@ func (b *Bloom) pack() {
 	}
 }
 
+// ln2Big is ln 2 to 200 bits, for logRN.
+var ln2Big, _, _ = big.ParseFloat("0.69314718055994530941723212145817656807550013436025525412068000949339362196969471560586332699641868754200148102057068573368552023575813055703267075163507596193072757", 10, 200, big.ToNearestEven)
+
+// logRN is the natural logarithm of x > 0 rounded to the nearest double,
+// as the C library RedisBloom is built with computes it (glibc's and
+// musl's log are correctly rounded); Go's math.Log can be one unit in the
+// last place off (it is for 0.01), which changed a link's bits per
+// element, so its header, and, where entries × bpe crosses an integer,
+// its size. One Newton step from math.Log in 200-bit arithmetic:
+// y + (x − e^y)/e^y.
+//
+// A filter's links are sized again whenever a packed one is read
+// (Link), so results are kept in a small lock-free cache: few distinct
+// error rates are in use at a time.
+func logRN(x float64) float64 {
+	bits := math.Float64bits(x)
+	slot := &logCache[(bits*0x9e3779b97f4a7c15)>>(64-logCacheBits)]
+	if p := slot.Load(); p != nil && p[0] == bits {
+		return math.Float64frombits(p[1])
+	}
+	y := logNewton(x)
+	slot.Store(&[2]uint64{bits, math.Float64bits(y)})
+	return y
+}
+
+const logCacheBits = 8
+
+var logCache [1 << logCacheBits]atomic.Pointer[[2]uint64]
+
+func logNewton(x float64) float64 {
+	y := math.Log(x)
+	if !(x > 0) || math.IsInf(x, 0) || x == 1 {
+		return y
+	}
+	const prec = 200
+	// e^y = 2^k · e^r with r = y − k·ln2 small; e^r by its series.
+	k := math.Round(y / math.Ln2)
+	r := new(big.Float).SetPrec(prec).SetFloat64(k)
+	r.Mul(r, ln2Big)
+	r.Sub(new(big.Float).SetPrec(prec).SetFloat64(y), r)
+	sum := new(big.Float).SetPrec(prec).SetInt64(1)
+	term := new(big.Float).SetPrec(prec).SetInt64(1)
+	for n := int64(1); n < 60; n++ {
+		term.Mul(term, r)
+		term.Quo(term, new(big.Float).SetPrec(prec).SetInt64(n))
+		sum.Add(sum, term)
+	}
+	ey := sum.SetMantExp(sum, int(k))
+	d := new(big.Float).SetPrec(prec).SetFloat64(x)
+	d.Sub(d, ey)
+	d.Quo(d, ey)
+	d.Add(d, new(big.Float).SetPrec(prec).SetFloat64(y))
+	out, _ := d.Float64()
+	return out
+}
+
 // BloomSizing is the layout RedisBloom gives one link.
 type BloomSizing struct {
 	Bytes  uint64
@@ -218,7 +276,7 @@ func SizeLink(entries uint64, e float64) (BloomSizing, error) {
 	if entries < 1 || !(e > 0) || e >= 1 {
 		return BloomSizing{}, ErrInvalid
 	}
-	bpe := -(math.Log(e) / ln2Squared)
+	bpe := -(logRN(e) / ln2Squared)
 	if bpe < 0 {
 		bpe = -bpe
 	}
@@ -608,7 +666,7 @@ func LoadBloomHeader(hdr []byte, allow func(uint64) error) (*Bloom, error) {
 		ext:        &bloomExt{links: make([]Link, nf)},
 	}
 	links := b.ext.links
-	if b.Options&^(OptNoRound|OptEntsIsBits|OptForce64|OptNoScaling) != 0 {
+	if !validOptions(b.Options) {
 		return nil, ErrBadData
 	}
 	p := hdr[chainHeaderLen:]
@@ -624,20 +682,7 @@ func LoadBloomHeader(hdr []byte, allow func(uint64) error) (*Bloom, error) {
 		l.Entries = binary.LittleEndian.Uint64(p[44:])
 		l.N2 = p[52]
 		p = p[linkHeaderLen:]
-		if !(l.Error > 0) || l.Error >= 1 || l.N2 > 63 ||
-			(l.N2 != 0 && l.Bits < 1<<l.N2) || l.Bits == 0 || l.Bits != l.Bytes*8 ||
-			l.Bytes > 1<<40 || float64(l.Hashes) != math.Ceil(ln2*l.BPE) ||
-			// no error rate a double can hold needs more than ~1075 hashes;
-			// a forged count would make every lookup spin.
-			l.Hashes > maxHashes {
-			return nil, ErrBadData
-		}
-		if l.Size > math.MaxUint64-sum {
-			return nil, ErrBadData
-		}
-		sum += l.Size
-		total += l.Bytes
-		if total > 1<<40 {
+		if !validLink(l) || !addSizes(&sum, &total, l) {
 			return nil, ErrBadData
 		}
 	}
@@ -659,6 +704,33 @@ func LoadBloomHeader(hdr []byte, allow func(uint64) error) (*Bloom, error) {
 	}
 	b.pack()
 	return b, nil
+}
+
+// validOptions reports whether a chain's option bits are all known ones.
+func validOptions(o uint32) bool {
+	return o&^(OptNoRound|OptEntsIsBits|OptForce64|OptNoScaling) == 0
+}
+
+// validLink checks one link's fields as RedisBloom does when it loads a
+// chain (bloom_validate_integrity), and bounds its size.
+func validLink(l *Link) bool {
+	return l.Error > 0 && l.Error < 1 && l.N2 <= 63 &&
+		(l.N2 == 0 || l.Bits >= 1<<l.N2) && l.Bits != 0 && l.Bits == l.Bytes*8 &&
+		l.Bytes <= 1<<40 && float64(l.Hashes) == math.Ceil(ln2*l.BPE) &&
+		// no error rate a double can hold needs more than ~1075 hashes;
+		// a forged count would make every lookup spin.
+		l.Hashes <= maxHashes
+}
+
+// addSizes adds l's item count to *sum and its bytes to *total, and
+// reports false when either overflows its bound.
+func addSizes(sum, total *uint64, l *Link) bool {
+	if l.Size > math.MaxUint64-*sum {
+		return false
+	}
+	*sum += l.Size
+	*total += l.Bytes
+	return *total <= 1<<40
 }
 
 // LoadChunk copies a BF.SCANDUMP chunk into place; iter is the iterator the

@@ -8,7 +8,9 @@
 // produced here loads into a real RedisBloom with LOADCHUNK and vice versa,
 // and every query answers identically, false positives included. The
 // recordings in testdata/redisbloom/ (taken from RedisBloom 2.8.20) are
-// replayed by the tests.
+// replayed by the tests. Their Redis RDB encoding (the module values
+// RedisBloom saves, at every encoding version 2.x to 8.x write) is in
+// DecodeBloomRDB, DecodeCuckooRDB and EncodeRDB.
 //
 // The types are not safe for concurrent use; callers serialise access.
 package redisbloom

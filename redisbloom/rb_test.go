@@ -253,3 +253,34 @@ func ExampleBloom() {
 	// true true false
 	// 1000 1480
 }
+
+// TestLogRoundedAsC: the bits per element of a link are computed from
+// the natural logarithm as the C library rounds it (RedisBloom's
+// bloom_init calls log): 0.01 is a rate where Go's math.Log is one unit
+// in the last place off, and a link's header (BF.SCANDUMP, DUMP, the RDB)
+// then differed from RedisBloom's.
+func TestLogRoundedAsC(t *testing.T) {
+	// x, then glibc's log(x), as bits.
+	for _, c := range [][2]uint64{
+		{0x3f847ae147ae147b, 0xc0126bb1bbb55515}, // 0.01 (math.Log: ...516)
+		{0x3f347ae147ae147b, 0xc020244dcd88dca5}, // 0.0003125
+		{0x3fb999999999999a, 0xc0026bb1bbb55515}, // 0.1
+		{0x3f747ae147ae147b, 0xc015317a1b949c53}, // 0.005
+		{0x3f50624dd2f1a9fc, 0xc01ba18a998fffa0}, // 0.001
+	} {
+		x := math.Float64frombits(c[0])
+		for range 2 { // computed, then from the cache
+			if got := math.Float64bits(logRN(x)); got != c[1] {
+				t.Errorf("log(%g) = %016x, C gives %016x", x, got, c[1])
+			}
+		}
+	}
+	// RedisBloom's header for BF.RESERVE k 0.02 50 (first link at 0.01).
+	s, err := SizeLink(50, 0.01)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := math.Float64bits(s.BPE); got != 0x40232b8cc58a1688 {
+		t.Errorf("bits per element at 0.01: %016x, RedisBloom's 40232b8cc58a1688", got)
+	}
+}

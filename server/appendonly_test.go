@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bloomkit/bloomkit/internal/poll"
 )
 
 // TestAppendOnlyNoKeepsSnapshots: "appendonly no" in a config file means
@@ -79,11 +81,5 @@ func TestAppendOnlyNoKeepsSnapshots(t *testing.T) {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out waiting")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.True(t, 20*time.Second, "the condition", cond)
 }

@@ -108,7 +108,7 @@ func keySpecReply(c *command, d cmdDoc, r *Reply) {
 	flags := []string{"RW", "update"}
 	switch {
 	case d.keyFlag != "":
-		flags = []string{d.keyFlag}
+		flags = strings.Fields(d.keyFlag)
 	case isFilterCommand(c.name):
 		flags = []string{"RW", "access", "update", "insert", "delete"}
 	case !c.write:

@@ -103,7 +103,7 @@ func cmdInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 			"connected_clients:" + itoa(s.clients.Load()),
 			"cluster_connections:0",
 			"maxclients:" + itoa(s.maxClients()),
-			"blocked_clients:0",
+			"blocked_clients:" + itoa(int64(s.blockedClients())),
 			"tracking_clients:0",
 			"pubsub_clients:" + itoa(s.pubsub.clients.Load()),
 			"clients_in_timeout_table:0",

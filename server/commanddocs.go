@@ -23,8 +23,8 @@ type cmdDoc struct {
 	// the filter commands, all of them, as a module declares them.
 	categories string
 	tips       []string
-	// keyFlag is the key specification's access ("RO", "RW"; a module
-	// command without one gets Redis's full access).
+	// keyFlag is the key specification's flags ("RO", "RW", "OW update";
+	// a module command without one gets Redis's full access).
 	keyFlag string
 	args    []cmdArg
 }
@@ -184,6 +184,8 @@ var commandDocs = map[string]cmdDoc{
 	"ttl":          {group: "generic", since: "1.0.0", summary: "Returns the expiration time in seconds of a key", complexity: "O(1)", categories: "keyspace"},
 	"pttl":         {group: "generic", since: "2.6.0", summary: "Returns the expiration time in milliseconds of a key", complexity: "O(1)", categories: "keyspace"},
 	"persist":      {group: "generic", since: "2.2.0", summary: "Removes the expiration time of a key", complexity: "O(1)", categories: "keyspace"},
+	"dump":         {group: "generic", since: "2.6.0", summary: "Returns the value of a key in Redis's DUMP format (RDB encoding, version and CRC-64); RedisBloom filters as RedisBloom saves them", complexity: "O(N) where N is the size of the value", categories: "keyspace", tips: []string{"nondeterministic_output"}},
+	"restore":      {group: "generic", since: "2.6.0", summary: "Creates a key from a DUMP payload (of bloom serve, or of Redis: strings and RedisBloom filters)", complexity: "O(N) where N is the size of the value", categories: "keyspace dangerous", keyFlag: "OW update"},
 	"flushall":     {group: "server", since: "1.0.0", summary: "Removes all keys", complexity: "O(1): the keys are freed in the background", categories: "keyspace dangerous"},
 	"flushdb":      {group: "server", since: "1.0.0", summary: "Removes all keys of the database", complexity: "O(1): the keys are freed in the background", categories: "keyspace dangerous"},
 	"dbsize":       {group: "server", since: "1.0.0", summary: "Returns the number of keys in the database", complexity: "O(1)", categories: "keyspace"},

@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bloomkit/bloomkit/redisbloom"
 	"github.com/bloomkit/bloomkit/server/internal/keyspace"
+	"github.com/bloomkit/bloomkit/server/internal/rdb"
 )
 
 // The differential replay test: random streams of every write command —
@@ -90,12 +92,26 @@ func (d *diffReplay) do(args ...string) string {
 	return d.rc.do(args...)
 }
 
+// drPayloads are DUMP payloads RESTORE takes in the random streams: a
+// string, a Bloom chain grown to two links, a cuckoo filter.
+var drPayloads = func() []string {
+	b, _ := redisbloom.NewBloom(10, 0.01, 2, false, nil)
+	c, _ := redisbloom.NewCuckoo(16, 2, 20, 1, nil)
+	for i := range 25 {
+		b.Add([]byte(drItems[i%len(drItems)] + strconv.Itoa(i)))
+		c.Insert([]byte(drItems[i%len(drItems)]))
+	}
+	bp, _ := rdb.DumpModule(rdb.BloomValue{Bloom: b}, rdb.DumpVersion)
+	cp, _ := rdb.DumpModule(rdb.CuckooValue{Cuckoo: c}, 10)
+	return []string{string(rdb.DumpString([]byte("restored"), 10)), string(bp), string(cp)}
+}()
+
 // writeCmd is one random write command (or a read that may expire a key).
 func (d *diffReplay) writeCmd() []string {
 	r := d.rng
 	k := d.key()
 	nowMs := d.clock.Now().UnixMilli()
-	switch r.Intn(30) {
+	switch r.Intn(31) {
 	case 0, 27:
 		if r.Intn(2) == 0 {
 			return []string{"BF.RESERVE", k, "0.01", "1000"} // mergeable with its like
@@ -193,6 +209,21 @@ func (d *diffReplay) writeCmd() []string {
 			return []string{"COPY", k, d.key(), "REPLACE"}
 		}
 		return []string{"COPY", k, d.key()}
+	case 29:
+		p := drPayloads[r.Intn(len(drPayloads))]
+		var cmd []string
+		switch r.Intn(3) {
+		case 0:
+			cmd = []string{"RESTORE", k, "0", p}
+		case 1:
+			cmd = []string{"RESTORE", k, strconv.Itoa(1 + r.Intn(5000)), p}
+		default: // an absolute expiry, perhaps past: nothing stored, a DEL if REPLACE removed a key
+			cmd = []string{"RESTORE", k, strconv.FormatInt(nowMs+int64(r.Intn(6000)-2000), 10), p, "ABSTTL"}
+		}
+		if r.Intn(2) == 0 {
+			cmd = append(cmd, "REPLACE")
+		}
+		return cmd
 	}
 	return []string{"BF.CARD", k}
 }

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/bloomkit/bloomkit/internal/poll"
 )
 
 // faultWorkload drives a server over TCP with BF.ADD, CF.ADD + CF.DEL,
@@ -121,13 +123,9 @@ func (w *faultWorkload) run(t *testing.T, rc *rawConn, rounds int) {
 // waitRewrite waits until no rewrite is running.
 func waitRewrite(t *testing.T, rc *rawConn) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for strings.Contains(rc.do("INFO", "persistence"), "aof_rewrite_in_progress:1") {
-		if time.Now().After(deadline) {
-			t.Fatal("rewrite did not finish")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.True(t, 10*time.Second, "the rewrite to finish", func() bool {
+		return !strings.Contains(rc.do("INFO", "persistence"), "aof_rewrite_in_progress:1")
+	})
 }
 
 // verify checks that every acknowledged write survived.
@@ -207,18 +205,13 @@ func faultRun(t *testing.T, rule failRule, fsync string, processCrash bool) {
 	if !rule.sticky {
 		// A one-off failure heals: the background rewrite makes the log
 		// writable again.
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			got := rc.do("BF.ADD", "f", "final")
-			if got == ":1" || got == ":0" {
-				w.bf = append(w.bf, "final")
-				break
+		poll.Until(t, 5*time.Second, func() error {
+			if got := rc.do("BF.ADD", "f", "final"); got != ":1" && got != ":0" {
+				return fmt.Errorf("no recovery after a one-off %s failure: %s", rule.op, got)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no recovery after a one-off %s failure: %s", rule.op, got)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+			return nil
+		})
+		w.bf = append(w.bf, "final")
 	}
 	var img *memDir
 	if processCrash {
@@ -387,17 +380,12 @@ func TestTmpfsFull(t *testing.T) {
 		t.Errorf("INFO does not show the failed log: %s", info)
 	}
 	os.Remove(big)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		got := rc2.do("BF.ADD", "f", "healed")
-		if got == ":1" {
-			break
+	poll.Until(t, 20*time.Second, func() error {
+		if got := rc2.do("BF.ADD", "f", "healed"); got != ":1" {
+			return fmt.Errorf("the server did not heal after space was freed: %s", got)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the server did not heal after space was freed: %s", got)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	acked = append(acked, "healed")
 	addr3 := freePort(t)
 	srv2.Process.Kill() // kill -9 and restart once more

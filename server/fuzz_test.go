@@ -3,12 +3,15 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
 	"testing"
 
+	"github.com/bloomkit/bloomkit/redisbloom"
 	"github.com/bloomkit/bloomkit/server/internal/keyspace"
+	"github.com/bloomkit/bloomkit/server/internal/rdb"
 	"github.com/bloomkit/bloomkit/server/internal/resp"
 )
 
@@ -25,6 +28,22 @@ func FuzzCommand(f *testing.F) {
 	f.Add([]byte("BF.RESERVE k 0.01 100 EXPANSION 3\r\nBF.MADD k a b c\r\nBF.SCANDUMP k 0\r\n"))
 	f.Add([]byte("CF.RESERVE c 8 BUCKETSIZE 1 EXPANSION 0\r\nCF.INSERT c ITEMS a b c d e f g h i\r\nCF.SCANDUMP c 1\r\n"))
 	f.Add([]byte("HELLO 3\r\nBF.INFO k\r\nCF.INFO c\r\nBF.INSERT k CAPACITY 5 NONSCALING ITEMS x y z\r\n"))
+	// DUMP and RESTORE with payloads of each kind (the fuzzer mutates them).
+	bf, _ := redisbloom.NewBloom(20, 0.01, 2, false, nil)
+	bp, _ := rdb.DumpModule(rdb.BloomValue{Bloom: bf}, rdb.DumpVersion)
+	cf, _ := redisbloom.NewCuckoo(8, 2, 20, 2, nil)
+	cp, _ := rdb.DumpModule(rdb.CuckooValue{Cuckoo: cf}, rdb.DumpVersion)
+	var seed bytes.Buffer
+	for _, cmd := range [][]string{
+		{"RESTORE", "r", "0", string(bp)}, {"DUMP", "r"}, {"RESTORE", "c", "100000", string(cp), "REPLACE"},
+		{"RESTORE", "s", "0", string(rdb.DumpString([]byte("value"), 10)), "ABSTTL", "IDLETIME", "3"}, {"DUMP", "c"},
+	} {
+		fmt.Fprintf(&seed, "*%d\r\n", len(cmd))
+		for _, a := range cmd {
+			fmt.Fprintf(&seed, "$%d\r\n%s\r\n", len(a), a)
+		}
+	}
+	f.Add(seed.Bytes())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fuzzServer.once.Do(func() {
 			s, err := New(Config{NoPersistence: true, MaxMemory: 32 << 20, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})

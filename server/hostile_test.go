@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bloomkit/bloomkit/internal/poll"
 )
 
 // expectClosed checks that the server closed the connection.
@@ -138,10 +140,7 @@ func testMaxClients(t *testing.T, gpc bool) {
 	}
 	expectClosed(t, c)
 	a.c.Close()
-	deadline := time.Now().Add(3 * time.Second)
-	for s.clients.Load() > 1 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.True(t, 3*time.Second, "the closed client to leave", func() bool { return s.clients.Load() <= 1 })
 	if got := dialRaw(t, s.Addr()).do("PING"); got != "+PONG" {
 		t.Fatalf("after one left: %s", got)
 	}

@@ -80,7 +80,7 @@ func TestExpiredKeyReplayIsClockIndependent(t *testing.T) {
 // items it applied, not whole: the replay (which ignores the limit) must
 // end where the clients were told it ended.
 func TestPartialMultiAddIsLoggedAsApplied(t *testing.T) {
-	cfg := Config{AppendFsync: "always", MaxMemory: 96 << 10}
+	cfg := Config{AppendFsync: "always", MaxMemory: 40 << 10}
 	s := startServer(t, cfg)
 	rc := dialRaw(t, s.Addr())
 	items := func(prefix string, n int) []string {
@@ -96,10 +96,10 @@ func TestPartialMultiAddIsLoggedAsApplied(t *testing.T) {
 	rc.do("BF.RESERVE", "m", "0.01", "1000")
 	replies := []string{}
 	for _, cmd := range [][]string{
-		append([]string{"BF.MADD", "m"}, items("m", 60000)...),
-		append([]string{"BF.INSERT", "i", "CAPACITY", "500", "ERROR", "0.001", "EXPANSION", "3", "ITEMS"}, items("i", 60000)...),
-		append([]string{"CF.INSERT", "c", "CAPACITY", "1000", "ITEMS"}, items("c", 60000)...),
-		append([]string{"BF.MADD", "d"}, items("d", 60000)...),
+		append([]string{"BF.MADD", "m"}, items("m", 25000)...),
+		append([]string{"BF.INSERT", "i", "CAPACITY", "500", "ERROR", "0.001", "EXPANSION", "3", "ITEMS"}, items("i", 25000)...),
+		append([]string{"CF.INSERT", "c", "CAPACITY", "1000", "ITEMS"}, items("c", 25000)...),
+		append([]string{"BF.MADD", "d"}, items("d", 25000)...),
 	} {
 		got := rc.do(cmd...)
 		if !strings.Contains(got, "-") {

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bloomkit/bloomkit/internal/poll"
+
 	"github.com/bloomkit/bloomkit/server/internal/aof"
 	"github.com/redis/go-redis/v9"
 )
@@ -292,10 +294,14 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 			}
 		}(w)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for total.Load() < 1500 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	// Enough acknowledged writes to make the crash meaningful; on a slow
+	// machine whatever was acknowledged in a minute is checked.
+	poll.Wait(60*time.Second, func() error {
+		if total.Load() < 1500 {
+			return fmt.Errorf("%d writes", total.Load())
+		}
+		return nil
+	})
 	if total.Load() == 0 {
 		t.Fatal("no write was acknowledged")
 	}
@@ -400,20 +406,16 @@ func TestLogWriteFailureWithholdsReplies(t *testing.T) {
 		t.Errorf("a read of a key in doubt answered %s", got)
 	}
 	s.persist.saveMu.Unlock()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	poll.Until(t, 5*time.Second, func() error {
 		got := rc2.do("BF.ADD", "b", "y")
 		if got == ":1" {
-			break
+			return nil
 		}
 		if !strings.HasPrefix(got, "-MISCONF Errors writing to the AOF file") {
 			t.Fatalf("write while the log is broken: %s", got)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still refusing writes: %s", got)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("still refusing writes: %s", got)
+	})
 	s2 := restart(t, s, false)
 	rc3 := dialRaw(t, s2.Addr())
 	// "unlogged" was in doubt: the snapshot made it durable.
@@ -462,13 +464,12 @@ func TestAutoSnapshot(t *testing.T) {
 	for i := 0; i < 200; i++ {
 		rc.do("BF.ADD", "b", fmt.Sprintf("item-%d-%s", i, strings.Repeat("x", 40)))
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for s.aofSize() > 4096 {
-		if time.Now().After(deadline) {
-			t.Fatalf("log still %d bytes", s.aofSize())
+	poll.Until(t, 10*time.Second, func() error {
+		if n := s.aofSize(); n > 4096 {
+			return fmt.Errorf("log still %d bytes", n)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	s2 := restart(t, s, false)
 	if got := dialRaw(t, s2.Addr()).do("BF.CARD", "b"); got != ":200" {
 		t.Fatalf("after auto snapshot and restart: %s", got)

@@ -27,11 +27,11 @@ func TestRecountSteps(t *testing.T) {
 		s.Do(c, b, &r)
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
-	for i := 0; i < 3000; i++ {
+	for i := 0; i < 1500; i++ {
 		do("BF.ADD", fmt.Sprintf("b%d", i), "x")
 		do("CF.ADD", fmt.Sprintf("c%d", i), "x")
 	}
-	for round := 0; round < 5; round++ {
+	for round := 0; round < 3; round++ {
 		// Drift, as the unaccounted parts of growth leave it.
 		s.db.Lock()
 		s.db.Drift(12345)
@@ -41,7 +41,7 @@ func TestRecountSteps(t *testing.T) {
 			cursor := s.db.RecountCursor()
 			s.db.Unlock()
 			// Grow a filter the pass has counted already.
-			for k := 0; k < 3000; k++ {
+			for k := 0; k < 1500; k++ {
 				if key := fmt.Sprintf("b%d", k); keyspace.ScanHash(key) < cursor {
 					for j := 0; j < 300; j++ {
 						do("BF.ADD", key, fmt.Sprint(round, steps, j))
@@ -50,7 +50,7 @@ func TestRecountSteps(t *testing.T) {
 				}
 			}
 			for j := 0; j < 20; j++ {
-				k := rng.IntN(4000)
+				k := rng.IntN(2000)
 				switch rng.IntN(6) {
 				case 0:
 					do("BF.ADD", fmt.Sprintf("b%d", k), fmt.Sprint(rng.Int())) // grows a filter now and then
@@ -72,6 +72,7 @@ func TestRecountSteps(t *testing.T) {
 		s.db.Recount()
 		want := s.db.Used()
 		s.db.Unlock()
+		t.Logf("round %d: %d steps", round, steps)
 		if steps < 5 {
 			t.Fatalf("round %d: the pass took only %d steps", round, steps)
 		}

@@ -619,6 +619,15 @@ func parseInt(b []byte) (int64, bool) {
 	return v, err == nil
 }
 
+// blockedClients counts the clients blocked in WAIT (INFO's
+// blocked_clients: WAIT is the only command that blocks here).
+func (s *Server) blockedClients() int {
+	rs := &s.repl
+	rs.waitMu.Lock()
+	defer rs.waitMu.Unlock()
+	return len(rs.waiters)
+}
+
 // acked counts the replicas whose acknowledged offset reached off.
 func (s *Server) acked(off int64) int {
 	rs := &s.repl

@@ -127,7 +127,8 @@ func testWait(t *testing.T, goroutinePerConn bool) {
 	mc.do("SET", "x", "1")
 	start := time.Now()
 	mc.send("WAIT", "1", "300")
-	time.Sleep(50 * time.Millisecond)
+	// INFO's blocked_clients counts a client in WAIT, as Redis's does.
+	replWait(t, "WAIT to block its client", func() bool { return replInfo(t, other, "clients", "blocked_clients") == "1" })
 	if got := other.do("PING"); got != "+PONG" {
 		t.Fatalf("another client during WAIT: %s", got)
 	}
@@ -142,6 +143,9 @@ func testWait(t *testing.T, goroutinePerConn bool) {
 	}
 	if got := mc.do("PING"); got != "+PONG" {
 		t.Fatalf("after WAIT: %s", got)
+	}
+	if got := replInfo(t, other, "clients", "blocked_clients"); got != "0" {
+		t.Fatalf("blocked_clients after WAIT answered: %s", got)
 	}
 	r := startReplica(t, m, Config{})
 	waitSynced(t, mc, dialRaw(t, r.Addr()))

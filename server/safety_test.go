@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bloomkit/bloomkit/internal/poll"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -188,19 +191,15 @@ func TestExpiry(t *testing.T) {
 	now = now.Add(2 * time.Second)
 	s.db.Unlock()
 	// Active expiry removes it without anyone touching the key.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	poll.Until(t, 5*time.Second, func() error {
 		s.db.Lock()
 		n := s.db.Len()
 		s.db.Unlock()
-		if n == 0 {
-			break
+		if n != 0 {
+			return fmt.Errorf("expired keys not removed: %d left", n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("expired keys not removed: %d left", n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	runSteps(t, rc, []step{{"BF.EXISTS a x", ":0"}, {"TTL a", ":-2"}})
 	if !strings.Contains(rc.do("INFO", "stats"), "expired_keys:2") {
 		t.Error("INFO stats lacks expired_keys:2")

@@ -1,9 +1,13 @@
 package server
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bloomkit/bloomkit/internal/poll"
+	"github.com/bloomkit/bloomkit/server/internal/rdb"
 )
 
 // multiCases gives, for every entry of the command table, the invocations a
@@ -114,6 +118,8 @@ var multiCases = map[string][][]string{
 	"randomkey":    {{"RANDOMKEY"}},
 	"monitor":      {{"MONITOR"}},
 	"copy":         {{"COPY", "bk", "bk2"}},
+	"dump":         {{"DUMP", "bk"}, {"DUMP", "sk"}},
+	"restore":      {{"RESTORE", "rk", "0", string(rdb.DumpString([]byte("v"), rdb.DumpVersion))}},
 	"module":       {{"MODULE", "LIST"}, {"MODULE", "HELP"}, {"MODULE", "LOAD", "/x.so"}},
 	"object":       {{"OBJECT", "ENCODING", "bk"}, {"OBJECT", "REFCOUNT", "sk"}, {"OBJECT", "IDLETIME", "bk"}, {"OBJECT", "FREQ", "bk"}, {"OBJECT", "HELP"}},
 	// DEBUG with enable-debug-command yes (the tests that use these set it).
@@ -255,13 +261,12 @@ func TestMultiQueueMaxmemory(t *testing.T) {
 		t.Fatalf("after the queue was released: %.80s", got)
 	}
 	other.c.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for s.queuedBytes.Load() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("a disconnected client's queue still counts %d bytes", s.queuedBytes.Load())
+	poll.Until(t, 5*time.Second, func() error {
+		if n := s.queuedBytes.Load(); n != 0 {
+			return fmt.Errorf("a disconnected client's queue still counts %d bytes", n)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestMultiQueueQueryLimit: a client's queue counts against its

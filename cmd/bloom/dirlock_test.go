@@ -33,12 +33,7 @@ func serveIn(t *testing.T, dir string, args ...string) (*exec.Cmd, *redis.Client
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2})
 	t.Cleanup(func() { c.Close() })
-	for deadline := time.Now().Add(20 * time.Second); c.Ping(context.Background()).Err() != nil; {
-		if time.Now().After(deadline) {
-			t.Fatalf("bloom serve did not answer PING; log:\n%s", log.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitPing(t, c, 20*time.Second, log.String)
 	return cmd, c, &log
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,30 +22,9 @@ import (
 // stopped when the test ends.
 func startServe(t *testing.T) (string, *redis.Client) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	cmd := exec.Command(bin, "serve", "--addr", addr, "--dir", filepath.Join(t.TempDir(), "data"), "--log-level", "warn")
-	var log strings.Builder
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2})
-	t.Cleanup(func() { c.Close() })
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		if c.Ping(context.Background()).Err() == nil {
-			return addr, c
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("bloom serve on %s did not answer PING; log:\n%s", addr, log.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	dir := t.TempDir()
+	_, c, _ := serveIn(t, dir, "--dir", filepath.Join(dir, "data"))
+	return c.Options().Addr, c
 }
 
 // fill creates n filters named prefix0.. on c: BF keys with a few items

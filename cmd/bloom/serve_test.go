@@ -48,13 +48,7 @@ func TestServeConfigFile(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port), Protocol: 2})
 	defer c.Close()
 	ctx := context.Background()
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Ping(ctx).Err() != nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("server did not start: %s", stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitPing(t, c, 10*time.Second, stderr.String)
 	got, err := c.ConfigGet(ctx, "*").Result()
 	if err != nil {
 		t.Fatal(err)
@@ -147,14 +141,10 @@ func TestServeStockRedisConf(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port, Protocol: 2})
 	defer c.Close()
 	ctx := context.Background()
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Ping(ctx).Err() != nil {
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "log"))
-			t.Fatalf("server did not start: %s %s", stderr.String(), log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitPing(t, c, 10*time.Second, func() string {
+		log, _ := os.ReadFile(filepath.Join(dir, "log"))
+		return stderr.String() + string(log)
+	})
 	if err := c.Do(ctx, "BF.ADD", "k", "a").Err(); err != nil {
 		t.Fatal(err)
 	}

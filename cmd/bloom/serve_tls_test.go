@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bloomkit/bloomkit/internal/poll"
+
 	"github.com/bloomkit/bloomkit/internal/testcert"
 	"github.com/redis/go-redis/v9"
 )
@@ -103,17 +105,12 @@ func TestServeTLS(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		cn, err := peer(&client)
-		if err == nil && cn == "renewed" {
-			break
+	poll.Until(t, 10*time.Second, func() error {
+		if cn, err := peer(&client); err != nil || cn != "renewed" {
+			return fmt.Errorf("after SIGHUP the server still shows %q (%v); log:\n%s", cn, err, log)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after SIGHUP the server still shows %q (%v); log:\n%s", cn, err, log)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	if err := plain.Ping(ctx).Err(); err != nil {
 		t.Fatalf("the server did not survive SIGHUP: %v", err)
 	}

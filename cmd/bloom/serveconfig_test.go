@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bloomkit/bloomkit/internal/poll"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -58,23 +60,19 @@ func startServeArgs(t *testing.T, dir string, port int, args ...string) *confSer
 	go func() { cmd.Wait(); close(exited) }()
 	s := &confServer{cmd: cmd, log: &log}
 	t.Cleanup(func() { s.stopped(t, exited) })
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second)
-		if err == nil {
-			c.Close()
-			break
-		}
+	poll.Until(t, 15*time.Second, func() error {
 		select {
 		case <-exited:
 			t.Fatalf("bloom serve %s exited: %s", file, log.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("bloom serve did not listen on %d: %s", port, log.String())
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second)
+		if err != nil {
+			return fmt.Errorf("bloom serve did not listen on %d: %s", port, log.String())
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		c.Close()
+		return nil
+	})
 	s.done = exited
 	return s
 }

@@ -23,9 +23,9 @@ const Magic = "bloomkit"
 const Version = 1
 
 // Hash ids: how keys are hashed and probe positions derived from the hash.
-// Both hash keys with XXH3-128 and the header's seed; they differ in how the
-// classic layout (Filter, Counting) derives its k positions. Every other
-// type has only id 1.
+// Ids 1 and 2 hash keys with XXH3-128 and the header's seed; they differ in
+// how the classic layout (Filter, Counting) derives its k positions. Every
+// other type but the split-block one has only id 1; that one has only id 3.
 const (
 	// HashXXH3 is hash id 1: for the classic layout, enhanced double
 	// hashing of the two 64-bit halves, which is not independent enough at
@@ -35,10 +35,18 @@ const (
 	// HashXXH3Remix is hash id 2, the classic layout's: every probe
 	// re-mixes the hash (docs/format.md).
 	HashXXH3Remix = 2
+	// HashXXH64 is hash id 3, Parquet's split-block Bloom filter's: XXH64
+	// of the key with seed 0, the block from its high 32 bits, one bit in
+	// each of the block's eight 32-bit words from its low 32 bits
+	// (docs/format.md).
+	HashXXH64 = 3
 )
 
 // HashKnown reports whether a file of type typ may carry hash id id.
 func HashKnown(typ, id uint8) bool {
+	if typ == TypeSplitBlock || id == HashXXH64 {
+		return typ == TypeSplitBlock && id == HashXXH64
+	}
 	return id == HashXXH3 || id == HashXXH3Remix && (typ == TypeClassic || typ == TypeCounting)
 }
 
@@ -58,6 +66,9 @@ const (
 	TypeWindow   = 5 // bloom.Window
 	TypeCuckoo   = 6 // cuckoo.Filter
 	TypeFrozen   = 7 // frozen.Filter (a binary fuse filter)
+	// TypeSplitBlock is bloom.SplitBlock, Parquet's split-block Bloom
+	// filter.
+	TypeSplitBlock = 8
 )
 
 // TypeName returns a short lower-case name for a filter type.
@@ -77,6 +88,8 @@ func TypeName(t uint8) string {
 		return "cuckoo"
 	case TypeFrozen:
 		return "frozen"
+	case TypeSplitBlock:
+		return "split-block"
 	}
 	return fmt.Sprintf("unknown type %d", t)
 }
@@ -149,7 +162,7 @@ func ParseHeader(b []byte) (Header, error) {
 // checkHash fails when a filter of a known type carries a hash id that type
 // does not have.
 func (h Header) checkHash() error {
-	known := h.Type >= TypeClassic && h.Type <= TypeFrozen
+	known := h.Type >= TypeClassic && h.Type <= TypeSplitBlock
 	if known && !HashKnown(h.Type, h.Hash) {
 		return fmt.Errorf("%w: hash id %d for a %s filter", ErrHash, h.Hash, TypeName(h.Type))
 	}
@@ -170,7 +183,7 @@ func parseHeader(b []byte) (Header, error) {
 	if got, want := binary.LittleEndian.Uint32(b[72:]), crc32.Checksum(b[:72], Castagnoli); got != want {
 		return h, fmt.Errorf("%w: header CRC-32C is %#08x, want %#08x", ErrChecksum, got, want)
 	}
-	if b[11] != HashXXH3 && b[11] != HashXXH3Remix {
+	if b[11] < HashXXH3 || b[11] > HashXXH64 {
 		return h, fmt.Errorf("%w: hash id %d", ErrHash, b[11])
 	}
 	if flags := binary.LittleEndian.Uint32(b[12:]); flags != 0 {
