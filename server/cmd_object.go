@@ -14,6 +14,7 @@ import (
 
 	"github.com/bloomkit/bloomkit/server/internal/acl"
 	"github.com/bloomkit/bloomkit/server/internal/keyspace"
+	"github.com/bloomkit/bloomkit/server/internal/rdb"
 )
 
 // objectKeys is OBJECT's key: its third argument, looked at without its
@@ -217,32 +218,23 @@ func cmdDebug(s *Server, c *Session, args [][]byte, r *Reply) {
 	}
 }
 
-// serializedLength is DEBUG OBJECT's serializedlength: for a string, the
-// length of Redis's RDB encoding of it (an integer in 2, 3 or 5 bytes, else
-// a length prefix and the bytes); for a filter, the bytes of its value.
+// serializedLength is DEBUG OBJECT's serializedlength, Redis's
+// rdbSavedObjectLen: the length of the value's RDB encoding, which is
+// DUMP's payload without its type byte, version and checksum. bloomkit's
+// own filters, which have no RDB encoding, give the bytes of their value.
 func serializedLength(e *keyspace.Entry) int64 {
-	if e.Kind != keyspace.KindString {
+	var payload []byte
+	var err error
+	switch e.Kind {
+	case keyspace.KindString:
+		payload = rdb.DumpString(e.StrBytes(), rdb.DumpVersion)
+	case keyspace.KindBloom:
+		payload, err = rdb.DumpModule(rdb.BloomValue{Bloom: e.BF}, rdb.DumpVersion)
+	case keyspace.KindCuckoo:
+		payload, err = rdb.DumpModule(rdb.CuckooValue{Cuckoo: e.CF}, rdb.DumpVersion)
+	}
+	if err != nil || len(payload) < 11 {
 		return int64(e.DataBytes())
 	}
-	v := e.StrBytes()
-	if n, ok := redisInteger(v); ok {
-		switch {
-		case n >= math.MinInt8 && n <= math.MaxInt8:
-			return 2
-		case n >= math.MinInt16 && n <= math.MaxInt16:
-			return 3
-		case n >= math.MinInt32 && n <= math.MaxInt32:
-			return 5
-		}
-	}
-	switch l := len(v); {
-	case l < 1<<6:
-		return int64(1 + l)
-	case l < 1<<14:
-		return int64(2 + l)
-	case l <= math.MaxUint32:
-		return int64(5 + l)
-	default:
-		return int64(9 + l)
-	}
+	return int64(len(payload) - 11)
 }
