@@ -37,7 +37,8 @@
 // GET/SET/REWRITE, redaction, docs); session.go (a connection's state);
 // background.go (expiry, fsync, save points); persist.go, the glue of
 // durability: start-up loads the newest snapshot and replays the logs
-// through apply, and a rewrite fixes its point in time; internal/aof owns
+// through apply, and a rewrite fixes its point in time; loading.go, the
+// load while clients are served (-LOADING, INFO's progress); internal/aof owns
 // the files and the policy; replication.go, repl_master.go,
 // repl_replica.go. docs/server-internals.md traces one BF.ADD and one
 // BGSAVE through them and lists the locks and their order.

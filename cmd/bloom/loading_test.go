@@ -122,6 +122,14 @@ func TestServeAnswersWhileLoading(t *testing.T) {
 	if !strings.Contains(first, "LOADING Redis is loading the dataset in memory") {
 		t.Fatalf("first answer %q after %v: the load was over before the server answered (make the log larger)", first, firstAnswer)
 	}
+	// bloom ping (the image's health check): a loading server is alive;
+	// --ready wants PONG.
+	if r := bloomIn(t, t.TempDir(), "", "ping", "--addr", addr, "--ready"); r.code != exitError || !strings.Contains(r.stderr, "LOADING") {
+		t.Errorf("bloom ping --ready while loading: exit %d %q", r.code, r.stderr)
+	}
+	if r := bloomIn(t, t.TempDir(), "", "ping", "--addr", addr); r.code != 0 || !strings.HasPrefix(r.stdout, "loading: ") {
+		t.Errorf("bloom ping while loading: exit %d %q %q", r.code, r.stdout, r.stderr)
+	}
 	if got := rcli("BF.ADD", "f1", "new"); !strings.Contains(got, "LOADING") {
 		t.Errorf("redis-cli BF.ADD while loading: %q", got)
 	}
