@@ -5,6 +5,7 @@ package server
 // OBJECT), behind enable-debug-command as in Redis.
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -180,17 +181,42 @@ var debugHelp = []string{
 	"DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 	"OBJECT <key>",
 	"    Show low level info about `key` and associated value.",
+	"RELOAD",
+	"    Save the RDB on disk and reload it back to memory.",
 	"SLEEP <seconds>",
 	"    Stop the server for <seconds>. Decimals allowed.",
 	"HELP",
 	"    Prints this help.",
 }
 
-// DEBUG OBJECT key | SLEEP seconds | HELP (db.mu held: SLEEP stops every
-// command, as it stops Redis).
+// DEBUG OBJECT key | SLEEP seconds | RELOAD | HELP. It runs without the
+// keyspace lock and takes it for SLEEP (which stops every command, as it
+// stops Redis) and OBJECT.
 func cmdDebug(s *Server, c *Session, args [][]byte, r *Reply) {
 	sub := strings.ToLower(string(args[1]))
+	if sub == "sleep" || sub == "object" {
+		unlock := s.lockDB(c)
+		defer unlock()
+	}
 	switch {
+	case sub == "reload":
+		switch {
+		case len(args) > 2:
+			r.Error("ERR DEBUG RELOAD's options (MERGE, NOFLUSH, NOSAVE) are not supported: the keyspace must stay what the log holds")
+		case c.inExec:
+			r.Error("ERR DEBUG RELOAD cannot run inside MULTI")
+		case s.loadingNow():
+			r.Error(errLoading)
+		case s.cfg.NoPersistence:
+			r.Error("ERR DEBUG RELOAD needs a data directory: this server keeps nothing on disk")
+		default:
+			if err := s.debugReload(); err != nil {
+				s.log.Error("DEBUG RELOAD failed", "err", err)
+				r.Error("ERR Error trying to load the RDB dump, check server logs.")
+				return
+			}
+			r.OK()
+		}
 	case sub == "help" && len(args) == 2:
 		r.Array(len(debugHelp))
 		for _, l := range debugHelp {
@@ -216,6 +242,48 @@ func cmdDebug(s *Server, c *Session, args [][]byte, r *Reply) {
 	default:
 		r.Error("ERR unknown subcommand or wrong number of arguments for '" + trimArg(args[1]) + "'. Try DEBUG HELP.")
 	}
+}
+
+// debugReload is DEBUG RELOAD: a snapshot is saved, read back into a
+// keyspace of its own and swapped in, provided nothing changed since the
+// snapshot's point in time (the change counter, which every write moves,
+// is the same); else it tries again, a few times. The keyspace then is
+// what the snapshot file holds, as after Redis's reload.
+func (s *Server) debugReload() error {
+	p := &s.persist
+	for range 5 {
+		if err := s.Save(); err != nil {
+			return fmt.Errorf("save: %w", err)
+		}
+		p.saveMu.Lock()
+		gen, dirty := p.gen.Load(), p.dirtyAtSave.Load()
+		fresh := keyspace.New(0, s.cfg.Now)
+		f, err := s.dir.Open(SnapshotName(gen))
+		if err == nil {
+			_, _, err = fresh.ReadSnapshot(f, s.dir.Path(SnapshotName(gen)))
+			f.Close()
+		}
+		if err != nil {
+			p.saveMu.Unlock()
+			return fmt.Errorf("load: %w", err)
+		}
+		fresh.PrepareFor(s.db)
+		s.db.WaitMerges()
+		s.db.Lock()
+		same := s.db.Dirty() == dirty
+		if same {
+			s.db.FinishMerges(nil)
+			s.db.TakeOver(fresh)
+			p.dirtyAtSave.Store(s.db.Dirty()) // the keyspace is the snapshot
+		}
+		s.db.Unlock()
+		p.saveMu.Unlock()
+		if same {
+			return nil
+		}
+		fresh.Flush() // written to since: its arrays are released
+	}
+	return errors.New("the keyspace kept changing while it was saved")
 }
 
 // serializedLength is DEBUG OBJECT's serializedlength, Redis's

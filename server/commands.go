@@ -182,7 +182,7 @@ func init() {
 		{name: "cf.debug", arity: 2, flags: []string{"readonly", "module", "fast"}, first: 1, last: 1, step: 1, fn: cmdCFDebug},
 		{name: "memory", arity: -2, flags: []string{"readonly"}, unlocked: true, hasSubcommands: true, keys: memoryKeys, fn: cmdMemory},
 		{name: "object", arity: -2, hasSubcommands: true, keys: objectKeys, fn: cmdObject},
-		{name: "debug", arity: -2, flags: []string{"admin", "noscript", "loading", "stale"}, fn: cmdDebug},
+		{name: "debug", arity: -2, flags: []string{"admin", "noscript", "loading", "stale"}, unlocked: true, fn: cmdDebug},
 		// Persistence.
 		{name: "save", arity: 1, flags: []string{"admin", "noscript", "no_async_loading", "no_multi"}, noMulti: true, unlocked: true, fn: cmdSave},
 		{name: "bgsave", arity: -1, flags: []string{"admin", "noscript", "no_async_loading", "no_multi"}, noMulti: true, unlocked: true, fn: cmdBGSave},
