@@ -211,6 +211,7 @@ var commandDocs = map[string]cmdDoc{
 	"slaveof":      {group: "server", since: "1.0.0", summary: "Makes the server a replica of another server, or promotes it to master (an old name of REPLICAOF)", complexity: "O(1)"},
 	"role":         {group: "server", since: "2.8.12", summary: "Returns the replication role", complexity: "O(1)", categories: "admin dangerous"},
 	"wait":         {group: "generic", since: "3.0.0", summary: "Blocks until the writes this connection sent are acknowledged by a number of replicas, or a timeout", complexity: "O(1)", categories: "connection"},
+	"failover":     {group: "server", since: "6.2.0", summary: "Starts a coordinated failover from a server to one of its replicas", complexity: "O(1)"},
 	"waitaof":      {group: "generic", since: "7.2.0", summary: "Blocks until the writes this connection sent are fsynced in the append-only log of this server and of a number of replicas, or a timeout", complexity: "O(1)", categories: "connection"},
 	"replconf":     {group: "server", since: "3.0.0", summary: "An internal command for configuring the replication stream", complexity: "O(1)"},
 	"sync":         {group: "server", since: "1.0.0", summary: "An internal command used in replication: a full synchronisation", complexity: "O(N) where N is the size of the snapshot"},

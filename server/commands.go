@@ -204,6 +204,7 @@ func init() {
 		{name: "slaveof", arity: 3, flags: []string{"admin", "noscript", "stale", "no_async_loading"}, unlocked: true, fn: cmdReplicaOf},
 		{name: "role", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"}, unlocked: true, fn: cmdRole},
 		{name: "wait", arity: 3, flags: []string{"noscript"}, unlocked: true, fn: cmdWait},
+		{name: "failover", arity: -1, flags: []string{"admin", "noscript", "stale"}, unlocked: true, fn: cmdFailover},
 		{name: "waitaof", arity: 4, flags: []string{"noscript"}, unlocked: true, fn: cmdWaitAOF},
 		{name: "replconf", arity: -1, flags: []string{"admin", "noscript", "loading", "stale", "allow_busy"}, unlocked: true, fn: cmdReplConf},
 		{name: "sync", arity: 1, flags: []string{"admin", "noscript", "no_async_loading", "no_multi"}, unlocked: true, noMulti: true, fn: cmdSync},

@@ -147,6 +147,24 @@ func cmdSync(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error("ERR Command not allowed inside a transaction")
 		return
 	}
+	if len(args) == 4 && strings.EqualFold(string(args[0]), "psync") && strings.EqualFold(string(args[3]), "failover") {
+		// FAILOVER: this server's master hands its role over; it is
+		// a master from now on, and the old one continues as its
+		// replica (failover.go).
+		unlock := s.lockDB(c)
+		s.repl.mu.Lock()
+		id := s.repl.replid
+		s.repl.mu.Unlock()
+		if !s.isReplica() || string(args[1]) != id {
+			unlock()
+			r.Error("ERR PSYNC FAILOVER replid must match my replid.")
+			return
+		}
+		s.becomeMaster()
+		unlock()
+		s.log.Info("MASTER MODE enabled (failover request)", "client", c.Addr)
+		args = args[:3]
+	}
 	if s.isReplica() {
 		l := s.currentLink()
 		if l == nil || !l.up() {

@@ -40,8 +40,11 @@ const (
 type masterLink struct {
 	// fack is the offset last acknowledged as fsynced, fackNext the
 	// offset that becomes it once the log is fsynced to pos (sendAck).
-	fack       atomic.Int64
-	fackNext   atomic.Pointer[fackPoint]
+	fack     atomic.Int64
+	fackNext atomic.Pointer[fackPoint]
+	// failover: PSYNC asks the master to take over (FAILOVER, sent by a
+	// master handing its role over; cleared once a sync succeeded).
+	failover   atomic.Bool
 	host, port string
 	stopc      chan struct{}
 	once       sync.Once
@@ -341,6 +344,9 @@ func (s *Server) syncWith(l *masterLink) error {
 	if id != "" {
 		psync = []string{"PSYNC", id, strconv.FormatInt(off+1, 10)}
 	}
+	if l.failover.Load() {
+		psync = append(psync, "FAILOVER")
+	}
 	if line, err = send(psync...); err != nil {
 		return err
 	}
@@ -375,6 +381,7 @@ func (s *Server) syncWith(l *masterLink) error {
 	default:
 		return fmt.Errorf("unexpected reply to PSYNC from master: %q", line)
 	}
+	l.failover.Store(false)
 	l.setErr("")
 	l.state.Store(linkConnected)
 	return s.applyStream(l, nc, br)

@@ -331,12 +331,17 @@ func cmdReplicaOf(s *Server, c *Session, args [][]byte, r *Reply) {
 // becomeReplica makes this server a replica of host:port (keyspace lock
 // held). Its own replicas are disconnected (they resynchronize with the
 // new history); the keyspace stays as it is until the first sync.
-func (s *Server) becomeReplica(host, port string) {
+func (s *Server) becomeReplica(host, port string) { s.becomeReplicaOf(host, port, false) }
+
+// becomeReplicaOf is becomeReplica; with failover its PSYNC asks the new
+// master to take over (PSYNC … FAILOVER, failover.go). It returns the link.
+func (s *Server) becomeReplicaOf(host, port string, failover bool) *masterLink {
 	r := &s.repl
 	r.ensureBacklog()
 	r.mu.Lock()
 	old := r.link
 	link := newMasterLink(host, port)
+	link.failover.Store(failover)
 	if old != nil {
 		// Keep what the old link knew: a partial resync with the new
 		// master is tried from there.
@@ -366,6 +371,7 @@ func (s *Server) becomeReplica(host, port string) {
 		defer s.bgWG.Done()
 		s.follow(link)
 	}()
+	return link
 }
 
 // becomeMaster stops following (REPLICAOF NO ONE; keyspace lock held): a
@@ -486,7 +492,7 @@ func (s *Server) replicationInfo() []string {
 			i, rp.ip, rp.port, rp.stateName(), rp.acked(), now-rp.ackTime.Load()))
 	}
 	lines = append(lines,
-		"master_failover_state:no-failover",
+		"master_failover_state:"+failoverStateName(s.failover.state.Load()),
 		"master_replid:"+rs.replid,
 		"master_replid2:"+rs.replid2,
 		"master_repl_offset:"+itoa(off),

@@ -217,6 +217,8 @@ type Server struct {
 	mon monitors
 	// loading is the state of a load in progress (loading.go).
 	loading loadState
+	// failover is a FAILOVER in progress (failover.go).
+	failover failoverState
 }
 
 // New creates a server: it loads the snapshot and replays the append-only
@@ -660,6 +662,9 @@ func (s *Server) do(c *Session, args [][]byte, r *Reply) {
 		c.txnLen.Store(int64(len(c.multi)))
 		r.Simple("QUEUED")
 		return
+	}
+	if s.failover.state.Load() != noFailover && s.holdWrite(c, cmd, args) {
+		return // FAILOVER pauses writes: it runs when they resume
 	}
 	var d time.Duration
 	if cmd.unlocked {

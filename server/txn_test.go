@@ -103,6 +103,7 @@ var multiCases = map[string][][]string{
 	"role":      {{"ROLE"}},
 	"wait":      {{"WAIT", "0", "0"}},
 	"waitaof":   {{"WAITAOF", "0", "0", "0"}},
+	"failover":  {{"FAILOVER", "ABORT"}},
 	"replconf":  {{"REPLCONF", "listening-port", "1"}},
 	"sync":      {{"SYNC"}},
 	"psync":     {{"PSYNC", "?", "-1"}},
