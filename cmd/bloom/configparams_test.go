@@ -89,6 +89,7 @@ func TestServeConfigParamsRoundTrip(t *testing.T) {
 		"daemonize":                  {file: "no"},
 		"enable-debug-command":       {file: "local"},
 		"databases":                  {file: "1"}, // one database: any other value is ignored with a warning
+		"replica-ignore-unsupported": {file: "yes", set: "no"},
 		// Ignored in a file (with a warning); CONFIG GET shows the event
 		// loops, half the CPUs by default.
 		"io-threads":                        {file: "4", fileGet: strconv.Itoa(max(1, min(runtime.GOMAXPROCS(0)/2, 8)))},

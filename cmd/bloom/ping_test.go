@@ -3,7 +3,6 @@ package main
 import (
 	"io"
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
 
@@ -30,13 +29,7 @@ func TestPing(t *testing.T) {
 	if r.code != exitError || !strings.Contains(r.stderr, "bloom ping: "+s.Addr()) {
 		t.Errorf("wrong password: exit %d, stderr %q", r.code, r.stderr)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	free := ln.Addr().String()
-	ln.Close()
-	r = bloomIn(t, t.TempDir(), "", "ping", "--addr", free, "--timeout", "500ms")
+	r = bloomIn(t, t.TempDir(), "", "ping", "--addr", refusedAddr(t), "--timeout", "500ms")
 	if r.code != exitError || !strings.Contains(r.stderr, "refused") {
 		t.Errorf("nothing listening: exit %d, stderr %q", r.code, r.stderr)
 	}
