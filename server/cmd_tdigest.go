@@ -8,7 +8,7 @@ package server
 // smallest query that merges it, TDIGEST.CDF key 0), and replay and
 // replicas hold a digest equal bit for bit. A read-only replica answers
 // from a merged copy and leaves its own digest as its master's stream
-// makes it.
+// makes it, and so does a server whose log has failed.
 
 import (
 	"math"
@@ -121,7 +121,9 @@ func (s *Server) tdQuery(c *Session, key []byte, d *tdigest.Digest) *tdigest.Dig
 	if !tdNeedsMerge(d) {
 		return d
 	}
-	if s.isReplica() && !c.fromMaster && !s.db.Loading() {
+	if s.isReplica() && !c.fromMaster && !s.db.Loading() || s.aof != nil && s.aof.Failed() {
+		// A failed log takes no record: a query then leaves the digest
+		// as it is, like a read-only replica.
 		return d.Clone()
 	}
 	if s.db.Snapshotting() {
@@ -578,4 +580,17 @@ func cmdTDInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Simple(f.name)
 		r.Int(f.v)
 	}
+}
+
+// copyRefused is COPY's error for a value RedisBloom gives no copy
+// callback (a t-digest), where Redis would otherwise copy it, or "".
+func (s *Server) copyRefused(src, dst []byte, replace bool) string {
+	e := s.db.GetBytes(src)
+	if e == nil || e.Kind != keyspace.KindTDigest {
+		return ""
+	}
+	if !replace && s.db.GetBytes(dst) != nil {
+		return ""
+	}
+	return "ERR not supported for this module key"
 }

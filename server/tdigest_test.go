@@ -6,10 +6,12 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/bloomkit/bloomkit/internal/redistest"
+	"github.com/bloomkit/bloomkit/tdigest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -89,7 +91,7 @@ func TestTDigestMatchesRedisBloom(t *testing.T) {
 			{"TDIGEST.ADD", "nokey", 1}, {"SET", "str", "x"}, {"TDIGEST.ADD", "str", 1}, {"TDIGEST.CREATE", "str"},
 			{"TDIGEST.MERGE", "m", 0, "t"}, {"TDIGEST.MERGE", "m", 3, "t"}, {"TDIGEST.MERGE", "m", "x", "t"}, {"TDIGEST.MERGE", "m", 1, "nokey"},
 			{"TDIGEST.MERGE", "m", 1, "t", "BOGUS"}, {"TDIGEST.MERGE", "m", 1, "t", "COMPRESSION"}, {"TDIGEST.MERGE", "m", 1, "m"},
-			{"TYPE", "t"},
+			{"TYPE", "t"}, {"MEMORY", "USAGE", "t"}, {"COPY", "t", "t2"}, {"COPY", "nokey", "t2"}, {"COPY", "t", "str"}, {"COPY", "t", "str", "REPLACE"},
 		} {
 			same(c...)
 		}
@@ -146,5 +148,145 @@ func TestTDigestMatchesRedisBloom(t *testing.T) {
 	}
 	if q, err := bc.TDigestQuantile(ctx, "g", 0.5).Result(); err != nil || len(q) != 1 || q[0] != 3 {
 		t.Fatalf("quantile %v %v", q, err)
+	}
+}
+
+// tdigestSteps is a random stream of TDIGEST commands in which queries
+// come between adds (so they merge buffers), some inside MULTI.
+func tdigestSteps(seed uint64, n int) [][]string {
+	rng := rand.New(rand.NewPCG(seed, 9))
+	f := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	var out [][]string
+	for i := range n {
+		k := "t" + strconv.Itoa(rng.IntN(3))
+		switch rng.IntN(10) {
+		case 0:
+			out = append(out, []string{"TDIGEST.CREATE", k, "COMPRESSION", strconv.Itoa(5 + rng.IntN(100))})
+		case 1, 2, 3, 4:
+			cmd := []string{"TDIGEST.ADD", k}
+			for range 1 + rng.IntN(150) {
+				cmd = append(cmd, f(math.Round(rng.NormFloat64()*1000)/16))
+			}
+			out = append(out, cmd)
+		case 5:
+			out = append(out, []string{"TDIGEST.QUANTILE", k, "0.1", "0.5", "0.99"})
+		case 6:
+			out = append(out, []string{"TDIGEST.RANK", k, "0"}, []string{"TDIGEST.BYREVRANK", k, "3"})
+		case 7:
+			out = append(out, []string{"MULTI"}, []string{"TDIGEST.ADD", k, "1", "2"}, []string{"TDIGEST.CDF", k, "1"}, []string{"TDIGEST.TRIMMED_MEAN", k, "0.1", "0.9"}, []string{"EXEC"})
+		case 8:
+			out = append(out, []string{"TDIGEST.MERGE", "t" + strconv.Itoa(rng.IntN(3)), "2", k, "t" + strconv.Itoa(rng.IntN(3))})
+		case 9:
+			if i%7 == 0 {
+				out = append(out, []string{"TDIGEST.RESET", k})
+			} else {
+				out = append(out, []string{"TDIGEST.INFO", k})
+			}
+		}
+	}
+	return out
+}
+
+// tdigests copies every digest of s.
+func tdigests(t *testing.T, s *Server) map[string]*tdigest.Digest {
+	t.Helper()
+	out := map[string]*tdigest.Digest{}
+	s.db.Lock()
+	defer s.db.Unlock()
+	for _, k := range []string{"t0", "t1", "t2"} {
+		if e := s.db.Lookup(k); e != nil && e.TD() != nil {
+			out[k] = e.TD().Clone()
+		}
+	}
+	return out
+}
+
+func sameDigests(t *testing.T, what string, a, b map[string]*tdigest.Digest) {
+	t.Helper()
+	if len(a) != len(b) {
+		t.Fatalf("%s: %d digests, want %d", what, len(b), len(a))
+	}
+	for k, d := range a {
+		if e := b[k]; e == nil || !e.Equal(d) {
+			t.Fatalf("%s: digest %s differs: %+v, want %+v", what, k, b[k].Info(), d.Info())
+		}
+	}
+}
+
+// TestTDigestReplayAndReplicaExact: a query merges a digest's buffer (as
+// RedisBloom's does) and later answers depend on when that happened, so
+// what the queries did is logged: the log replayed after kill -9 (from a
+// snapshot taken part-way and the log after it) and a replica fed the
+// stream hold digests equal bit for bit to the master's, and a replica's
+// client queries change nothing there.
+func TestTDigestReplayAndReplicaExact(t *testing.T) {
+	s := startServer(t, Config{AppendFsync: "always"})
+	r := startReplica(t, s, Config{NoPersistence: true})
+	mc, rc := dialRaw(t, s.Addr()), dialRaw(t, r.Addr())
+	waitSynced(t, mc, rc)
+	steps := tdigestSteps(1, 400)
+	saved, inMulti := false, false
+	for i, st := range steps {
+		if i >= len(steps)/2 && !saved && !inMulti {
+			if got := mc.do("SAVE"); got != "+OK" {
+				t.Fatalf("SAVE: %s", got)
+			}
+			saved = true
+		}
+		inMulti = st[0] == "MULTI" || inMulti && st[0] != "EXEC"
+		got := mc.do(st...)
+		if strings.HasPrefix(got, "-") && !strings.Contains(got, "key already exists") && !strings.Contains(got, "key does not exist") {
+			t.Fatalf("%v: %s", st, got)
+		}
+		if i%5 == 0 && st[0] == "TDIGEST.QUANTILE" && !inMulti {
+			// The replica answers as the master would, from a merged copy.
+			waitSynced(t, mc, rc)
+			if a, b := rc.do(st...), mc.do(st...); a != b {
+				t.Fatalf("%v: replica %s, master %s", st, a, b)
+			}
+		}
+	}
+	want := tdigests(t, s)
+	if len(want) == 0 {
+		t.Fatal("no digests")
+	}
+	if !sameData(t, s, r, mc, rc) {
+		t.Fatal("the replica's keyspace differs from the master's")
+	}
+	sameDigests(t, "replica", want, tdigests(t, r))
+	s2 := crashRestart(t, s, Config{})
+	sameDigests(t, "after restart", want, tdigests(t, s2))
+}
+
+// TestTDigestACLCategory: +@tdigest grants the TDIGEST commands and
+// nothing else; ACL CAT lists the category and its commands; COMMAND INFO
+// shows them in @tdigest with RedisBloom's read/write and fast categories.
+func TestTDigestACLCategory(t *testing.T) {
+	s := startServer(t, Config{NoPersistence: true})
+	rc := dialRaw(t, s.Addr())
+	runSteps(t, rc, []step{
+		{"ACL SETUSER td on nopass ~* -@all +@tdigest", "+OK"},
+		{"AUTH td x", "+OK"},
+		{"TDIGEST.CREATE k", "+OK"},
+		{"TDIGEST.ADD k 1 2 3", "+OK"},
+		{"TDIGEST.QUANTILE k 0.5", `["2"]`},
+		{"BF.ADD b x", "-NOPERM User td has no permissions to run the 'bf.add' command"},
+	})
+	admin := dialRaw(t, s.Addr())
+	cats := admin.do("ACL", "CAT")
+	if !strings.Contains(cats, `"tdigest"`) {
+		t.Fatalf("ACL CAT: %s", cats)
+	}
+	list := admin.do("ACL", "CAT", "tdigest")
+	for _, name := range []string{"tdigest.add", "tdigest.trimmed_mean", "tdigest.info"} {
+		if !strings.Contains(list, `"`+name+`"`) {
+			t.Fatalf("ACL CAT tdigest lacks %s: %s", name, list)
+		}
+	}
+	info := admin.do("COMMAND", "INFO", "tdigest.create", "tdigest.trimmed_mean")
+	for _, want := range []string{"[+@write +@fast +@tdigest]", "[+@read +@tdigest]"} {
+		if !strings.Contains(info, want) {
+			t.Errorf("COMMAND INFO lacks %s: %s", want, info)
+		}
 	}
 }
