@@ -168,7 +168,7 @@ func init() {
 		{name: "ttl", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, fn: cmdTTL},
 		{name: "pttl", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, fn: cmdTTL},
 		{name: "persist", arity: 2, flags: []string{"write", "fast"}, first: 1, last: 1, step: 1, write: true, fn: cmdPersist},
-		{name: "dump", arity: 2, flags: []string{"readonly"}, first: 1, last: 1, step: 1, fn: cmdDump},
+		{name: "dump", arity: 2, flags: []string{"readonly"}, first: 1, last: 1, step: 1, layout: true, fn: cmdDump},
 		{name: "restore", arity: -4, flags: []string{"write", "denyoom"}, first: 1, last: 1, step: 1, write: true, fn: cmdRestore},
 		{name: "flushall", arity: -1, flags: []string{"write"}, write: true, fn: cmdFlush},
 		{name: "flushdb", arity: -1, flags: []string{"write"}, write: true, fn: cmdFlush},

@@ -171,7 +171,7 @@ func tdigestSteps(seed uint64, n int) [][]string {
 		case 5:
 			out = append(out, []string{"TDIGEST.QUANTILE", k, "0.1", "0.5", "0.99"})
 		case 6:
-			out = append(out, []string{"TDIGEST.RANK", k, "0"}, []string{"TDIGEST.BYREVRANK", k, "3"})
+			out = append(out, []string{"TDIGEST.RANK", k, "0"}, []string{"TDIGEST.BYREVRANK", k, "3"}, []string{"DUMP", k})
 		case 7:
 			out = append(out, []string{"MULTI"}, []string{"TDIGEST.ADD", k, "1", "2"}, []string{"TDIGEST.CDF", k, "1"}, []string{"TDIGEST.TRIMMED_MEAN", k, "0.1", "0.9"}, []string{"EXEC"})
 		case 8:
@@ -288,5 +288,72 @@ func TestTDigestACLCategory(t *testing.T) {
 		if !strings.Contains(info, want) {
 			t.Errorf("COMMAND INFO lacks %s: %s", want, info)
 		}
+	}
+}
+
+// TestTDigestDumpRestoreWithRedisBloom: t-digests move between Redis +
+// RedisBloom and bloom serve by DUMP and RESTORE, both ways, and answer
+// alike afterwards (INFO included), the one-value digest too.
+func TestTDigestDumpRestoreWithRedisBloom(t *testing.T) {
+	module := redistest.RedisBloomModule(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rs := redistest.Start(t, "--loadmodule", module)
+	s := startServer(t, Config{NoPersistence: true})
+	rc, bc := rs.Client(t), redis.NewClient(&redis.Options{Addr: s.Addr()})
+	defer bc.Close()
+	setup := [][]any{
+		{"TDIGEST.CREATE", "empty"},
+		{"TDIGEST.CREATE", "one", "COMPRESSION", 50}, {"TDIGEST.ADD", "one", 7.5},
+		{"TDIGEST.CREATE", "many", "COMPRESSION", 30},
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 8 {
+		add := []any{"TDIGEST.ADD", "many"}
+		for range 300 {
+			add = append(add, math.Round(rng.ExpFloat64()*1000)/10)
+		}
+		setup = append(setup, add, []any{"TDIGEST.QUANTILE", "many", 0.5})
+	}
+	setup = append(setup, []any{"TDIGEST.ADD", "many", 1, 2, 3}, []any{"TDIGEST.MERGE", "merged", 2, "many", "one"})
+	keys := []string{"empty", "one", "many", "merged"}
+	queries := func(k string) [][]any {
+		return [][]any{{"TDIGEST.INFO", k}, {"TDIGEST.MIN", k}, {"TDIGEST.MAX", k},
+			{"TDIGEST.QUANTILE", k, 0, 0.01, 0.5, 0.99, 1}, {"TDIGEST.CDF", k, 0, 7.5, 50, 1000},
+			{"TDIGEST.RANK", k, 7.5, 50}, {"TDIGEST.BYREVRANK", k, 0, 5, 100}, {"TDIGEST.TRIMMED_MEAN", k, 0.1, 0.8}}
+	}
+	for _, dir := range []struct {
+		name     string
+		from, to *redis.Client
+	}{{"RedisBloom to bloom", rc, bc}, {"bloom to RedisBloom", bc, rc}} {
+		t.Run(dir.name, func(t *testing.T) {
+			rc.FlushAll(ctx)
+			bc.FlushAll(ctx)
+			for _, c := range setup {
+				if err := dir.from.Do(ctx, c...).Err(); err != nil {
+					t.Fatalf("%v: %v", c, err)
+				}
+			}
+			for _, k := range keys {
+				payload, err := dir.from.Dump(ctx, k).Result()
+				if err != nil {
+					t.Fatalf("DUMP %s: %v", k, err)
+				}
+				if err := dir.to.Restore(ctx, k, 0, payload).Err(); err != nil {
+					t.Fatalf("RESTORE %s: %v", k, err)
+				}
+				if typ := dir.to.Type(ctx, k).Val(); typ != "TDIS-TYPE" {
+					t.Fatalf("TYPE %s: %s", k, typ)
+				}
+			}
+			for _, k := range keys {
+				for _, q := range append(queries(k), []any{"TDIGEST.ADD", k, 1, 2, 3.5}, []any{"TDIGEST.QUANTILE", k, 0.25, 0.75}, []any{"TDIGEST.INFO", k}) {
+					a, b := norm(dir.from.Do(ctx, q...).Result()), norm(dir.to.Do(ctx, q...).Result())
+					if a != b {
+						t.Fatalf("%v after the move: source %s, copy %s", q, a, b)
+					}
+				}
+			}
+		})
 	}
 }

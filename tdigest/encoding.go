@@ -109,55 +109,25 @@ func (d *Digest) ReadFrom(r io.Reader) (int64, error) {
 }
 
 func (d *Digest) fromWords(h format.Header, w []uint64) error {
-	merged, unmerged := int(uint32(w[0])), int(uint32(w[0]>>32))
+	merged, unmerged := uint64(uint32(w[0])), uint64(uint32(w[0]>>32))
 	nn := merged + unmerged
-	if uint64(len(w)) != uint64(metaWords+2*nn) {
+	if uint64(len(w)) != metaWords+2*nn {
 		return corrupt("%d nodes in a payload of %d words", nn, len(w))
 	}
-	d.compression = h.P
-	d.capacity = int(h.M)
-	d.merged, d.unmerged = merged, unmerged
-	d.compressions = int64(w[1])
-	d.mergedW, d.unmergedW = int64(w[2]), int64(w[3])
-	d.min, d.max = math.Float64frombits(w[4]), math.Float64frombits(w[5])
-	if nn > d.capacity {
-		return corrupt("%d nodes, capacity %d", nn, d.capacity)
-	}
-	if d.compressions < 0 || d.mergedW < 0 || d.unmergedW < 0 || d.mergedW > math.MaxInt64-d.unmergedW {
-		return corrupt("counters")
-	}
-	if uint64(d.mergedW+d.unmergedW) != h.Count {
-		return corrupt("weights sum to %d, the header says %d", d.mergedW+d.unmergedW, h.Count)
-	}
-	if math.IsNaN(d.min) || math.IsNaN(d.max) {
-		return corrupt("NaN extremes")
-	}
-	size := max(nn, min(d.capacity, Capacity(DefaultCompression)))
-	d.mean = make([]float64, size)
-	d.weight = make([]int64, size)
-	var sums [2]int64
+	s := State{Compression: h.P, Capacity: int(h.M), Min: math.Float64frombits(w[4]), Max: math.Float64frombits(w[5]),
+		MergedNodes: int(merged), Compressions: int64(w[1]), Means: make([]float64, nn), Weights: make([]int64, nn)}
 	for i := range nn {
-		m := math.Float64frombits(w[metaWords+i])
-		x := int64(w[metaWords+nn+i])
-		if math.IsNaN(m) || math.IsInf(m, 0) {
-			return corrupt("node %d has mean %v", i, m)
-		}
-		part := 0
-		if i >= merged {
-			part = 1
-		}
-		if x < 1 || sums[part] > math.MaxInt64-x {
-			return corrupt("node %d has weight %d", i, x)
-		}
-		sums[part] += x
-		d.mean[i], d.weight[i] = m, x
-		if nn > 0 && (m < d.min || m > d.max) {
-			return corrupt("node %d mean %v outside [%v, %v]", i, m, d.min, d.max)
-		}
+		s.Means[i] = math.Float64frombits(w[metaWords+i])
+		s.Weights[i] = int64(w[metaWords+nn+i])
 	}
-	if sums[0] != d.mergedW || sums[1] != d.unmergedW {
-		return corrupt("node weights sum to %d and %d, the counters say %d and %d", sums[0], sums[1], d.mergedW, d.unmergedW)
+	g, err := FromState(s)
+	if err != nil {
+		return err
 	}
+	if uint64(g.mergedW) != w[2] || uint64(g.unmergedW) != w[3] || uint64(g.Count()) != h.Count {
+		return corrupt("node weights sum to %d and %d, the counters say %d and %d (count %d)", g.mergedW, g.unmergedW, w[2], w[3], h.Count)
+	}
+	*d = *g
 	return nil
 }
 
