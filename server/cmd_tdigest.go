@@ -338,6 +338,21 @@ func cmdTDMerge(s *Server, c *Session, args [][]byte, r *Reply) {
 			compression = max(compression, int64(from[i].Compression()))
 		}
 	}
+	// A total past an int64 fails before anything changes (RedisBloom
+	// fails part-way, after merging some buffers, which a replica would
+	// not see).
+	var total int64
+	parts := from
+	if start != nil && !override {
+		parts = append([]*tdigest.Digest{start}, from...)
+	}
+	for _, f := range parts {
+		if total > math.MaxInt64-f.Count() {
+			r.Error("ERR T-Digest: overflow detected")
+			return
+		}
+		total += f.Count()
+	}
 	// The sources' buffers are merged (as RedisBloom's td_merge does):
 	// tell the snapshot and the recount before they change.
 	for i := range from {
@@ -354,17 +369,19 @@ func cmdTDMerge(s *Server, c *Session, args [][]byte, r *Reply) {
 	if to == nil {
 		return
 	}
+	var err error
 	if start != nil && !override {
-		if err := to.Merge(start); err != nil {
-			r.Error("ERR T-Digest: overflow detected")
-			return
-		}
+		err = to.Merge(start)
 	}
 	for _, f := range from {
-		if err := to.Merge(f); err != nil {
-			r.Error("ERR T-Digest: overflow detected")
-			return
+		if err == nil {
+			err = to.Merge(f)
 		}
+	}
+	if err != nil {
+		s.db.Unaccount(uint64(to.MemoryUsage())) // counted by newTDigest
+		r.Error("ERR T-Digest: overflow detected")
+		return
 	}
 	s.db.Put(string(args[1]), keyspace.NewTDigest(to, 0))
 	r.OK()

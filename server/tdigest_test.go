@@ -357,3 +357,56 @@ func TestTDigestDumpRestoreWithRedisBloom(t *testing.T) {
 		})
 	}
 }
+
+// TestTDigestMergeOverflow: merging a digest into itself until the total
+// weight would pass an int64 fails with RedisBloom's error, changes
+// nothing (the digest and the memory accounted stay as they were), and
+// the log and a replica agree with the master.
+func TestTDigestMergeOverflow(t *testing.T) {
+	s := startServer(t, Config{AppendFsync: "always"})
+	rc := dialRaw(t, s.Addr())
+	runSteps(t, rc, []step{{"TDIGEST.CREATE d", "+OK"}, {"TDIGEST.ADD d 1 2 3", "+OK"}})
+	var failed bool
+	for range 80 {
+		got := rc.do("TDIGEST.MERGE", "d", "3", "d", "d", "d")
+		if got == "-ERR T-Digest: overflow detected" {
+			failed = true
+			break
+		}
+		if got != "+OK" {
+			t.Fatalf("MERGE: %s", got)
+		}
+		rc.do("TDIGEST.ADD", "d", "4")
+	}
+	if !failed {
+		t.Fatal("no overflow after 80 merges")
+	}
+	s.db.Lock()
+	used := s.db.Used()
+	s.db.Unlock()
+	before := tdigests1(t, s, "d")
+	if got := rc.do("TDIGEST.MERGE", "d", "3", "d", "d", "d"); got != "-ERR T-Digest: overflow detected" {
+		t.Fatalf("MERGE again: %s", got)
+	}
+	s.db.Lock()
+	after := s.db.Used()
+	s.db.Unlock()
+	if after != used || !tdigests1(t, s, "d").Equal(before) {
+		t.Fatalf("a failed merge changed the digest or the memory accounted (%d → %d bytes)", used, after)
+	}
+	s2 := crashRestart(t, s, Config{})
+	if !tdigests1(t, s2, "d").Equal(before) {
+		t.Fatal("replay differs")
+	}
+}
+
+func tdigests1(t *testing.T, s *Server, key string) *tdigest.Digest {
+	t.Helper()
+	s.db.Lock()
+	defer s.db.Unlock()
+	e := s.db.Lookup(key)
+	if e == nil || e.TD() == nil {
+		t.Fatalf("no digest at %s", key)
+	}
+	return e.TD().Clone()
+}
