@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -409,4 +410,34 @@ func tdigests1(t *testing.T, s *Server, key string) *tdigest.Digest {
 		t.Fatalf("no digest at %s", key)
 	}
 	return e.TD().Clone()
+}
+
+// TestTDigestSnapshotPointInTime: a snapshot holds a digest as it was at
+// its point in time although a query (which merges the buffer) and an add
+// change it while the snapshot is being written.
+func TestTDigestSnapshotPointInTime(t *testing.T) {
+	s := startServer(t, Config{NoPersistence: true})
+	rc := dialRaw(t, s.Addr())
+	runSteps(t, rc, []step{{"TDIGEST.CREATE d", "+OK"}, {"TDIGEST.ADD d 5 1 4 2 3", "+OK"}, {"SET s x", "+OK"}})
+	want := keyspaceImage(t, s)
+	s.persist.saveMu.Lock()
+	s.db.Lock()
+	snap := s.db.BeginSnapshot(1)
+	s.db.Unlock()
+	runSteps(t, rc, []step{{"TDIGEST.QUANTILE d 0.5", `["3"]`}, {"TDIGEST.ADD d 6", "+OK"}})
+	var b bytes.Buffer
+	err := s.db.WriteSnapshot(&b, snap)
+	s.db.Lock()
+	s.db.EndSnapshot(snap)
+	s.db.Unlock()
+	s.persist.saveMu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b.Bytes(), want) {
+		t.Fatal("the snapshot holds the digest as changed after its point in time")
+	}
+	if in := tdigests1(t, s, "d").Info(); in.MergedNodes == 0 || in.UnmergedNodes != 1 {
+		t.Fatalf("the live digest did not change: %+v", in)
+	}
 }
