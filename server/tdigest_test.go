@@ -140,7 +140,16 @@ func TestTDigestMatchesRedisBloom(t *testing.T) {
 		rc2.FlushAll(ctx)
 		bc2.FlushAll(ctx)
 	}
-	// go-redis's own methods.
+}
+
+// TestTDigestGoRedis: go-redis's TDigest* methods, in RESP2 and RESP3,
+// parse bloom serve's replies (INFO's field names included).
+func TestTDigestGoRedis(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := startServer(t, Config{NoPersistence: true})
+	bc := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	defer bc.Close()
 	if err := bc.TDigestCreate(ctx, "g").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -149,6 +158,29 @@ func TestTDigestMatchesRedisBloom(t *testing.T) {
 	}
 	if q, err := bc.TDigestQuantile(ctx, "g", 0.5).Result(); err != nil || len(q) != 1 || q[0] != 3 {
 		t.Fatalf("quantile %v %v", q, err)
+	}
+	for _, proto := range []int{2, 3} {
+		c := redis.NewClient(&redis.Options{Addr: s.Addr(), Protocol: proto})
+		defer c.Close()
+		info, err := c.TDigestInfo(ctx, "g").Result()
+		if err != nil || info.Compression != 100 || info.Capacity != 610 || info.Observations != 4 || info.MemoryUsage != 9768 {
+			t.Fatalf("RESP%d TDigestInfo %+v %v", proto, info, err)
+		}
+		if v, err := c.TDigestMin(ctx, "g").Result(); err != nil || v != 1 {
+			t.Fatalf("RESP%d TDigestMin %v %v", proto, v, err)
+		}
+		if v, err := c.TDigestByRank(ctx, "g", 0, 10).Result(); err != nil || len(v) != 2 || v[0] != 1 || !math.IsInf(v[1], 1) {
+			t.Fatalf("RESP%d TDigestByRank %v %v", proto, v, err)
+		}
+		if v, err := c.TDigestRank(ctx, "g", 0, 2.5).Result(); err != nil || len(v) != 2 || v[0] != -1 || v[1] != 2 {
+			t.Fatalf("RESP%d TDigestRank %v %v", proto, v, err)
+		}
+		if err := c.TDigestMerge(ctx, "g2", &redis.TDigestMergeOptions{Compression: 50, Override: true}, "g", "g").Err(); err != nil {
+			t.Fatalf("RESP%d TDigestMerge %v", proto, err)
+		}
+		if v, err := c.TDigestTrimmedMean(ctx, "g2", 0.1, 0.9).Result(); err != nil || v != 2.5 {
+			t.Fatalf("RESP%d TDigestTrimmedMean %v %v", proto, v, err)
+		}
 	}
 }
 
