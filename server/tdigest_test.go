@@ -30,7 +30,7 @@ func init() {
 	}
 }
 
-// norm turns a reply into a comparable string: numbers by value (Redis 7
+// norm turns a reply into a comparable string: numbers by value (Redis 7.0
 // writes doubles with 17 digits, Redis 8 and bloom serve the shortest
 // form), errors by text.
 func norm(v any, err error) string {
@@ -49,6 +49,11 @@ func norm(v any, err error) string {
 	case float64:
 		return strconv.FormatFloat(x, 'g', -1, 64)
 	case string:
+		if x == "-nan" {
+			// Redis 7.0 prints a NaN with its sign bit as C's printf
+			// does; Redis 7.2 and later (and bloom serve) write nan.
+			return "nan"
+		}
 		if f, err := strconv.ParseFloat(x, 64); err == nil && !math.IsInf(f, 0) {
 			return strconv.FormatFloat(f, 'g', -1, 64)
 		}
@@ -96,7 +101,7 @@ func TestTDigestMatchesRedisBloom(t *testing.T) {
 		} {
 			same(c...)
 		}
-		for round := range 30 {
+		for round := range 150 {
 			k := "d" + strconv.Itoa(round%4)
 			switch rng.IntN(9) {
 			case 0:
