@@ -282,7 +282,8 @@ func quicksort(m []float64, w []int64, lo, hi int) {
 }
 
 // Merge adds every centroid of o to d, merging both buffers first (so o's
-// layout changes, not what it summarises). d keeps its compression.
+// layout changes, not what it summarises). d keeps its compression; o may
+// be d itself (every value then counts twice).
 func (d *Digest) Merge(o *Digest) error {
 	if d.capacity == 0 || o.capacity == 0 {
 		return errors.New("tdigest: merging the zero Digest")
@@ -292,6 +293,10 @@ func (d *Digest) Merge(o *Digest) error {
 	}
 	if err := o.compress(); err != nil {
 		return err
+	}
+	if o == d {
+		// Adding to d rearranges the nodes being read.
+		o = d.Clone()
 	}
 	n := o.merged + o.unmerged
 	for i := range n {
