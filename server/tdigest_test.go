@@ -98,6 +98,7 @@ func TestTDigestMatchesRedisBloom(t *testing.T) {
 			{"TDIGEST.MERGE", "m", 0, "t"}, {"TDIGEST.MERGE", "m", 3, "t"}, {"TDIGEST.MERGE", "m", "x", "t"}, {"TDIGEST.MERGE", "m", 1, "nokey"},
 			{"TDIGEST.MERGE", "m", 1, "t", "BOGUS"}, {"TDIGEST.MERGE", "m", 1, "t", "COMPRESSION"}, {"TDIGEST.MERGE", "m", 1, "m"},
 			{"TYPE", "t"}, {"MEMORY", "USAGE", "t"}, {"COPY", "t", "t2"}, {"COPY", "nokey", "t2"}, {"COPY", "t", "str"}, {"COPY", "t", "str", "REPLACE"},
+			{"OBJECT", "ENCODING", "t"}, {"OBJECT", "FREQ", "t"},
 		} {
 			same(c...)
 		}
