@@ -6,6 +6,8 @@ require (
 	github.com/FastFilter/xorfilter v0.4.1
 	github.com/bits-and-blooms/bloom/v3 v3.7.1
 	github.com/bloomkit/bloomkit v0.0.0-00010101000000-000000000000
+	github.com/caio/go-tdigest/v4 v4.1.0
+	github.com/influxdata/tdigest v0.0.1
 	github.com/linvon/cuckoo-filter v0.4.0
 	github.com/parquet-go/parquet-go v0.32.0
 	github.com/redis/go-redis/v9 v9.23.0

@@ -82,7 +82,7 @@ func (s *Server) apply(src source, c *Session, cmd *command, args [][]byte, r *R
 		s.db.CountReads(false)
 	}
 	var la [][]byte
-	if cmd.write && !r.w.Failed() && !c.skipLog {
+	if (cmd.write || cmd.layout && c.logArgs != nil) && !r.w.Failed() && !c.skipLog {
 		la = args
 		if c.logArgs != nil {
 			la = c.logArgs
@@ -197,7 +197,7 @@ func (s *Server) endTxn() bool {
 // differ from the acknowledged one.
 func (s *Server) replayCommand(c *Session, args [][]byte, r *Reply) error {
 	cmd, ok := lookupCommand(args[0])
-	if !ok || cmd.fn == nil || !cmd.write {
+	if !ok || cmd.fn == nil || !cmd.write && !cmd.layout {
 		return errors.New("not a logged command")
 	}
 	r.Reset(false)

@@ -10,6 +10,7 @@ import (
 	"github.com/bloomkit/bloomkit/server/internal/keyspace"
 	"github.com/bloomkit/bloomkit/server/internal/rdb"
 	"github.com/bloomkit/bloomkit/server/internal/resp"
+	"github.com/bloomkit/bloomkit/tdigest"
 )
 
 // DUMP and RESTORE speak Redis's DUMP format: the value as an RDB file
@@ -48,6 +49,10 @@ func cmdDump(s *Server, c *Session, args [][]byte, r *Reply) {
 		payload, err = rdb.DumpModule(rdb.BloomValue{Bloom: e.BF}, rdb.DumpVersion)
 	case keyspace.KindCuckoo:
 		payload, err = rdb.DumpModule(rdb.CuckooValue{Cuckoo: e.CF}, rdb.DumpVersion)
+	case keyspace.KindTDigest:
+		// RedisBloom merges the digest's buffer when it saves it, in
+		// place: so does DUMP here (logged as the merge it is).
+		payload, err = rdb.DumpModule(rdb.TDigestValue{Digest: s.tdQuery(c, args[1], e.TD())}, rdb.DumpVersion)
 	default:
 		r.Error("ERR DUMP cannot encode a " + e.Kind.String() + " key: it holds one of bloomkit's own filters (a layout RedisBloom has no encoding for), which Redis cannot restore; copy it between bloomkit servers with BF.SCANDUMP and BF.LOADCHUNK")
 		return
@@ -187,6 +192,8 @@ func cmdRestore(s *Server, c *Session, args [][]byte, r *Reply) {
 	case *redisbloom.Cuckoo:
 		f.AllowAlloc = s.db.AllowFn()
 		e = &keyspace.Entry{Kind: keyspace.KindCuckoo, CF: f, ExpireAt: at}
+	case *tdigest.Digest:
+		e = keyspace.NewTDigest(f, at)
 	default:
 		if v.Type != rdb.TypeString {
 			discard()

@@ -59,6 +59,10 @@ func cmdCopy(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error("ERR source and destination objects are the same")
 		return
 	}
+	if msg := s.copyRefused(args[1], args[2], replace); msg != "" {
+		r.Error(msg)
+		return
+	}
 	copied, fits, err := s.db.Copy(string(args[1]), string(args[2]), replace)
 	switch {
 	case err != nil:

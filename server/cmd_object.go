@@ -300,6 +300,8 @@ func serializedLength(e *keyspace.Entry) int64 {
 		payload, err = rdb.DumpModule(rdb.BloomValue{Bloom: e.BF}, rdb.DumpVersion)
 	case keyspace.KindCuckoo:
 		payload, err = rdb.DumpModule(rdb.CuckooValue{Cuckoo: e.CF}, rdb.DumpVersion)
+	case keyspace.KindTDigest:
+		payload, err = rdb.DumpModule(rdb.TDigestValue{Digest: e.TD()}, rdb.DumpVersion)
 	}
 	if err != nil || len(payload) < 11 {
 		return int64(e.DataBytes())

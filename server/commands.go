@@ -22,6 +22,12 @@ type command struct {
 	noMulti  bool // refused inside MULTI (flag no_multi; see TestEveryCommandInMulti)
 	unlocked bool // runs without the keyspace lock (it takes what it needs)
 	checkOwn bool // the handler checks its own arity (RedisBloom commands)
+	// layout: a read that may rearrange what its key holds without
+	// changing what it answers (a t-digest query merges the digest's
+	// buffer, as RedisBloom's does). It is logged, like a write, when
+	// the handler sets Session.logArgs, so that replay and replicas hold
+	// the same bytes; it is never refused as a write.
+	layout bool
 	// txnControl commands run at once inside MULTI instead of being
 	// queued (EXEC, DISCARD, MULTI, WATCH, QUIT, RESET).
 	txnControl bool
@@ -167,7 +173,7 @@ func init() {
 		{name: "ttl", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, fn: cmdTTL},
 		{name: "pttl", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, fn: cmdTTL},
 		{name: "persist", arity: 2, flags: []string{"write", "fast"}, first: 1, last: 1, step: 1, write: true, fn: cmdPersist},
-		{name: "dump", arity: 2, flags: []string{"readonly"}, first: 1, last: 1, step: 1, fn: cmdDump},
+		{name: "dump", arity: 2, flags: []string{"readonly"}, first: 1, last: 1, step: 1, layout: true, fn: cmdDump},
 		{name: "restore", arity: -4, flags: []string{"write", "denyoom"}, first: 1, last: 1, step: 1, write: true, fn: cmdRestore},
 		{name: "flushall", arity: -1, flags: []string{"write"}, write: true, fn: cmdFlush},
 		{name: "flushdb", arity: -1, flags: []string{"write"}, write: true, fn: cmdFlush},
@@ -220,6 +226,7 @@ func init() {
 		{name: "module", arity: -2, flags: []string{"admin", "noscript", "no_async_loading"}, unlocked: true, hasSubcommands: true, fn: cmdModule},
 		{name: "script", arity: -2, flags: []string{"noscript"}, unlocked: true, hasSubcommands: true, fn: cmdScript},
 	}
+	list = append(list, tdigestCommands...) // cmd_tdigest.go
 	commandTable = make(map[string]*command, len(list))
 	for i, c := range list {
 		c.idx = i

@@ -28,6 +28,7 @@ func FuzzCommand(f *testing.F) {
 	f.Add([]byte("BF.RESERVE k 0.01 100 EXPANSION 3\r\nBF.MADD k a b c\r\nBF.SCANDUMP k 0\r\n"))
 	f.Add([]byte("CF.RESERVE c 8 BUCKETSIZE 1 EXPANSION 0\r\nCF.INSERT c ITEMS a b c d e f g h i\r\nCF.SCANDUMP c 1\r\n"))
 	f.Add([]byte("HELLO 3\r\nBF.INFO k\r\nCF.INFO c\r\nBF.INSERT k CAPACITY 5 NONSCALING ITEMS x y z\r\n"))
+	f.Add([]byte("TDIGEST.CREATE t COMPRESSION 5\r\nTDIGEST.ADD t 1 2 3 1e300 -4.5\r\nTDIGEST.QUANTILE t 0 0.5 1\r\nTDIGEST.MERGE m 2 t t OVERRIDE\r\nTDIGEST.BYREVRANK m 0 3 9\r\nDUMP t\r\n"))
 	// DUMP and RESTORE with payloads of each kind (the fuzzer mutates them).
 	bf, _ := redisbloom.NewBloom(20, 0.01, 2, false, nil)
 	bp, _ := rdb.DumpModule(rdb.BloomValue{Bloom: bf}, rdb.DumpVersion)

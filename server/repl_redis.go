@@ -47,6 +47,7 @@ import (
 	"github.com/bloomkit/bloomkit/server/internal/aof"
 	"github.com/bloomkit/bloomkit/server/internal/keyspace"
 	"github.com/bloomkit/bloomkit/server/internal/rdb"
+	"github.com/bloomkit/bloomkit/tdigest"
 )
 
 // errUnsupported is data or a command of a Redis master that this server
@@ -293,7 +294,7 @@ func (s *Server) loadRedisSync(l *masterLink, br *bufio.Reader, replid string, m
 }
 
 // readRedisRDB reads an RDB stream into fresh: strings and the module
-// values of RedisBloom's Bloom and cuckoo filters; every other key
+// values of RedisBloom's Bloom and cuckoo filters and t-digests; every other key
 // (another type, another module's, another database) is counted in
 // skipped by kind.
 func (s *Server) readRedisRDB(l *masterLink, src *bufio.Reader, fresh *keyspace.DB, skipped map[string]int) error {
@@ -360,6 +361,8 @@ func moduleEntry(v any) (*keyspace.Entry, bool) {
 		return &keyspace.Entry{Kind: keyspace.KindBloom, BF: f}, true
 	case *redisbloom.Cuckoo:
 		return &keyspace.Entry{Kind: keyspace.KindCuckoo, CF: f}, true
+	case *tdigest.Digest:
+		return keyspace.NewTDigest(f, 0), true
 	}
 	return nil, false
 }
@@ -539,7 +542,7 @@ func unsupportedTypeCommand(name []byte) string {
 	if t, ok := unsupportedWrites[n]; ok {
 		return t
 	}
-	for _, p := range []string{"cms.", "topk.", "tdigest."} {
+	for _, p := range []string{"cms.", "topk."} {
 		if strings.HasPrefix(n, p) {
 			return strings.TrimSuffix(p, ".")
 		}

@@ -943,7 +943,7 @@ func (s *Server) applyFromMaster(l *masterLink, sess *Session, cmds [][][]byte, 
 			s.log.Warn("the master sent a command this server does not know; skipped, and the data may differ from the master's", "cmd", trimArg(args[0]))
 			continue
 		}
-		if !cmd.write {
+		if !cmd.write && !cmd.layout {
 			// PING, SELECT, REPLCONF: part of the stream, no effect.
 			continue
 		}

@@ -78,6 +78,9 @@ const (
 	// TypeSplitBlock is bloom.SplitBlock, Parquet's split-block Bloom
 	// filter.
 	TypeSplitBlock = 8
+	// TypeTDigest is tdigest.Digest, a merging t-digest (not a filter:
+	// it carries no hash; its header names hash id 1).
+	TypeTDigest = 11
 )
 
 // TypeName returns a short lower-case name for a filter type.
@@ -99,6 +102,8 @@ func TypeName(t uint8) string {
 		return "frozen"
 	case TypeSplitBlock:
 		return "split-block"
+	case TypeTDigest:
+		return "t-digest"
 	}
 	return fmt.Sprintf("unknown type %d", t)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/bloomkit/bloomkit/redisbloom"
 )
@@ -26,7 +27,7 @@ func (db *DB) Copy(src, dst string, replace bool) (copied, fits bool, err error)
 		return false, true, nil
 	}
 	if e.Kind == KindString {
-		if !db.RoomFor(uint64(len(*e.str)), []byte(dst)) {
+		if !db.RoomFor(uint64(len(e.StrBytes())), []byte(dst)) {
 			return false, false, nil
 		}
 		db.PutString([]byte(dst), e.StrBytes(), e.ExpireAt)
@@ -37,6 +38,9 @@ func (db *DB) Copy(src, dst string, replace bool) (copied, fits bool, err error)
 		return false, false, nil
 	}
 	c := &Entry{Kind: e.Kind, ExpireAt: e.ExpireAt}
+	if e.Kind == KindTDigest {
+		c.val = unsafe.Pointer(e.TD().Clone())
+	}
 	none := func(uint64) error { return nil } // sizes come from a live filter
 	var from, to [][]byte
 	switch e.Kind {

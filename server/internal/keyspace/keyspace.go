@@ -10,6 +10,7 @@ import (
 
 	"github.com/bloomkit/bloomkit/bloom"
 	"github.com/bloomkit/bloomkit/redisbloom"
+	"github.com/bloomkit/bloomkit/tdigest"
 )
 
 // Kind is the type of a key's value.
@@ -25,6 +26,9 @@ const (
 	// kindNative is one of bloomkit's own filters (classic, blocked or
 	// window; native.go), created with BF.RESERVE's LAYOUT or WINDOW.
 	KindNative Kind = 4
+	// KindTDigest is RedisBloom's t-digest (TDIGEST.*), held in the
+	// entry's value pointer (Entry.TD).
+	KindTDigest Kind = 5
 )
 
 // String is the name TYPE reports for the kind.
@@ -38,6 +42,8 @@ func (k Kind) String() string {
 		return "string"
 	case KindNative:
 		return "BKbloom--"
+	case KindTDigest:
+		return "TDIS-TYPE"
 	}
 	return "none"
 }
@@ -53,10 +59,12 @@ type Entry struct {
 	BF   *redisbloom.Bloom
 	CF   *redisbloom.Cuckoo
 	NF   *NativeFilter
-	// str is a string's value (rare among filters: one pointer here, not
-	// a string's two words). It is never changed in place (a write
-	// replaces the entry), so a snapshot's image can share it.
-	str      *string
+	// val is the value of the kinds that have no field of their own, as
+	// Kind says: a string's (*string: rare among filters, so one pointer
+	// here, not a string's two words; never changed in place — a write
+	// replaces the entry — so a snapshot's image can share it) or a
+	// t-digest's (*tdigest.Digest). One pointer keeps Entry at 80 bytes.
+	val      unsafe.Pointer
 	ExpireAt int64 // unix milliseconds; 0 = no expiry
 	// img is the entry's point-in-time image while a snapshot still needs
 	// it; epoch is the newest snapshot that no longer needs the entry (it
@@ -78,15 +86,29 @@ type Entry struct {
 // StrBytes is a string value as bytes, without a copy: the bytes must not
 // be changed (they are the string's).
 func (e *Entry) StrBytes() []byte {
-	if e.str == nil {
+	if e.Kind != KindString || e.val == nil {
 		return nil
 	}
-	return unsafe.Slice(unsafe.StringData(*e.str), len(*e.str))
+	str := (*string)(e.val)
+	return unsafe.Slice(unsafe.StringData(*str), len(*str))
 }
 
 // NewString is a string value's entry.
 func NewString(val string, expireAt int64) *Entry {
-	return &Entry{Kind: KindString, str: &val, ExpireAt: expireAt}
+	return &Entry{Kind: KindString, val: unsafe.Pointer(&val), ExpireAt: expireAt}
+}
+
+// TD is a t-digest entry's digest, or nil for another kind.
+func (e *Entry) TD() *tdigest.Digest {
+	if e.Kind != KindTDigest {
+		return nil
+	}
+	return (*tdigest.Digest)(e.val)
+}
+
+// NewTDigest is a t-digest's entry.
+func NewTDigest(d *tdigest.Digest, expireAt int64) *Entry {
+	return &Entry{Kind: KindTDigest, val: unsafe.Pointer(d), ExpireAt: expireAt}
 }
 
 // KeyOverhead approximates the per-key bookkeeping cost counted against
@@ -103,6 +125,8 @@ func (e *Entry) DataBytes() uint64 {
 		return uint64(len(e.StrBytes()))
 	case KindNative:
 		return e.NF.MemUsage()
+	case KindTDigest:
+		return uint64(e.TD().MemoryUsage())
 	}
 	return 0
 }
@@ -400,6 +424,8 @@ func dataArrays(e *Entry) uint64 {
 		return uint64(len(e.StrBytes())) // counted by the SET that stored it
 	case KindNative:
 		return e.NF.DataBytes()
+	case KindTDigest:
+		return uint64(e.TD().MemoryUsage()) // counted by Allow when created
 	}
 	return 0
 }

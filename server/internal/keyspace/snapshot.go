@@ -2,6 +2,7 @@ package keyspace
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,9 +12,11 @@ import (
 	"math"
 	"runtime"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/bloomkit/bloomkit/redisbloom"
 	"github.com/bloomkit/bloomkit/server/internal/aof"
+	"github.com/bloomkit/bloomkit/tdigest"
 )
 
 // castagnoli is the snapshot checksum's polynomial (CRC-32C, as the log's).
@@ -211,6 +214,10 @@ func (snap *Snapshot) freeze(e *Entry) *image {
 		e.CF.Guard = im
 	case KindString:
 		im.header = e.StrBytes() // immutable: a write replaces the entry
+	case KindTDigest:
+		// A digest is small and a query rearranges it: its image is a
+		// copy, its bloomkit file (exact, buffer included).
+		im.header, _ = e.TD().MarshalBinary()
 	case KindNative:
 		im.header = e.NF.snapshotHeader()
 		im.arrays, _ = e.NF.Ordered()
@@ -546,7 +553,12 @@ func (db *DB) ReadSnapshot(f aof.ReadFile, path string) (uint64, int, error) {
 			}
 		case KindString:
 			v := string(hdr)
-			e.str = &v
+			e.val = unsafe.Pointer(&v)
+		case KindTDigest:
+			var d *tdigest.Digest
+			if d, err = tdigest.Read(bytes.NewReader(hdr)); err == nil {
+				e.val = unsafe.Pointer(d)
+			}
 		case KindNative:
 			e.NF, err = loadSnapshotHeader(hdr, fits)
 			if err == nil {

@@ -125,9 +125,10 @@ func (m *ModuleReader) LoadUnsigned() (uint64, error) {
 	return v, m.keep(err)
 }
 
-// LoadSigned reads a signed field (RedisModule_LoadSigned).
+// LoadSigned reads a signed field (RedisModule_LoadSigned). Redis writes
+// signed fields as unsigned ones of the same bits, and reads them so.
 func (m *ModuleReader) LoadSigned() (int64, error) {
-	if err := m.op(modSigned, "a signed"); err != nil {
+	if err := m.op(modUint, "a signed"); err != nil {
 		return 0, err
 	}
 	v, err := m.in.plainLength("module signed")

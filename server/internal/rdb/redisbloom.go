@@ -21,14 +21,15 @@ func (d cuckooDecoder) DecodeModule(m *ModuleReader, encver int) (any, error) {
 	return redisbloom.DecodeCuckooRDB(m, encver, MaxCuckooFilters, d.allow)
 }
 
-// RedisBloomDecoders returns decoders for RedisBloom's two filter types,
-// for Options.Modules: values decode to *redisbloom.Bloom and
-// *redisbloom.Cuckoo. allow (may be nil) is asked before each bit array
+// RedisBloomDecoders returns decoders for RedisBloom's two filter types
+// and its t-digest, for Options.Modules: values decode to
+// *redisbloom.Bloom, *redisbloom.Cuckoo and *tdigest.Digest. allow (may be nil) is asked before each bit array
 // is allocated and is kept as the filter's AllowAlloc.
 func RedisBloomDecoders(allow func(uint64) error) map[string]ModuleDecoder {
 	return map[string]ModuleDecoder{
 		redisbloom.BloomModuleType:  bloomDecoder{allow},
 		redisbloom.CuckooModuleType: cuckooDecoder{allow},
+		TDigestModuleType:           TDigestDecoder(allow),
 	}
 }
 

@@ -246,9 +246,10 @@ func (m *ModuleWriter) SaveUnsigned(v uint64) {
 	m.out.length(v)
 }
 
-// SaveSigned writes a signed field (RedisModule_SaveSigned).
+// SaveSigned writes a signed field (RedisModule_SaveSigned): as Redis
+// does, an unsigned field of the same bits.
 func (m *ModuleWriter) SaveSigned(v int64) {
-	m.out.length(modSigned)
+	m.out.length(modUint)
 	m.out.length(uint64(v))
 }
 

@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"math"
 	"strconv"
 )
 
@@ -144,16 +145,29 @@ func (r *Writer) Uint(n uint64) {
 }
 
 // Double writes a floating-point number: a RESP3 double, or in RESP2 a
-// bulk string of its shortest exact decimal form (Redis's addReplyDouble).
+// bulk string of its shortest exact decimal form (Redis's addReplyDouble;
+// infinities and NaN as Redis writes them: inf, -inf, nan).
 func (r *Writer) Double(v float64) {
 	if !r.resp3 {
-		r.BulkString(strconv.FormatFloat(v, 'g', -1, 64))
+		r.BulkString(string(appendDouble(nil, v)))
 		return
 	}
 	r.mark()
 	r.buf = append(r.buf, ',')
-	r.buf = strconv.AppendFloat(r.buf, v, 'g', -1, 64)
+	r.buf = appendDouble(r.buf, v)
 	r.buf = append(r.buf, "\r\n"...)
+}
+
+func appendDouble(b []byte, v float64) []byte {
+	switch {
+	case math.IsNaN(v):
+		return append(b, "nan"...)
+	case math.IsInf(v, 1):
+		return append(b, "inf"...)
+	case math.IsInf(v, -1):
+		return append(b, "-inf"...)
+	}
+	return strconv.AppendFloat(b, v, 'g', -1, 64)
 }
 
 // Bool writes a RESP3 boolean, or integer 0/1 under RESP2.
