@@ -179,7 +179,7 @@ func cmdSync(s *Server, c *Session, args [][]byte, r *Reply) {
 		// served an RDB (repl_redis.go). What it cannot hold is refused
 		// here, before any snapshot and any byte of payload: it keeps
 		// its data, and its retries (one a second) cost nothing more.
-		if msg := s.redisRefusal(); msg != "" {
+		if msg := s.redisRefusal(h.psync); msg != "" {
 			s.refuseRedisReplica(c.Addr, msg)
 			r.Error(msg)
 			return
@@ -287,7 +287,7 @@ func (s *Server) tryPartial(h *replHandoff, lim backlog.Limits) (*backlog.Reader
 	if h.off < 1 || h.replid != rs.replid && (h.replid != rs.replid2 || h.off > rs.second) {
 		return nil, "", false
 	}
-	if h.redis && (h.off-1 < rs.redisUnsafeOff || s.redisRefusal() != "") {
+	if h.redis && (h.off-1 < rs.redisUnsafeOff || s.redisRefusal(true) != "") {
 		// The history holds records a Redis server cannot apply.
 		return nil, "", false
 	}
@@ -350,7 +350,7 @@ func (s *Server) fullSync(rp *replica, psync, rdbOnly bool) (*backlog.Reader, er
 	if rp.redis {
 		// Checked again with the point in time: a native key made
 		// since SYNC/PSYNC was accepted. Nothing was sent yet.
-		if msg := s.redisRefusal(); msg != "" {
+		if msg := s.redisRefusal(psync); msg != "" {
 			s.db.Unlock()
 			p.saveMu.Unlock()
 			s.refuseRedisReplica(redisAddr(rp), msg)

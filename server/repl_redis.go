@@ -53,23 +53,39 @@ var errRedisRefused = errors.New("refused a Redis replica: the keyspace holds ke
 const redisRDBVersion = 9
 
 // redisRefusal is the error SYNC/PSYNC answers a Redis replica while the
-// keyspace holds keys Redis cannot hold, or "" (db.mu held).
-func (s *Server) redisRefusal() string {
+// keyspace holds keys Redis cannot hold, or "" (db.mu held). To PSYNC it
+// is a NOMASTERLINK error: a Redis replica takes that as "try again
+// later" and asks again a second later, keeping its data; any other error
+// makes it fall back to SYNC and, refused again, reconnect at once, in a
+// tight loop. It stays under 250 bytes: Redis reads the reply to PSYNC
+// into a 256-byte buffer and would take the rest for the next reply.
+func (s *Server) redisRefusal(psync bool) string {
 	n, names := s.db.Natives(3)
 	if n == 0 {
 		return ""
 	}
 	sort.Strings(names)
-	q := make([]string, len(names))
-	for i, k := range names {
-		q[i] = strconv.Quote(k)
+	code := "ERR"
+	if psync {
+		code = "NOMASTERLINK"
 	}
-	more := ""
-	if n > len(names) {
-		more = ", ..."
+	for k := len(names); ; k-- {
+		q := make([]string, k)
+		for i, name := range names[:k] {
+			if len(name) > 40 {
+				name = name[:40] + "..."
+			}
+			q[i] = strconv.Quote(name)
+		}
+		if k < n {
+			q = append(q, "...")
+		}
+		msg := fmt.Sprintf("%s bloom serve holds %d key(s) a Redis replica cannot hold (bloomkit's own filters): %s; refused before any payload, the replica keeps its data",
+			code, n, strings.Join(q, ", "))
+		if len(msg) < 250 || k == 0 {
+			return msg
+		}
 	}
-	return fmt.Sprintf("ERR this master holds %d key(s) a Redis replica cannot hold (bloomkit's own filters, made with LAYOUT, WINDOW, GENERATIONS, SEED or START): %s%s; refused before any payload, so the replica keeps its data (delete them or move them to RedisBloom-layout keys first)",
-		n, strings.Join(q, ", "), more)
 }
 
 // errRedisReplicaAttached starts the error of a command refused while a
@@ -127,7 +143,8 @@ func (s *Server) markForRedis(cmd *command) {
 func (s *Server) refuseRedisReplica(addr, msg string) {
 	if now := time.Now().Unix(); now-s.repl.foreignLogged.Load() >= 60 {
 		s.repl.foreignLogged.Store(now)
-		s.log.Warn("refused a Redis replica before any payload; it keeps its data", "addr", addr, "reason", strings.TrimPrefix(msg, "ERR "))
+		_, reason, _ := strings.Cut(msg, " ")
+		s.log.Warn("refused a Redis replica before any payload; it keeps its data", "addr", addr, "reason", reason)
 	}
 }
 

@@ -254,12 +254,17 @@ func TestRedisReplicaRefusedForNativeKeys(t *testing.T) {
 	if _, err := r.CLI(ctx, "REPLICAOF", host, port); err != nil {
 		t.Fatal(err)
 	}
-	// Three of its once-a-second tries refused.
+	// Three of its tries refused, once a second (a refusal it took for
+	// a failure would have it retry at once, in a loop).
+	start := time.Now()
 	replWait(t, "the Redis replica to be refused three times", func() bool {
 		return strings.Count(r.Log(), "a Redis replica cannot hold") >= 3
 	})
+	if d := time.Since(start); d < 1500*time.Millisecond {
+		t.Errorf("three refusals in %v: the Redis replica retries in a loop\n%s", d, r.Log())
+	}
 	log := r.Log()
-	if !strings.Contains(log, "2 key(s)") || !strings.Contains(log, `"native:blocked", "native:window"`) {
+	if !strings.Contains(log, "2 key(s)") || !strings.Contains(log, `"native:blocked", "native:window"; refused before any payload, the replica keeps its data`) {
 		t.Errorf("the refusal does not name the keys:\n%s", log)
 	}
 	if out, err := r.CLI(ctx, "GET", "mine"); err != nil || strings.TrimSpace(out) != "kept" {
@@ -281,7 +286,7 @@ func TestRedisReplicaRefusedForNativeKeys(t *testing.T) {
 	})
 	waitOne(t, mc)
 	if got := replInfo(t, rawm, "stats", "sync_full"); got != "1" {
-		t.Errorf("sync_full = %s, want 1", got)
+		t.Errorf("sync_full = %s, want 1\n%s", got, r.Log())
 	}
 	rc := newClient(t, r.Addr, 2)
 	if v, err := rc.Get(ctx, "s").Result(); err != nil || v != "from-master" {
@@ -312,5 +317,125 @@ func TestRedisReplicaRefusedForNativeKeys(t *testing.T) {
 	}
 	if _, err := r.CLI(ctx, "REPLICAOF", "NO", "ONE"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// natives reads the server's count of keys a Redis replica cannot hold.
+func natives(s *Server) (int, []string) {
+	s.db.Lock()
+	defer s.db.Unlock()
+	n, names := s.db.Natives(10)
+	sort.Strings(names)
+	return n, names
+}
+
+// The keys a Redis replica cannot hold are counted through every way a
+// key comes and goes: creation, RENAME, COPY, DEL, expiry, FLUSHALL, a
+// restart from the snapshot and the log.
+func TestNativeKeysCounted(t *testing.T) {
+	s := startServer(t, Config{AppendFsync: "always"})
+	rc := dialRaw(t, s.Addr())
+	check := func(want int, names ...string) {
+		t.Helper()
+		n, got := natives(s)
+		if n != want || (names != nil && !reflect.DeepEqual(got, names)) {
+			t.Fatalf("natives = %d %v, want %d %v", n, got, want, names)
+		}
+	}
+	mustDo(t, rc, "+OK", "BF.RESERVE", "n1", "0.01", "1000", "LAYOUT", "blocked")
+	mustDo(t, rc, "+OK", "BF.RESERVE", "plain", "0.01", "1000")
+	mustDo(t, rc, "+OK", "SET", "s", "v")
+	check(1, "n1")
+	mustDo(t, rc, "+OK", "RENAME", "n1", "n2")
+	check(1, "n2")
+	mustDo(t, rc, ":1", "COPY", "n2", "n3")
+	check(2, "n2", "n3")
+	mustDo(t, rc, "+OK", "RENAME", "plain", "n3") // replaced by a RedisBloom-layout key
+	check(1, "n2")
+	s = restart(t, s, true)
+	check(1, "n2")
+	rc = dialRaw(t, s.Addr())
+	mustDo(t, rc, "+OK", "BF.RESERVE", "n4", "0.01", "1000", "WINDOW", "1h")
+	mustDo(t, rc, ":1", "PEXPIRE", "n4", "50")
+	replWait(t, "n4 to expire", func() bool { n, _ := natives(s); return n == 1 })
+	s = restart(t, s, false) // from the log
+	check(1, "n2")
+	rc = dialRaw(t, s.Addr())
+	mustDo(t, rc, "+OK", "FLUSHALL")
+	check(0)
+	// The refusal fits the 256 bytes a Redis replica reads for it,
+	// whatever the names.
+	for i := range 5 {
+		mustDo(t, rc, "+OK", "BF.RESERVE", strings.Repeat(strconv.Itoa(i), 300), "0.01", "100", "LAYOUT", "blocked")
+	}
+	s.db.Lock()
+	msg := s.redisRefusal(true)
+	s.db.Unlock()
+	if len(msg) >= 250 || !strings.HasPrefix(msg, "NOMASTERLINK bloom serve holds 5 key(s)") || !strings.Contains(msg, `"0000`) {
+		t.Errorf("refusal (%d bytes): %s", len(msg), msg)
+	}
+}
+
+// A Redis replica whose link drops resyncs partially (PSYNC2), unless the
+// stream since its offset holds a record Redis could not apply (BF.MERGE):
+// then it gets a full sync.
+func TestRedisReplicaPartialResync(t *testing.T) {
+	module := redistest.RedisBloomModule(t)
+	m := startServer(t, Config{NoPersistence: true})
+	mc := newClient(t, m.Addr(), 2)
+	rawm := dialRaw(t, m.Addr())
+	ctx := context.Background()
+	mustDo(t, rawm, "+OK", "SET", "a", "1")
+	mustDo(t, rawm, ":1", "BF.ADD", "src", "x")
+	r := redistest.Start(t, "--loadmodule", module, "--enable-debug-command", "yes")
+	rc := newClient(t, r.Addr, 2)
+	redisFollow(t, r, m)
+	waitOne(t, mc)
+	mustDo(t, rawm, "+OK", "SET", "b", "2")
+	if err := mc.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
+		t.Fatal(err)
+	}
+	replWait(t, "a partial resync", func() bool {
+		return replInfo(t, rawm, "stats", "sync_partial_ok") == "1" && replInfo(t, rawm, "replication", "connected_slaves") == "1"
+	})
+	waitOne(t, mc)
+	if v, _ := rc.Get(ctx, "b").Result(); v != "2" {
+		t.Errorf("GET b on the replica = %q", v)
+	}
+	if got := replInfo(t, rawm, "stats", "sync_full"); got != "1" {
+		t.Errorf("sync_full = %s, want 1", got)
+	}
+	// Dropped again while it sleeps (Redis reconnects at once otherwise);
+	// a BF.MERGE, refused while it was attached, goes in the stream before
+	// it comes back.
+	go r.CLI(ctx, "DEBUG", "SLEEP", "1.5")
+	quick := redis.NewClient(&redis.Options{Addr: r.Addr, ReadTimeout: 50 * time.Millisecond, MaxRetries: -1})
+	defer quick.Close()
+	replWait(t, "the Redis replica to sleep", func() bool {
+		return quick.Ping(ctx).Err() != nil
+	})
+	if err := mc.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
+		t.Fatal(err)
+	}
+	replWait(t, "BF.MERGE to be accepted", func() bool {
+		err := mc.Do(ctx, "BF.MERGE", "merged", "src").Err()
+		if err != nil && !strings.Contains(err.Error(), "a Redis replica is attached") {
+			t.Fatal(err)
+		}
+		return err == nil
+	})
+	mustDo(t, rawm, "+OK", "SET", "c", "3")
+	replWait(t, "a full resync", func() bool {
+		return replInfo(t, rawm, "stats", "sync_full") == "2" && replInfo(t, rawm, "replication", "connected_slaves") == "1"
+	})
+	waitOne(t, mc)
+	if v, _ := rc.Get(ctx, "c").Result(); v != "3" {
+		t.Errorf("GET c on the replica = %q", v)
+	}
+	if v, _ := rc.Do(ctx, "BF.EXISTS", "merged", "x").Int(); v != 1 {
+		t.Errorf("BF.EXISTS merged x on the replica = %d", v)
+	}
+	if got := replInfo(t, rawm, "stats", "sync_partial_ok"); got != "1" {
+		t.Errorf("sync_partial_ok = %s, want 1", got)
 	}
 }
