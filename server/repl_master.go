@@ -32,6 +32,8 @@ import (
 // its holds of the keyspace lock — to the replica's network speed; with
 // the file, the snapshot ends at disk speed whatever the replica does,
 // and the file is sent with sendfile(2) without touching the keyspace.
+// For a Redis replica the file is turned into a Redis RDB before it is
+// sent, off every lock (repl_redis.go).
 
 // Replica states, as INFO's slaveN state field names them.
 const (

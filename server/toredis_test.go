@@ -199,6 +199,10 @@ func TestRedisReplicaOfBloomServeFilters(t *testing.T) {
 	do(append([]any{"BF.MADD", "bf:scaled"}, items("c", 400, 900)...)...)
 	do(append([]any{"BF.MADD", "bf:reserved"}, items("a", 300, 400)...)...)
 	do("BF.ADD", "bf:new", "z")
+	do("BF.RESERVE", "bf:ns2", 0.01, 100, "NONSCALING")
+	do(append([]any{"BF.INSERT", "bf:ns2", "ITEMS"}, items("z", 0, 50)...)...)
+	do(append([]any{"BF.INSERT", "bf:ins2", "CAPACITY", 50, "EXPANSION", 4, "ITEMS"}, items("z", 0, 200)...)...)
+	do("CF.COMPACT", "cf:deleted")
 	for i := 1; i < 400; i += 5 {
 		do("CF.DEL", "cf:deleted", "f"+strconv.Itoa(i))
 	}
@@ -207,7 +211,7 @@ func TestRedisReplicaOfBloomServeFilters(t *testing.T) {
 	waitOne(t, mc)
 
 	var cmds [][]any
-	for _, k := range []string{"bf:reserved", "bf:auto", "bf:scaled", "bf:nonscaling", "bf:inserted", "bf:new"} {
+	for _, k := range []string{"bf:reserved", "bf:auto", "bf:scaled", "bf:nonscaling", "bf:inserted", "bf:new", "bf:ns2", "bf:ins2"} {
 		cmds = append(cmds, []any{"BF.INFO", k}, []any{"TYPE", k}, []any{"PTTL", k})
 		for _, p := range []string{"a", "b", "c", "d", "e", "z", "absent"} {
 			cmds = append(cmds, append([]any{"BF.MEXISTS", k}, items(p, 0, 1000)...))
