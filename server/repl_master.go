@@ -33,7 +33,7 @@ import (
 // the file, the snapshot ends at disk speed whatever the replica does,
 // and the file is sent with sendfile(2) without touching the keyspace.
 // For a Redis replica the file is turned into a Redis RDB before it is
-// sent, off every lock (repl_redis.go).
+// sent, off every lock (repl_toredis.go).
 
 // Replica states, as INFO's slaveN state field names them.
 const (
@@ -50,11 +50,14 @@ type replica struct {
 	state   atomic.Int32
 	ackOff  atomic.Int64 // the offset the replica acknowledged (-1: none yet)
 	ackTime atomic.Int64 // unix seconds of the last ACK
+	// fackOff is the offset the replica acknowledged as fsynced in its
+	// append-only log (REPLCONF ACK off FACK off, Redis 7.2; WAITAOF).
+	fackOff atomic.Int64
 	once    sync.Once
 	done    chan struct{}
 	id      int64
 	// redis: a Redis server (it did not say it is bloom serve): its full
-	// sync's payload is an RDB (repl_redis.go).
+	// sync's payload is an RDB (repl_toredis.go).
 	redis bool
 }
 
@@ -94,7 +97,7 @@ type replHandoff struct {
 	psync  bool
 	replid string
 	off    int64
-	redis  bool // a Redis replica (repl_redis.go)
+	redis  bool // a Redis replica (repl_toredis.go)
 }
 
 // REPLCONF option value ... (the replica's handshake).
@@ -128,6 +131,12 @@ func cmdReplConf(s *Server, c *Session, args [][]byte, r *Reply) {
 				return
 			}
 			c.replBloomkit = true
+		case "bloomkit-filter-params":
+			// The parameters the filters of this server's stream are
+			// created with, when it passes on a Redis master's
+			// (repl_redis.go); "" for RedisBloom's defaults.
+			r.Simple(encodeMasterFilters(s.streamFilters()))
+			return
 		case "ack", "getack":
 			// Only meaningful on a replication link; no reply, as Redis.
 			r.w.Discard()
@@ -149,6 +158,24 @@ func cmdSync(s *Server, c *Session, args [][]byte, r *Reply) {
 	if c.multi != nil || c.inExec {
 		r.Error("ERR Command not allowed inside a transaction")
 		return
+	}
+	if len(args) == 4 && strings.EqualFold(string(args[0]), "psync") && strings.EqualFold(string(args[3]), "failover") {
+		// FAILOVER: this server's master hands its role over; it is
+		// a master from now on, and the old one continues as its
+		// replica (failover.go).
+		unlock := s.lockDB(c)
+		s.repl.mu.Lock()
+		id := s.repl.replid
+		s.repl.mu.Unlock()
+		if !s.isReplica() || string(args[1]) != id {
+			unlock()
+			r.Error("ERR PSYNC FAILOVER replid must match my replid.")
+			return
+		}
+		s.becomeMaster()
+		unlock()
+		s.log.Info("MASTER MODE enabled (failover request)", "client", c.Addr)
+		args = args[:3]
 	}
 	if s.isReplica() {
 		l := s.currentLink()
@@ -178,7 +205,7 @@ func cmdSync(s *Server, c *Session, args [][]byte, r *Reply) {
 	}
 	if c.replListening && !c.replBloomkit {
 		// A replica that did not say it is bloom serve: a Redis server,
-		// served an RDB (repl_redis.go). What it cannot hold is refused
+		// served an RDB (repl_toredis.go). What it cannot hold is refused
 		// here, before any snapshot and any byte of payload: it keeps
 		// its data, and its retries (one a second) cost nothing more.
 		if msg := s.redisRefusal(h.psync); msg != "" {
@@ -570,6 +597,11 @@ func (s *Server) readAcks(rp *replica, rest []byte, timeout bool) {
 			if off, ok := resp.ParseInt(args[2]); ok {
 				rp.ackOff.Store(off)
 				rp.ackTime.Store(time.Now().Unix())
+				if len(args) >= 5 && strings.EqualFold(string(args[3]), "fack") {
+					if f, ok := resp.ParseInt(args[4]); ok {
+						rp.fackOff.Store(f)
+					}
+				}
 				s.wakeWaiters()
 			}
 		}

@@ -24,8 +24,9 @@ const Version = 1
 
 // Hash ids: how keys are hashed and probe positions derived from the hash.
 // Ids 1 and 2 hash keys with XXH3-128 and the header's seed; they differ in
-// how the classic layout (Filter, Counting) derives its k positions. Every
-// other type but the split-block one has only id 1; that one has only id 3.
+// how the classic layout (Filter, Counting) derives its k positions. Id 4
+// hashes keys with XXH3-64 and is the blocked layout's alone. Every other
+// type but the split-block one has only id 1; that one has only id 3.
 const (
 	// HashXXH3 is hash id 1: for the classic layout, enhanced double
 	// hashing of the two 64-bit halves, which is not independent enough at
@@ -40,12 +41,20 @@ const (
 	// each of the block's eight 32-bit words from its low 32 bits
 	// (docs/format.md).
 	HashXXH64 = 3
+	// HashXXH3x64 is hash id 4, the blocked layout's for new filters:
+	// XXH3-64 of the key with the seed, the block from the high bits of
+	// its product with the block count and the probes from the hash as id
+	// 1 takes them from the low half of XXH3-128 (docs/format.md).
+	HashXXH3x64 = 4
 )
 
 // HashKnown reports whether a file of type typ may carry hash id id.
 func HashKnown(typ, id uint8) bool {
 	if typ == TypeSplitBlock || id == HashXXH64 {
 		return typ == TypeSplitBlock && id == HashXXH64
+	}
+	if id == HashXXH3x64 {
+		return typ == TypeBlocked
 	}
 	return id == HashXXH3 || id == HashXXH3Remix && (typ == TypeClassic || typ == TypeCounting)
 }
@@ -183,7 +192,7 @@ func parseHeader(b []byte) (Header, error) {
 	if got, want := binary.LittleEndian.Uint32(b[72:]), crc32.Checksum(b[:72], Castagnoli); got != want {
 		return h, fmt.Errorf("%w: header CRC-32C is %#08x, want %#08x", ErrChecksum, got, want)
 	}
-	if b[11] < HashXXH3 || b[11] > HashXXH64 {
+	if b[11] < HashXXH3 || b[11] > HashXXH3x64 {
 		return h, fmt.Errorf("%w: hash id %d", ErrHash, b[11])
 	}
 	if flags := binary.LittleEndian.Uint32(b[12:]); flags != 0 {
