@@ -448,3 +448,52 @@ func TestRedisReplicaPartialResync(t *testing.T) {
 		t.Errorf("sync_partial_ok = %s, want 1", got)
 	}
 }
+
+// A mixed fleet: Redis + RedisBloom master, bloom serve its replica, and
+// a Redis + RedisBloom replica of bloom serve. What is written on the
+// Redis master reaches the last Redis, through the full sync's RDB and
+// the stream, and every item answers the same on all three.
+func TestRedisReplicaOfBloomServeChainedFromRedis(t *testing.T) {
+	module := redistest.RedisBloomModule(t)
+	top := startRedisMaster(t, "--loadmodule", module)
+	tc := newClient(t, top.Addr, 2)
+	ctx := context.Background()
+	do := func(args ...any) {
+		t.Helper()
+		if err := tc.Do(ctx, args...).Err(); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+	}
+	do("BF.RESERVE", "bf", 0.01, 100, "EXPANSION", 2)
+	do("CF.RESERVE", "cf", 500)
+	for i := range 300 {
+		do("BF.ADD", "bf", "i"+strconv.Itoa(i))
+		do("CF.ADD", "cf", "i"+strconv.Itoa(i))
+	}
+	do("SET", "s", "v", "EX", 1000)
+	b := startServer(t, Config{replRetryMin: 50 * time.Millisecond})
+	bc := dialRaw(t, b.Addr())
+	followRedis(t, top, bc)
+	last := redistest.Start(t, "--loadmodule", module)
+	lc := newClient(t, last.Addr, 2)
+	redisFollow(t, last, b)
+	for i := 300; i < 600; i++ {
+		do("BF.ADD", "bf", "i"+strconv.Itoa(i))
+		do("CF.ADD", "cf", "i"+strconv.Itoa(i))
+	}
+	do("CF.DEL", "cf", "i7")
+	do("BF.ADD", "bf2", "x")
+	waitRedisSynced(t, top, bc)
+	replWait(t, "the last replica to catch up", func() bool {
+		return redisInfo(t, last, "replication", "slave_repl_offset") == redisInfo(t, top, "replication", "master_repl_offset")
+	})
+	var cmds [][]any
+	var probe []any
+	for i := range 800 {
+		probe = append(probe, "i"+strconv.Itoa(i))
+	}
+	cmds = append(cmds, append([]any{"BF.MEXISTS", "bf"}, probe...), append([]any{"CF.MEXISTS", "cf"}, probe...),
+		[]any{"BF.INFO", "bf"}, []any{"CF.INFO", "cf"}, []any{"BF.EXISTS", "bf2", "x"}, []any{"GET", "s"}, []any{"DBSIZE"},
+		[]any{"CF.COUNT", "cf", "i7"}, []any{"CF.COUNT", "cf", "i8"})
+	sameAnswers(t, tc, lc, cmds)
+}
