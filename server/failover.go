@@ -226,7 +226,11 @@ func (s *Server) runFailover(host, port string, timeout time.Duration, force boo
 	// waiting-for-sync: a replica (the target) acknowledges the master's
 	// whole stream.
 	for i := 0; ; i++ {
-		if i%10 == 0 {
+		// One GETACK, as Redis: the answer to a GETACK leaves the GETACK
+		// out of its offset (a replica acknowledges what it had processed
+		// before it), so asking again and again would keep the offsets
+		// apart for ever; the replica's ACK each second counts it.
+		if i == 0 {
 			s.askAcks()
 		}
 		s.db.Lock()
