@@ -503,3 +503,33 @@ func TestRedisReplicaOfBloomServeChainedFromRedis(t *testing.T) {
 		[]any{"CF.COUNT", "cf", "i7"}, []any{"CF.COUNT", "cf", "i8"})
 	sameAnswers(t, tc, lc, cmds)
 }
+
+// A native key that reaches bloom serve from its own master (a chain of
+// bloom serve servers) cannot be refused: the Redis replica below is
+// disconnected instead, and refused until the key is gone.
+func TestRedisReplicaDroppedWhenNativeKeyArrives(t *testing.T) {
+	top := startServer(t, Config{NoPersistence: true})
+	tc := dialRaw(t, top.Addr())
+	mustDo(t, tc, "+OK", "SET", "a", "1")
+	h, p := hostPort(t, top)
+	mid := startServer(t, Config{NoPersistence: true, ReplicaOf: h + " " + p})
+	midc := dialRaw(t, mid.Addr())
+	replWait(t, "the middle replica to sync", func() bool {
+		return replInfo(t, midc, "replication", "master_link_status") == "up"
+	})
+	r := redistest.Start(t)
+	redisFollow(t, r, mid)
+	mustDo(t, tc, "+OK", "BF.RESERVE", "native", "0.01", "100", "LAYOUT", "blocked")
+	replWait(t, "the Redis replica to be dropped and refused", func() bool {
+		return strings.Contains(r.Log(), `a Redis replica cannot hold (bloomkit's own filters): "native"`)
+	})
+	if got := replInfo(t, midc, "replication", "connected_slaves"); got != "0" {
+		t.Errorf("connected_slaves = %s on the middle server", got)
+	}
+	mustDo(t, tc, ":1", "DEL", "native")
+	mustDo(t, tc, "+OK", "SET", "b", "2")
+	replWait(t, "the Redis replica to follow again", func() bool {
+		out, err := r.CLI(context.Background(), "GET", "b")
+		return err == nil && strings.TrimSpace(out) == "2"
+	})
+}
