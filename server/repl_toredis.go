@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/bloomkit/bloomkit/server/internal/keyspace"
@@ -211,6 +212,9 @@ func (s *Server) toRedisRDB(f *os.File, size int64, replid string, off int64, us
 		f.Close()
 		os.Remove(f.Name())
 	}()
+	if h := testHookRedisRDB.Load(); h != nil {
+		(*h)()
+	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, err
 	}
@@ -229,6 +233,10 @@ func (s *Server) toRedisRDB(f *os.File, size int64, replid string, off int64, us
 	}
 	return out, nil
 }
+
+// testHookRedisRDB, if set, runs before a Redis replica's RDB is made
+// from the snapshot (tests hold the conversion there).
+var testHookRedisRDB atomic.Pointer[func()]
 
 // redisAddr is a replica's address for the log.
 func redisAddr(rp *replica) string { return net.JoinHostPort(rp.ip, strconv.Itoa(rp.port)) }

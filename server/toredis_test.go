@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"io"
 	"reflect"
 	"sort"
 	"strconv"
@@ -532,4 +533,65 @@ func TestRedisReplicaDroppedWhenNativeKeyArrives(t *testing.T) {
 		out, err := r.CLI(context.Background(), "GET", "b")
 		return err == nil && strings.TrimSpace(out) == "2"
 	})
+}
+
+// A Redis replica's RDB is made from the snapshot with no lock held:
+// while the conversion is held back, SAVE, BGSAVE and writes answer; the
+// payload is then an RDB of version 9.
+func TestRedisReplicaRDBMadeOffTheLock(t *testing.T) {
+	s := startServer(t, Config{})
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	hook := func() {
+		once.Do(func() {
+			close(entered)
+			<-release
+		})
+	}
+	testHookRedisRDB.Store(&hook)
+	defer testHookRedisRDB.Store(nil)
+	var released sync.Once
+	defer released.Do(func() { close(release) })
+	rc, admin := dialRaw(t, s.Addr()), dialRaw(t, s.Addr())
+	mustDo(t, admin, ":1", "BF.ADD", "k", "x")
+	mustDo(t, rc, "+OK", "REPLCONF", "listening-port", "6380")
+	mustDo(t, rc, "+OK", "REPLCONF", "capa", "eof", "capa", "psync2")
+	rc.send("PSYNC", "?", "-1")
+	select {
+	case <-entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the RDB was never made")
+	}
+	for _, cmd := range [][]string{{"SAVE"}, {"BGSAVE"}, {"BF.ADD", "k", "y"}} {
+		got, err := doWithin(admin, 5*time.Second, cmd...)
+		if err != nil {
+			t.Fatalf("%v while the Redis replica's RDB is held: %v", cmd, err)
+		}
+		if got != "+OK" && got != "+Background saving started" && got != ":1" {
+			t.Fatalf("%v: %s", cmd, got)
+		}
+	}
+	released.Do(func() { close(release) })
+	rc.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	line, err := rc.r.ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "+FULLRESYNC ") {
+		t.Fatalf("reply to PSYNC: %q, %v", line, err)
+	}
+	for {
+		line, err = rc.r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if line != "\n" {
+			break
+		}
+	}
+	if !strings.HasPrefix(line, "$") {
+		t.Fatalf("payload header %q", line)
+	}
+	head := make([]byte, 9)
+	if _, err := io.ReadFull(rc.r, head); err != nil || string(head) != "REDIS0009" {
+		t.Fatalf("payload starts %q, %v", head, err)
+	}
 }
