@@ -70,6 +70,12 @@ func (s *Server) apply(src source, c *Session, cmd *command, args [][]byte, r *R
 		r.Error(msg)
 		return
 	}
+	if cmd.write && s.repl.redisReplicas > 0 && (src == srcClient || src == srcExec) {
+		if msg := redisRefusesCommand(cmd, args); msg != "" {
+			r.Error(msg)
+			return
+		}
+	}
 	s.beforeWrite(cmd, args)
 	c.skipLog, c.logArgs, c.logBefore = false, nil, nil
 	counted := src == srcClient || src == srcExec
@@ -94,6 +100,7 @@ func (s *Server) apply(src source, c *Session, cmd *command, args [][]byte, r *R
 			s.db.Changed()
 		}
 		if src != srcReplay {
+			s.markForRedis(cmd)
 			if c.logBefore != nil {
 				s.record(c.logBefore, la)
 			} else {

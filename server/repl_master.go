@@ -32,6 +32,8 @@ import (
 // its holds of the keyspace lock — to the replica's network speed; with
 // the file, the snapshot ends at disk speed whatever the replica does,
 // and the file is sent with sendfile(2) without touching the keyspace.
+// For a Redis replica the file is turned into a Redis RDB before it is
+// sent, off every lock (repl_toredis.go).
 
 // Replica states, as INFO's slaveN state field names them.
 const (
@@ -54,6 +56,9 @@ type replica struct {
 	once    sync.Once
 	done    chan struct{}
 	id      int64
+	// redis: a Redis server (it did not say it is bloom serve): its full
+	// sync's payload is an RDB (repl_toredis.go).
+	redis bool
 }
 
 // acked is ackOff as INFO and ROLE show it (0 before the first ACK).
@@ -92,6 +97,7 @@ type replHandoff struct {
 	psync  bool
 	replid string
 	off    int64
+	redis  bool // a Redis replica (repl_toredis.go)
 }
 
 // REPLCONF option value ... (the replica's handshake).
@@ -198,17 +204,16 @@ func cmdSync(s *Server, c *Session, args [][]byte, r *Reply) {
 		return
 	}
 	if c.replListening && !c.replBloomkit {
-		// A replica that did not say it is bloom serve (Redis): it
-		// would discard its data before finding that it cannot load
-		// bloomkit's snapshot format, and reconnect at once. Refused
-		// before any byte of payload, it keeps its data; the master
-		// makes no snapshot for it.
-		if now := time.Now().Unix(); now-s.repl.foreignLogged.Load() >= 60 {
-			s.repl.foreignLogged.Store(now)
-			s.log.Warn("refused a replica that is not bloom serve (a Redis replica cannot load bloomkit's snapshot format); it keeps its data", "addr", c.Addr)
+		// A replica that did not say it is bloom serve: a Redis server,
+		// served an RDB (repl_toredis.go). What it cannot hold is refused
+		// here, before any snapshot and any byte of payload: it keeps
+		// its data, and its retries (one a second) cost nothing more.
+		if msg := s.redisRefusal(h.psync); msg != "" {
+			s.refuseRedisReplica(c.Addr, msg)
+			r.Error(msg)
+			return
 		}
-		r.Error(errForeignReplica)
-		return
+		h.redis = true
 	}
 	c.handoff = h
 	r.w.Discard() // the replies come from serveReplica
@@ -227,7 +232,7 @@ func (s *Server) serveReplica(c *Session, nc net.Conn, rest []byte) {
 	h := c.handoff
 	c.handoff = nil
 	c.replRole.Store(roleReplica) // CLIENT LIST flag S, type replica
-	rp := &replica{nc: nc, port: c.replPort, done: make(chan struct{}), id: c.ID}
+	rp := &replica{nc: nc, port: c.replPort, done: make(chan struct{}), id: c.ID, redis: h.redis}
 	rp.ip = c.replIP
 	if rp.ip == "" {
 		if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
@@ -242,6 +247,9 @@ func (s *Server) serveReplica(c *Session, nc net.Conn, rest []byte) {
 	// Partial resync: the history it asks for is still here.
 	if h.psync {
 		if rd, replid, ok := s.tryPartial(h, lim); ok {
+			if h.redis {
+				defer s.redisDetach()
+			}
 			s.repl.syncPartialOK.Add(1)
 			reply := "+CONTINUE " + replid + "\r\n"
 			s.log.Info("partial resynchronization accepted", "replica", net.JoinHostPort(rp.ip, strconv.Itoa(rp.port)), "from_offset", h.off)
@@ -277,6 +285,9 @@ func (s *Server) serveReplica(c *Session, nc net.Conn, rest []byte) {
 	}
 	defer s.removeReplica(rp)
 	rd, err := s.fullSync(rp, h.psync, c.rdbOnly)
+	if h.redis && !errors.Is(err, errRedisRefused) {
+		defer s.redisDetach()
+	}
 	if err != nil {
 		s.log.Warn("full resynchronization failed", "replica", net.JoinHostPort(rp.ip, strconv.Itoa(rp.port)), "err", err)
 		return
@@ -305,6 +316,10 @@ func (s *Server) tryPartial(h *replHandoff, lim backlog.Limits) (*backlog.Reader
 	if h.off < 1 || h.replid != rs.replid && (h.replid != rs.replid2 || h.off > rs.second) {
 		return nil, "", false
 	}
+	if h.redis && (h.off-1 < rs.redisUnsafeOff || s.redisRefusal(true) != "") {
+		// The history holds records a Redis server cannot apply.
+		return nil, "", false
+	}
 	b := rs.backlog.Load()
 	if b == nil {
 		// No backlog yet: only a replica exactly where this server's
@@ -318,6 +333,9 @@ func (s *Server) tryPartial(h *replHandoff, lim backlog.Limits) (*backlog.Reader
 	rd, ok := b.NewReader(h.off-1, lim)
 	if !ok {
 		return nil, "", false
+	}
+	if h.redis {
+		rs.redisReplicas++
 	}
 	return rd, rs.replid, true
 }
@@ -358,6 +376,20 @@ func (s *Server) fullSync(rp *replica, psync, rdbOnly bool) (*backlog.Reader, er
 	s.db.Lock()
 	s.db.FinishMerges(nil)
 	rs := &s.repl
+	if rp.redis {
+		// Checked again with the point in time: a native key made
+		// since SYNC/PSYNC was accepted. Nothing was sent yet.
+		if msg := s.redisRefusal(psync); msg != "" {
+			s.db.Unlock()
+			p.saveMu.Unlock()
+			s.refuseRedisReplica(redisAddr(rp), msg)
+			nc.SetWriteDeadline(time.Now().Add(s.replTimeout()))
+			io.WriteString(nc, "-"+msg+"\r\n")
+			return nil, errRedisRefused
+		}
+		rs.redisReplicas++
+	}
+	used := s.db.Used()
 	b := rs.ensureBacklog()
 	off := b.End()
 	rd, _ := b.NewReader(off, lim)
@@ -414,6 +446,15 @@ func (s *Server) fullSync(rp *replica, psync, rdbOnly bool) (*backlog.Reader, er
 	s.db.EndSnapshot(snap)
 	s.db.Unlock()
 	p.saveMu.Unlock()
+	if err == nil && rp.redis {
+		// Off every lock, the replica still hearing a newline a second.
+		var size int64
+		if size, err = f.Seek(0, io.SeekCurrent); err == nil {
+			if f, err = s.toRedisRDB(f, size, replid, off, used); err != nil {
+				f = nil
+			}
+		}
+	}
 	close(stopPing)
 	<-pinged
 	if f != nil {

@@ -54,6 +54,14 @@ type replState struct {
 	enc []byte
 	// offset0 is master_repl_offset before any backlog exists.
 	offset0 int64
+	// Redis replicas (repl_toredis.go), all with the keyspace lock held:
+	// redisReplicas counts those attached or being served; redisUnsafeOff
+	// is the stream's offset after the last record a Redis server could
+	// not apply (a Redis replica's partial resync must start at or after
+	// it), and redisUnsafe marks the record being fed as one.
+	redisReplicas  int
+	redisUnsafeOff int64
+	redisUnsafe    bool
 
 	// Settings (CONFIG SET changes them).
 	backlogSize atomic.Int64
@@ -94,10 +102,6 @@ const (
 	errMasterDown      = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
 	errNoReplicas      = "NOREPLICAS Not enough good replicas to write."
 	errWaitOnReplica   = "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated."
-	// errForeignReplica refuses SYNC/PSYNC from a replica that is not
-	// bloom serve, before any payload: a Redis replica keeps its data
-	// (it discards it only once a payload starts).
-	errForeignReplica = "ERR this master is bloom serve, whose full-sync payload is bloomkit's snapshot format, which a Redis replica cannot load; refused before any payload, so the replica keeps its data (copy the data with bloom migrate instead)"
 )
 
 func (s *Server) initReplication(cfg *Config) {
@@ -223,6 +227,8 @@ var (
 func (s *Server) feed(cmds [][][]byte, txn bool) {
 	r := &s.repl
 	b := r.backlog.Load()
+	unsafe := r.redisUnsafe
+	r.redisUnsafe = false
 	if b == nil || s.db.Following() {
 		return
 	}
@@ -237,6 +243,9 @@ func (s *Server) feed(cmds [][][]byte, txn bool) {
 		buf = appendRESP(buf, argExec)
 	}
 	b.Append(buf)
+	if unsafe {
+		r.redisUnsafeOff = b.End()
+	}
 	if cap(buf) > 1<<20 {
 		buf = nil // do not keep a huge command's buffer
 	}

@@ -145,6 +145,10 @@ type DB struct {
 	// expires counts the keys with an expiry (INFO keyspace), kept by
 	// link, remove and setExpire.
 	expires int
+	// natives are the entries of kind KindNative, kept with expires: a
+	// Redis replica cannot hold them, and the master asks for their count
+	// and a few names before it serves one (O(1)).
+	natives map[*Entry]struct{}
 	// pass is the memory recount running in steps (recountStep).
 	pass    recountPass
 	used    uint64 // bytes accounted: keys + filters
@@ -211,6 +215,30 @@ func (db *DB) Link(key string, e *Entry) {
 	if e.ExpireAt != 0 {
 		db.expires++
 	}
+	if e.Kind == KindNative {
+		db.addNative(e)
+	}
+}
+
+func (db *DB) addNative(e *Entry) {
+	if db.natives == nil {
+		db.natives = make(map[*Entry]struct{})
+	}
+	db.natives[e] = struct{}{}
+}
+
+// Natives returns how many keys hold one of bloomkit's own filters (a
+// kind a Redis server cannot hold) and up to max of their names, in no
+// particular order (db.mu held). It costs O(max), whatever the keyspace.
+func (db *DB) Natives(max int) (int, []string) {
+	var names []string
+	for e := range db.natives {
+		if len(names) >= max {
+			break
+		}
+		names = append(names, e.key)
+	}
+	return len(db.natives), names
 }
 
 // setExpire changes a key's expiry, keeping the expires count.
@@ -225,12 +253,17 @@ func (db *DB) SetExpire(e *Entry, at int64) {
 	e.ExpireAt = at
 }
 
-// Reindex recounts the keys with an expiry (after a snapshot was loaded).
+// Reindex recounts the keys with an expiry and lists the native ones
+// (after a snapshot was loaded).
 func (db *DB) Reindex() {
 	db.expires = 0
+	db.natives = nil
 	db.keys.all(func(e *Entry) {
 		if e.ExpireAt != 0 {
 			db.expires++
+		}
+		if e.Kind == KindNative {
+			db.addNative(e)
 		}
 	})
 }
@@ -390,6 +423,7 @@ func (db *DB) Remove(key string, e *Entry) {
 	if e.ExpireAt != 0 {
 		db.expires--
 	}
+	delete(db.natives, e)
 	sub := e.DataBytes() + uint64(len(key)) + KeyOverhead
 	if sub > db.used {
 		sub = db.used
@@ -572,6 +606,7 @@ func (db *DB) Flush() {
 	}
 	db.keys = newTable()
 	db.expires = 0
+	db.natives = nil
 	db.used = 0
 	db.pass = recountPass{}
 }
@@ -846,7 +881,7 @@ func (src *DB) PrepareFor(db *DB) {
 // FLUSHALL releases them. src must not be used afterwards.
 func (db *DB) TakeOver(src *DB) {
 	db.Flush()
-	db.keys, db.expires = src.keys, src.expires
+	db.keys, db.expires, db.natives = src.keys, src.expires, src.natives
 	db.used = src.used
 	db.dirty++
 	db.pass = recountPass{}
