@@ -118,6 +118,34 @@ func (s *Sketch) Index(item []byte, i uint64) uint64 {
 	return uint64(murmur2.Sum32(item, uint32(i)))%s.width + i*s.width
 }
 
+// rowsAtOnce is the depth up to which an item's row hashes are computed
+// together (murmur2.SumRows).
+const rowsAtOnce = 16
+
+// cells calls fn with the position of item's counter in each row, row 0
+// first.
+func (s *Sketch) cells(item []byte, fn func(j uint64)) {
+	if s.depth > rowsAtOnce {
+		for i := range s.depth {
+			fn(s.Index(item, i))
+		}
+		return
+	}
+	var buf [rowsAtOnce]uint32
+	hs := buf[:s.depth]
+	murmur2.SumRows(item, hs)
+	if s.width <= math.MaxUint32 {
+		w := uint32(s.width)
+		for i, h := range hs {
+			fn(uint64(h%w) + uint64(i)*s.width)
+		}
+		return
+	}
+	for i, h := range hs {
+		fn(uint64(h)%s.width + uint64(i)*s.width)
+	}
+}
+
 // IncrBy adds n to item's count and returns its new estimate. A counter
 // that would pass 2^32 − 1 stays there; an estimate of math.MaxUint32
 // means the item's counters are saturated (CMS.INCRBY's "overflow").
@@ -129,15 +157,15 @@ func (s *Sketch) IncrBy(item []byte, n uint64) uint32 {
 		return s.incrConservative(item, n)
 	}
 	est := uint32(math.MaxUint32)
-	for i := range s.depth {
-		c := &s.counters[s.Index(item, i)]
+	s.cells(item, func(j uint64) {
+		c := &s.counters[j]
 		v := *c + uint32(n)
 		if uint64(v) < n {
 			v = math.MaxUint32
 		}
 		*c = v
 		est = min(est, v)
-	}
+	})
 	s.count += n
 	return est
 }
@@ -147,12 +175,11 @@ func (s *Sketch) incrConservative(item []byte, n uint64) uint32 {
 	if target > math.MaxUint32 {
 		target = math.MaxUint32
 	}
-	for i := range s.depth {
-		c := &s.counters[s.Index(item, i)]
-		if uint64(*c) < target {
-			*c = uint32(target)
+	s.cells(item, func(j uint64) {
+		if uint64(s.counters[j]) < target {
+			s.counters[j] = uint32(target)
 		}
-	}
+	})
 	s.count += n
 	return uint32(target)
 }
@@ -171,9 +198,7 @@ func (s *Sketch) Query(item []byte) uint32 {
 		return 0
 	}
 	est := uint32(math.MaxUint32)
-	for i := range s.depth {
-		est = min(est, s.counters[s.Index(item, i)])
-	}
+	s.cells(item, func(j uint64) { est = min(est, s.counters[j]) })
 	return est
 }
 

@@ -46,3 +46,44 @@ func Sum32(key []byte, seed uint32) uint32 {
 func Sum32String(key string, seed uint32) uint32 {
 	return Sum32(unsafe.Slice(unsafe.StringData(key), len(key)), seed)
 }
+
+// SumRows sets hs[i] to Sum32(key, i) for every i, mixing each 4-byte
+// block of key once for all of them: the seeds differ only in the running
+// hash.
+func SumRows(key []byte, hs []uint32) {
+	l := uint32(len(key))
+	for i := range hs {
+		hs[i] = uint32(i) ^ l
+	}
+	for len(key) >= 4 {
+		k := binary.LittleEndian.Uint32(key)
+		k *= m
+		k ^= k >> r
+		k *= m
+		for i := range hs {
+			hs[i] = hs[i]*m ^ k
+		}
+		key = key[4:]
+	}
+	var tail uint32
+	switch len(key) {
+	case 3:
+		tail ^= uint32(key[2]) << 16
+		fallthrough
+	case 2:
+		tail ^= uint32(key[1]) << 8
+		fallthrough
+	case 1:
+		tail ^= uint32(key[0])
+	}
+	for i, h := range hs {
+		if len(key) > 0 {
+			h ^= tail
+			h *= m
+		}
+		h ^= h >> 13
+		h *= m
+		h ^= h >> 15
+		hs[i] = h
+	}
+}

@@ -22,3 +22,15 @@ func TestSum32Known(t *testing.T) {
 		}
 	}
 }
+
+func TestSumRows(t *testing.T) {
+	var hs [9]uint32
+	for _, key := range []string{"", "a", "ab", "abc", "abcd", "hello world!", "0123456789abcdefg"} {
+		SumRows([]byte(key), hs[:])
+		for i, h := range hs {
+			if want := Sum32String(key, uint32(i)); h != want {
+				t.Errorf("SumRows(%q)[%d] = %#x, Sum32 says %#x", key, i, h, want)
+			}
+		}
+	}
+}
