@@ -211,6 +211,9 @@ func init() {
 		{name: "module", arity: -2, flags: []string{"admin", "noscript", "no_async_loading"}, unlocked: true, hasSubcommands: true, fn: cmdModule},
 		{name: "script", arity: -2, flags: []string{"noscript"}, unlocked: true, hasSubcommands: true, fn: cmdScript},
 	}
+	// RedisBloom's Count-Min Sketch and Top-K (cmd_cms.go, cmd_topk.go).
+	list = append(list, cmsCommands...)
+	list = append(list, topkCommands...)
 	commandTable = make(map[string]*command, len(list))
 	for i, c := range list {
 		c.idx = i

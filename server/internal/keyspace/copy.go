@@ -26,7 +26,7 @@ func (db *DB) Copy(src, dst string, replace bool) (copied, fits bool, err error)
 		return false, true, nil
 	}
 	if e.Kind == KindString {
-		if !db.RoomFor(uint64(len(*e.str)), []byte(dst)) {
+		if !db.RoomFor(uint64(len(e.val.str)), []byte(dst)) {
 			return false, false, nil
 		}
 		db.PutString([]byte(dst), e.StrBytes(), e.ExpireAt)
@@ -35,6 +35,12 @@ func (db *DB) Copy(src, dst string, replace bool) (copied, fits bool, err error)
 	n := dataArrays(e)
 	if !db.RoomFor(n, []byte(dst)) {
 		return false, false, nil
+	}
+	if e.Kind == KindCMS || e.Kind == KindTopK {
+		c := &Entry{Kind: e.Kind, ExpireAt: e.ExpireAt, val: e.val.clone()}
+		db.used += n
+		db.Put(dst, c)
+		return true, true, nil
 	}
 	c := &Entry{Kind: e.Kind, ExpireAt: e.ExpireAt}
 	none := func(uint64) error { return nil } // sizes come from a live filter

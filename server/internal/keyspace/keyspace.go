@@ -25,6 +25,11 @@ const (
 	// kindNative is one of bloomkit's own filters (classic, blocked or
 	// window; native.go), created with BF.RESERVE's LAYOUT or WINDOW.
 	KindNative Kind = 4
+	// KindCMS is RedisBloom's Count-Min Sketch (CMS.*), KindTopK its
+	// Top-K (TOPK.*): values that are neither filters nor strings, held
+	// in the entry's value (sketch.go).
+	KindCMS  Kind = 6
+	KindTopK Kind = 7
 )
 
 // String is the name TYPE reports for the kind.
@@ -38,6 +43,10 @@ func (k Kind) String() string {
 		return "string"
 	case KindNative:
 		return "BKbloom--"
+	case KindCMS:
+		return "CMSk-TYPE"
+	case KindTopK:
+		return "TopK-TYPE"
 	}
 	return "none"
 }
@@ -53,10 +62,11 @@ type Entry struct {
 	BF   *redisbloom.Bloom
 	CF   *redisbloom.Cuckoo
 	NF   *NativeFilter
-	// str is a string's value (rare among filters: one pointer here, not
-	// a string's two words). It is never changed in place (a write
-	// replaces the entry), so a snapshot's image can share it.
-	str      *string
+	// val is a string's value, or a sketch (rare among filters: one
+	// pointer here, not a string's two words; sketch.go). A string is
+	// never changed in place (a write replaces the entry), so a
+	// snapshot's image can share it.
+	val      *value
 	ExpireAt int64 // unix milliseconds; 0 = no expiry
 	// img is the entry's point-in-time image while a snapshot still needs
 	// it; epoch is the newest snapshot that no longer needs the entry (it
@@ -74,15 +84,15 @@ type Entry struct {
 // StrBytes is a string value as bytes, without a copy: the bytes must not
 // be changed (they are the string's).
 func (e *Entry) StrBytes() []byte {
-	if e.str == nil {
+	if e.val == nil {
 		return nil
 	}
-	return unsafe.Slice(unsafe.StringData(*e.str), len(*e.str))
+	return unsafe.Slice(unsafe.StringData(e.val.str), len(e.val.str))
 }
 
 // NewString is a string value's entry.
 func NewString(val string, expireAt int64) *Entry {
-	return &Entry{Kind: KindString, str: &val, ExpireAt: expireAt}
+	return &Entry{Kind: KindString, val: &value{str: val}, ExpireAt: expireAt}
 }
 
 // KeyOverhead approximates the per-key bookkeeping cost counted against
@@ -99,6 +109,8 @@ func (e *Entry) DataBytes() uint64 {
 		return uint64(len(e.StrBytes()))
 	case KindNative:
 		return e.NF.MemUsage()
+	case KindCMS, KindTopK:
+		return e.sketchBytes()
 	}
 	return 0
 }
@@ -376,6 +388,8 @@ func dataArrays(e *Entry) uint64 {
 		return uint64(len(e.StrBytes())) // counted by the SET that stored it
 	case KindNative:
 		return e.NF.DataBytes()
+	case KindCMS, KindTopK:
+		return e.sketchArrays()
 	}
 	return 0
 }

@@ -211,6 +211,8 @@ func (snap *Snapshot) freeze(e *Entry) *image {
 		e.CF.Guard = im
 	case KindString:
 		im.header = e.StrBytes() // immutable: a write replaces the entry
+	case KindCMS, KindTopK:
+		im.header = e.sketchImage()
 	case KindNative:
 		im.header = e.NF.snapshotHeader()
 		im.arrays, _ = e.NF.Ordered()
@@ -545,8 +547,9 @@ func (db *DB) ReadSnapshot(f aof.ReadFile, path string) (uint64, int, error) {
 				arrays = e.CF.Filters
 			}
 		case KindString:
-			v := string(hdr)
-			e.str = &v
+			e.val = &value{str: string(hdr)}
+		case KindCMS, KindTopK:
+			e.val, err = loadSketch(kind, hdr)
 		case KindNative:
 			e.NF, err = loadSnapshotHeader(hdr, fits)
 			if err == nil {
