@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/bloomkit/bloomkit/internal/redistest"
+	"github.com/bloomkit/bloomkit/server/internal/rdb"
 )
 
 // sketchScript is a sequence of CMS.* and TOPK.* commands that exercises
@@ -347,5 +348,99 @@ func TestSketchKeysGoRedis(t *testing.T) {
 	}
 	if err := u.CMSQuery(ctx, "c", "a").Err(); err == nil || !strings.HasPrefix(err.Error(), "NOPERM") {
 		t.Errorf("CMS.QUERY as a @topk user: %v", err)
+	}
+}
+
+// sketchDumpSetup makes sketches with every kind of content: counters,
+// saturated counters, merged ones; a Top-K with a full heap, an empty
+// one, one with an item holding a NUL byte.
+var sketchDumpSetup = []string{
+	"CMS.INITBYDIM c 40 4", "CMS.INCRBY c a 5 b 7 big 4294967295", "CMS.INITBYPROB p 0.05 0.01",
+	"CMS.INITBYDIM m 40 4", "CMS.MERGE m 2 c c WEIGHTS 1 0",
+	"TOPK.RESERVE t 4 30 3 1", "TOPK.RESERVE e 3", "TOPK.RESERVE n 2 10 2 1", "TOPK.ADD n x\x00y z",
+}
+
+func sketchDumpAnswers(t *testing.T, rc *rawConn) string {
+	var b strings.Builder
+	for _, q := range []string{"CMS.QUERY c a b big zz", "CMS.INFO c", "CMS.INFO p", "CMS.QUERY m a b big",
+		"CMS.INFO m", "TOPK.LIST t WITHCOUNT", "TOPK.COUNT t i0 i1 i2 i3 i4 i5 zz", "TOPK.QUERY t i0 i1 i2",
+		"TOPK.LIST e", "TOPK.LIST n WITHCOUNT", "TOPK.COUNT n z", "TYPE c", "TYPE t"} {
+		fmt.Fprintln(&b, rc.do(strings.Split(q, " ")...))
+	}
+	return b.String()
+}
+
+// Sketches move between Redis + RedisBloom and bloom serve by DUMP and
+// RESTORE, both ways, and answer alike on both afterwards, also to the
+// writes that follow.
+func TestSketchDumpRestoreWithRedisBloom(t *testing.T) {
+	module := redistest.RedisBloomModule(t)
+	rs := redistest.Start(t, "--loadmodule", module)
+	s := startServer(t, Config{NoPersistence: true})
+	rc, bc := dialRaw(t, rs.Addr), dialRaw(t, s.Addr())
+	for _, from := range []*rawConn{rc, bc} {
+		to := bc
+		if from == bc {
+			to = rc
+		}
+		from.do("FLUSHALL")
+		to.do("FLUSHALL")
+		for _, c := range sketchDumpSetup {
+			from.do(strings.Split(c, " ")...)
+		}
+		for i := range 60 {
+			from.do("TOPK.ADD", "t", "i"+strconv.Itoa(i%7*(i%3)))
+		}
+		for _, k := range []string{"c", "p", "m", "t", "e", "n"} {
+			payload := from.do("DUMP", k)
+			raw, err := strconv.Unquote(payload)
+			if err != nil {
+				t.Fatalf("DUMP %s: %s", k, payload)
+			}
+			if got := to.do("RESTORE", k, "0", raw); got != "+OK" {
+				t.Fatalf("RESTORE %s: %s", k, got)
+			}
+		}
+		want, got := sketchDumpAnswers(t, from), sketchDumpAnswers(t, to)
+		if want != got {
+			t.Fatalf("restored:\n%s\noriginal:\n%s", got, want)
+		}
+		for _, c := range []*rawConn{from, to} {
+			c.do("CMS.INCRBY", "c", "a", "3")
+			c.do("TOPK.ADD", "t", "i1", "new", "i2")
+		}
+		if want, got := sketchDumpAnswers(t, from), sketchDumpAnswers(t, to); want != got {
+			t.Fatalf("after more writes, restored:\n%s\noriginal:\n%s", got, want)
+		}
+	}
+}
+
+// DUMP and RESTORE between bloom serve's own keys, and the payloads a
+// RESTORE refuses.
+func TestSketchDumpRestore(t *testing.T) {
+	s := startServer(t, Config{NoPersistence: true})
+	rc := dialRaw(t, s.Addr())
+	for _, c := range sketchDumpSetup {
+		rc.do(strings.Split(c, " ")...)
+	}
+	before := sketchDumpAnswers(t, rc)
+	for _, k := range []string{"c", "p", "m", "t", "e", "n"} {
+		raw, err := strconv.Unquote(rc.do("DUMP", k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rc.do("RESTORE", k, "0", raw, "REPLACE"); got != "+OK" {
+			t.Fatalf("RESTORE %s: %s", k, got)
+		}
+		// A damaged value (the checksum made right again) is refused.
+		bad := []byte(raw)
+		bad[len(bad)-11] ^= 0xff
+		bad = rdb.WithDumpVersion(bad, rdb.DumpVersion)
+		if got := rc.do("RESTORE", k+"x", "0", string(bad)); got != "-"+errBadData {
+			t.Fatalf("RESTORE of a damaged %s: %s", k, got)
+		}
+	}
+	if after := sketchDumpAnswers(t, rc); after != before {
+		t.Fatalf("after RESTORE:\n%s\nbefore:\n%s", after, before)
 	}
 }

@@ -62,8 +62,8 @@ type TopK struct {
 	rng             uint64
 }
 
-// initialRNG is the generator state of a new TopK.
-const initialRNG = 0x9e3779b97f4a7c15
+// InitialSeed is the generator state of a new TopK (Seed changes it).
+const InitialSeed = 0x9e3779b97f4a7c15
 
 // New returns an empty TopK for the k heaviest items over depth rows of
 // width buckets, decaying at decay (0 < decay ≤ 1).
@@ -71,7 +71,7 @@ func New(k, width, depth uint32, decay float64) (*TopK, error) {
 	if err := checkParams(k, width, depth, decay); err != nil {
 		return nil, err
 	}
-	t := &TopK{k: k, width: width, depth: depth, decay: decay, rng: initialRNG,
+	t := &TopK{k: k, width: width, depth: depth, decay: decay, rng: InitialSeed,
 		buckets: make([]Bucket, uint64(width)*uint64(depth)), heap: make([]slot, k)}
 	t.fillLookup()
 	return t, nil
