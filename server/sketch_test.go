@@ -58,6 +58,8 @@ func sketchScript() [][]string {
 		"TOPK.LIST missing", "TOPK.LIST t WITHCOUNT x", "TOPK.LIST", "TOPK.QUERY t a b c d e zz", "TOPK.QUERY t",
 		"TOPK.COUNT t a b c d e zz", "TOPK.COUNT missing a", "TOPK.QUERY str a", "TOPK.INFO missing",
 		"TOPK.ADD t nul\x00byte", "TOPK.INCRBY t nul\x00byte 50", "TOPK.LIST t WITHCOUNT",
+		// RedisBloom's TopKMemUsage is the same in 2.x and 8.x (CMS's is not).
+		"MEMORY USAGE t", "MEMORY USAGE d",
 	} {
 		s = append(s, strings.Split(w, " "))
 	}
