@@ -19,7 +19,7 @@ TESTENV := BLOOMKIT_TEST_BIN=$(TESTBIN) GOFLAGS="$(strip $(GOFLAGS) $(TESTGOFLAG
 # cold cache), with a line every 20 s.
 WATCH := sh $(CURDIR)/internal/testrun/watch.sh
 
-.PHONY: test test-long test-short testbin gofmt vet lint bench fuzz deps build licenses release image
+.PHONY: test test-long test-short test-parquet testbin gofmt vet lint bench fuzz deps build licenses release image
 
 # staticcheck, for lint's unused check; make lint installs this version.
 STATICCHECK_VERSION := v0.8.2
@@ -81,25 +81,36 @@ test-short: testbin
 ## `make test`. Then the differential replay test for REPLAYTIME (default
 ## 5m) of random command streams, each round crashed, restarted and compared.
 REPLAYTIME ?= 5m
-test-long: deps testbin
+test-long: deps testbin test-parquet
 	BLOOMKIT_LONG=1 $(TESTENV) $(TESTRUN) -- -count=1 -timeout=60m ./...
 	cd examples && BLOOMKIT_LONG=1 $(TESTENV) $(TESTRUN) -- -count=1 -timeout=60m ./...
 	cd release && BLOOMKIT_LONG=1 $(TESTENV) $(TESTRUN) -- -count=1 -timeout=60m ./...
 	BLOOMKIT_REPLAY_TIME=$(REPLAYTIME) $(GO) test -count=1 -timeout 0 -run '^TestDifferentialReplay$$' -v ./server
+
+## test-parquet: bloom.SplitBlock against parquet-go, a real Parquet
+## implementation, both ways (bench/interop, build tag parquet). Its own
+## target because parquet-go alone takes about a minute of CPU to compile,
+## a tenth of make test's budget; CI runs it beside make test, and
+## test-long runs it. The golden file in bloom/testdata pins the bytes
+## make test checks our writer against.
+test-parquet: testbin
+	cd bench && $(TESTENV) $(WATCH) $(GO) vet -tags parquet ./...
+	cd bench && $(TESTENV) $(TESTRUN) -- $(TESTFLAGS) -tags parquet ./interop
 
 ## deps: install what the tests need from Debian: redis-server, redis-cli,
 ## redis-sentinel and redis-py with pytest (the server is tested with real
 ## clients and redis-py's own Bloom tests), PostgreSQL (for
 ## examples/cacheguard), the wamerican word list (for examples/spell),
 ## a JDK with Guava (guava/ is tested against the real Guava), promtool
-## (package prometheus: deploy/'s alert rules) and systemd-analyze (package
-## systemd: deploy/'s unit). Run as root; does nothing when they are already there.
+## (package prometheus: deploy/'s alert rules), redis_exporter (package
+## prometheus-redis-exporter: INFO's parity with Redis) and systemd-analyze
+## (package systemd: deploy/'s unit). Run as root; does nothing when they are already there.
 deps:
-	@if ! command -v redis-sentinel >/dev/null || ! command -v promtool >/dev/null || ! command -v systemd-analyze >/dev/null; then \
+	@if ! command -v redis-sentinel >/dev/null || ! command -v promtool >/dev/null || ! command -v systemd-analyze >/dev/null || ! command -v prometheus-redis-exporter >/dev/null; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-sentinel prometheus systemd >/dev/null; \
-		else echo "redis-sentinel, promtool or systemd-analyze missing: run 'sudo make deps' or install redis-sentinel, prometheus and systemd"; fi; \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-sentinel prometheus prometheus-redis-exporter systemd >/dev/null; \
+		else echo "redis-sentinel, promtool, prometheus-redis-exporter or systemd-analyze missing: run 'sudo make deps' or install redis-sentinel, prometheus, prometheus-redis-exporter and systemd"; fi; \
 	fi
 	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || [ ! -e /usr/share/dict/american-english ]; then \
 		if [ "$$(id -u)" = 0 ]; then \

@@ -12,13 +12,17 @@
 # The simulated caches are this machine's (L1d 48 KiB 12-way, last level
 # 32 MiB 16-way, 64-byte lines).
 #
-# Usage: cd bench && ./cachegrind.sh [kind ...]
-# kinds: blocked/hit blocked/miss blobloom/hit blobloom/miss bab/hit bab/miss
-# filter/hit filter/miss blocked/many (TestMany at 100M). Prints Markdown.
+# Usage: cd bench && [N=1000000] ./cachegrind.sh [kind ...]
+# kinds: blocked/hit blocked/miss (NewBlocked: hash id 4, XXH3-64),
+# blocked1/hit blocked1/miss (the same filter with hash id 1, XXH3-128, as
+# files of earlier versions have), blobloom/hit blobloom/miss bab/hit
+# bab/miss filter/hit filter/miss blocked/many (TestMany at 100M). N is the
+# keys in the single-key filters (default 10M). Prints Markdown.
 # LOOKUPDIST=binary uses a lookupdist built elsewhere (say, from the code
 # before a change) instead of building this directory's.
 set -e
-kinds=${*:-blocked/hit blocked/miss blobloom/hit blobloom/miss bab/hit bab/miss blocked/many}
+kinds=${*:-blocked/hit blocked/miss blocked1/hit blocked1/miss blobloom/hit blobloom/miss bab/hit bab/miss blocked/many}
+N=${N:-10000000}
 lo=50000
 hi=250000
 dir=$(mktemp -d)
@@ -35,9 +39,9 @@ for kind in $kinds; do
 		# newer CPUs unless told not to.
 		GOGC=off GODEBUG=cpu.rdtscp=off valgrind --tool=cachegrind --I1=32768,8,64 --D1=49152,12,64 \
 			--LL=33554432,16,64 --cachegrind-out-file="$dir/out.$l" \
-			"$dir/lookupdist" -one "$kind" -lookups $l >/dev/null 2>"$dir/log.$l"
+			"$dir/lookupdist" -one "$kind" -n "$N" -lookups $l >/dev/null 2>"$dir/log.$l"
 	done
-	n=10M
+	n=$N
 	[ "${kind#*/}" = many ] && n=100M
 	# Per function (fn=), sum Ir, D1mr+D1mw and DLmr+DLmw of both runs.
 	awk -v kind="$kind" -v n="$n" -v d=$((hi - lo)) '

@@ -14,7 +14,7 @@
 set -e
 N=200000
 dir=$(mktemp -d)
-go test -c -o "$dir/bench.test" .
+go test -tags parquet -c -o "$dir/bench.test" .
 variants=${*:-key/add/bloomkit key/add/parquet-go key/hit/bloomkit key/hit/parquet-go key/miss/bloomkit key/miss/parquet-go hash/add/bloomkit hash/add/parquet-go hash/hit/bloomkit hash/hit/parquet-go hash/miss/bloomkit hash/miss/parquet-go many/add/bloomkit many/add/parquet-go many/hit/bloomkit many/miss/bloomkit}
 sum() {
 	cg_annotate --auto=no "$1" 2>/dev/null |

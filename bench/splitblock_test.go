@@ -1,3 +1,5 @@
+//go:build parquet
+
 package main
 
 // BenchmarkSplitBlock compares bloom.SplitBlock with parquet-go's

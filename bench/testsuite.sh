@@ -23,7 +23,7 @@ export GOCACHE="$work/gocache"
 # What CI requires (.ci/run): a missing tool fails the run instead of
 # skipping tests.
 export BLOOMKIT_REQUIRE_REDIS=1 BLOOMKIT_REQUIRE_PG=1 BLOOMKIT_REQUIRE_DICT=1 \
-	BLOOMKIT_REQUIRE_JAVA=1 BLOOMKIT_REQUIRE_PROMTOOL=1 BLOOMKIT_REQUIRE_SYSTEMD=1
+	BLOOMKIT_REQUIRE_JAVA=1 BLOOMKIT_REQUIRE_PROMTOOL=1 BLOOMKIT_REQUIRE_EXPORTER=1 BLOOMKIT_REQUIRE_SYSTEMD=1
 echo "make $target in a fresh clone of $(git -C "$root" rev-parse --short HEAD), GOCACHE empty, $(nproc) CPUs; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 (while sleep 10; do cut -d' ' -f1 /proc/loadavg; done) >"$work/load" &
 sampler=$!

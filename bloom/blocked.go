@@ -29,7 +29,14 @@ type Blocked struct {
 	words  []uint64 // 8 words a block, the first word 64-byte aligned
 	blocks uint64
 	params Params
+	// fast: hash id HashXXH3x64 with seed 0, whose lookups call the
+	// unseeded 64-bit hash directly (see TestString); false takes the
+	// general path, which is right for every filter.
+	fast bool
 }
+
+// setFast sets f.fast from f's params.
+func (f *Blocked) setFast() { f.fast = f.params.Hash == HashXXH3x64 && f.params.Seed == 0 }
 
 // NewBlocked returns an empty blocked filter sized for n items at
 // false-positive rate p (see EstimateBlocked).
@@ -54,7 +61,9 @@ func NewBlockedFromParams(p Params) (*Blocked, error) {
 		return nil, err
 	}
 	blocks := p.M / BlockBits
-	return &Blocked{words: alignedWords(blocks * 8), blocks: blocks, params: p}, nil
+	f := &Blocked{words: alignedWords(blocks * 8), blocks: blocks, params: p}
+	f.setFast()
+	return f, nil
 }
 
 // alignedWords returns n zero words whose first word starts a cache line.
@@ -68,10 +77,7 @@ func alignedWords(n uint64) []uint64 {
 func (f *Blocked) Params() Params { return f.params }
 
 // block returns the block the key hashed to (_, hi) falls in; f is not
-// the zero Blocked. It is small enough to inline, so that a lookup is one
-// call (plus the hash's): a zero check here, with its panic, made it too
-// large, and single-key lookups then paid three more calls each
-// (bench/SPEED.md). Writers check with mustBlock.
+// the zero Blocked. Writers check with mustBlock.
 func (f *Blocked) block(hi uint64) *[8]uint64 {
 	b, _ := bits.Mul64(hi, f.blocks)
 	return (*[8]uint64)(f.words[b*8 : b*8+8])
@@ -86,68 +92,149 @@ func (f *Blocked) mustBlock(hi uint64) *[8]uint64 {
 	return f.block(hi)
 }
 
-// Add inserts key.
-func (f *Blocked) Add(key []byte) {
-	var h xxh3.Uint128
-	if f.params.Seed == 0 {
-		h = xxh3.Hash128(key)
-	} else {
-		h = xxh3.Hash128Seed(key, f.params.Seed)
+// sum hashes key as f's hash id says (see KeyHash): for HashXXH3x64 the
+// 64-bit XXH3 as both halves, else the 128-bit XXH3.
+func (f *Blocked) sum(key []byte) (lo, hi uint64) {
+	if f.params.Hash == HashXXH3x64 {
+		if f.params.Seed == 0 {
+			lo = xxh3.Hash(key)
+		} else {
+			lo = xxh3.HashSeed(key, f.params.Seed)
+		}
+		return lo, lo
 	}
-	f.add(h.Lo, h.Hi)
+	return hashBytes(key, f.params.Seed)
 }
+
+func (f *Blocked) sumString(key string) (lo, hi uint64) {
+	if f.params.Hash == HashXXH3x64 {
+		if f.params.Seed == 0 {
+			lo = xxh3.HashString(key)
+		} else {
+			lo = xxh3.HashStringSeed(key, f.params.Seed)
+		}
+		return lo, lo
+	}
+	return hashString(key, f.params.Seed)
+}
+
+// Add inserts key.
+func (f *Blocked) Add(key []byte) { f.add(f.sum(key)) }
 
 // AddString inserts key without copying it.
-func (f *Blocked) AddString(key string) {
-	var h xxh3.Uint128
-	if f.params.Seed == 0 {
-		h = xxh3.HashString128(key)
-	} else {
-		h = xxh3.HashString128Seed(key, f.params.Seed)
+func (f *Blocked) AddString(key string) { f.add(f.sumString(key)) }
+
+// AddHash inserts the key whose hash is h (see Params.HashKey). It panics
+// with a value wrapping ErrHashMismatch if h was made with another hash
+// function or seed (see KeyHash).
+func (f *Blocked) AddHash(h KeyHash) {
+	if h.kind != hashKindNone {
+		mustMatch(f.params, h)
 	}
 	f.add(h.Lo, h.Hi)
 }
-
-// AddHash inserts the key whose hash is h (see Hash).
-func (f *Blocked) AddHash(h KeyHash) { f.add(h.Lo, h.Hi) }
 
 // Test reports whether key may have been added. False means it certainly
 // was not; true means it probably was.
 //
-// Test and TestString call xxh3 themselves and inline the rest, so that a
-// lookup is two calls deep: in a loop over keys the next key's hash then
+// Test and TestString call the hash themselves and inline the rest, so that
+// a lookup is two calls deep: in a loop over keys the next key's hash then
 // starts while this key's cache line is still loading (bench/SPEED.md).
+// A filter of NewBlocked (hash id HashXXH3x64, seed 0) takes the first
+// branch, one test of one field, and skips the zero value's check: the
+// zero Blocked is never fast.
 func (f *Blocked) Test(key []byte) bool {
-	var h xxh3.Uint128
-	if f.params.Seed == 0 {
-		h = xxh3.Hash128(key)
+	var lo, hi uint64
+	if f.fast {
+		lo = xxh3.Hash(key)
+		hi = lo
 	} else {
-		h = xxh3.Hash128Seed(key, f.params.Seed)
+		if len(f.words) == 0 {
+			return false // the zero Blocked, which is never fast
+		}
+		switch {
+		case f.params.Hash == HashXXH3x64:
+			lo = xxh3.HashSeed(key, f.params.Seed)
+			hi = lo
+		case f.params.Seed == 0:
+			h := xxh3.Hash128(key)
+			lo, hi = h.Lo, h.Hi
+		default:
+			h := xxh3.Hash128Seed(key, f.params.Seed)
+			lo, hi = h.Lo, h.Hi
+		}
 	}
-	return f.test(h.Lo, h.Hi)
+	// f.test(lo, hi), written out, the zero check above:
+	b, _ := bits.Mul64(hi, f.blocks)
+	blk := (*[8]uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(f.words)), b*64))
+	pos := (lo * blockSalts[0]) >> 55
+	if blk[pos>>6]&(1<<(pos&63)) == 0 {
+		return false
+	}
+	salt, end := unsafe.Pointer(&blockSalts), uintptr(f.params.K)*8
+	for i := uintptr(8); i != end; i += 8 {
+		pos := (lo * *(*uint64)(unsafe.Add(salt, i))) >> 55
+		if blk[pos>>6]&(1<<(pos&63)) == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // TestString is Test for a string key, without copying it.
 func (f *Blocked) TestString(key string) bool {
-	var h xxh3.Uint128
-	if f.params.Seed == 0 {
-		h = xxh3.HashString128(key)
+	var lo, hi uint64
+	if f.fast {
+		lo = xxh3.HashString(key)
+		hi = lo
 	} else {
-		h = xxh3.HashString128Seed(key, f.params.Seed)
+		if len(f.words) == 0 {
+			return false // the zero Blocked, which is never fast
+		}
+		switch {
+		case f.params.Hash == HashXXH3x64:
+			lo = xxh3.HashStringSeed(key, f.params.Seed)
+			hi = lo
+		case f.params.Seed == 0:
+			h := xxh3.HashString128(key)
+			lo, hi = h.Lo, h.Hi
+		default:
+			h := xxh3.HashString128Seed(key, f.params.Seed)
+			lo, hi = h.Lo, h.Hi
+		}
+	}
+	// f.test(lo, hi), written out, the zero check above:
+	b, _ := bits.Mul64(hi, f.blocks)
+	blk := (*[8]uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(f.words)), b*64))
+	pos := (lo * blockSalts[0]) >> 55
+	if blk[pos>>6]&(1<<(pos&63)) == 0 {
+		return false
+	}
+	salt, end := unsafe.Pointer(&blockSalts), uintptr(f.params.K)*8
+	for i := uintptr(8); i != end; i += 8 {
+		pos := (lo * *(*uint64)(unsafe.Add(salt, i))) >> 55
+		if blk[pos>>6]&(1<<(pos&63)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// TestHash is Test for the key whose hash is h (see Params.HashKey). It
+// panics with a value wrapping ErrHashMismatch if h was made with another
+// hash function or seed (see KeyHash).
+func (f *Blocked) TestHash(h KeyHash) bool {
+	if h.kind != hashKindNone {
+		mustMatch(f.params, h)
 	}
 	return f.test(h.Lo, h.Hi)
 }
 
-// TestHash is Test for the key whose hash is h (see Hash).
-func (f *Blocked) TestHash(h KeyHash) bool { return f.test(h.Lo, h.Hi) }
-
 // TestAndAdd inserts key and reports whether it tested present before.
-func (f *Blocked) TestAndAdd(key []byte) bool { return f.testAndAdd(hashBytes(key, f.params.Seed)) }
+func (f *Blocked) TestAndAdd(key []byte) bool { return f.testAndAdd(f.sum(key)) }
 
 // TestAndAddString is TestAndAdd for a string key.
-func (f *Blocked) TestAndAddString(key string) bool {
-	return f.testAndAdd(hashString(key, f.params.Seed))
-}
+func (f *Blocked) TestAndAddString(key string) bool { return f.testAndAdd(f.sumString(key)) }
 
 // Sync returns a view of f whose methods may all run concurrently (see
 // Sync). It shares f's bits.
@@ -168,8 +255,33 @@ func (f *Blocked) Sync() Sync { return Sync{f} }
 
 func (f *Blocked) add(lo, hi uint64) { f.addIn(f.mustBlock(hi), lo) }
 
+// test is Test for the key hashed to (lo, hi). Test and TestString have
+// its body written out (the compiler does not inline a loop this large),
+// so that a lookup calls only the hash. It has one check: the zero Blocked
+// has no words and holds nothing; any other has the key's block (the block
+// index is below the block count) and at least one probe, and its probe
+// count was checked to be at most MaxK when it was made or read, so the
+// block and the salts are read by pointer, without bounds checks, and the
+// first probe, which tells most absent keys, is before the loop.
 func (f *Blocked) test(lo, hi uint64) bool {
-	return f.blocks != 0 && f.testIn(f.block(hi), lo) // the zero Blocked holds nothing
+	w := f.words
+	if len(w) == 0 {
+		return false // the zero Blocked
+	}
+	b, _ := bits.Mul64(hi, f.blocks)
+	blk := (*[8]uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(w)), b*64))
+	pos := (lo * blockSalts[0]) >> 55
+	if blk[pos>>6]&(1<<(pos&63)) == 0 {
+		return false
+	}
+	salt, end := unsafe.Pointer(&blockSalts), uintptr(f.params.K)*8
+	for i := uintptr(8); i != end; i += 8 {
+		pos := (lo * *(*uint64)(unsafe.Add(salt, i))) >> 55
+		if blk[pos>>6]&(1<<(pos&63)) == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // addIn and testIn are add and test in the key's block blk.
@@ -178,16 +290,6 @@ func (f *Blocked) addIn(blk *[8]uint64, lo uint64) {
 		pos := (lo * s) >> 55
 		blk[pos>>6] |= 1 << (pos & 63)
 	}
-}
-
-func (f *Blocked) testIn(blk *[8]uint64, lo uint64) bool {
-	for _, s := range blockSalts[:f.params.K] {
-		pos := (lo * s) >> 55
-		if blk[pos>>6]&(1<<(pos&63)) == 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // testInUnrolled is testIn written out for k up to 16 (a jump into
@@ -315,8 +417,6 @@ func (f *Blocked) testAndAddSync(lo, hi uint64) bool {
 	return present
 }
 
-func (f *Blocked) seed() uint64 { return f.params.Seed }
-
 // Union adds every key of g to f. It fails, changing nothing, unless g has
 // the same m, k and seed.
 func (f *Blocked) Union(g *Blocked) error {
@@ -346,7 +446,7 @@ func (f *Blocked) Reset() { clear(f.words) }
 
 // Clone returns an independent copy of f.
 func (f *Blocked) Clone() *Blocked {
-	g := &Blocked{words: alignedWords(uint64(len(f.words))), blocks: f.blocks, params: f.params}
+	g := &Blocked{words: alignedWords(uint64(len(f.words))), blocks: f.blocks, params: f.params, fast: f.fast}
 	copy(g.words, f.words)
 	return g
 }
@@ -405,8 +505,17 @@ func (f *Blocked) fill() (set uint64, fpr float64) {
 // the block, in probe order (offsets may repeat). Bit j of block b is bit
 // j%64 of the filter's 64-bit word 8b + j/64 (docs/format.md). It lets code
 // that keeps a blocked filter's bits elsewhere, such as in Redis, set and
-// test exactly the bits a Blocked would.
+// test exactly the bits a Blocked would. h must come from p.HashKey (see
+// KeyHash): it panics with a value wrapping ErrHashMismatch for a hash
+// made with another hash function or seed. p.Hash 0 is the blocked
+// layout's newest id, HashXXH3x64.
 func LocateBlock(p Params, h KeyHash, dst []uint16) (block uint64, offsets []uint16) {
+	if h.kind != hashKindNone {
+		if p.Hash == 0 {
+			p.Hash = HashXXH3x64
+		}
+		mustMatch(p, h)
+	}
 	block, _ = bits.Mul64(h.Hi, p.M/BlockBits)
 	for _, s := range blockSalts[:min(p.K, MaxK)] {
 		dst = append(dst, uint16((h.Lo*s)>>55))
@@ -417,8 +526,13 @@ func LocateBlock(p Params, h KeyHash, dst []uint16) (block uint64, offsets []uin
 // Locate returns, appended to dst, the p.K bit positions (0 to p.M−1) of
 // the key hashed to h in a classic filter with parameters p, in probe order
 // (positions may repeat), by p's hash id (0 is HashXXH3Remix). Bit i is bit
-// i%64 of the filter's 64-bit word i/64 (docs/format.md).
+// i%64 of the filter's 64-bit word i/64 (docs/format.md). h must come from
+// p.HashKey (see KeyHash): it panics with a value wrapping ErrHashMismatch
+// for a hash made with another hash function or seed.
 func Locate(p Params, h KeyHash, dst []uint64) []uint64 {
+	if h.kind != hashKindNone {
+		mustMatch(p, h)
+	}
 	if p.Hash == HashXXH3 {
 		return locateV1(p, h, dst)
 	}

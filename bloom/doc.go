@@ -30,8 +30,10 @@
 // NewFromParams(Params{M: m, K: k}) builds a filter of exactly m bits and k
 // probes.
 //
-// Every key is hashed once with XXH3-128 and its k positions are derived from
-// the hash (SplitBlock's hash is Parquet's, XXH64 with seed 0). The hash, the derivation and the seed are part of the file format
+// Every key is hashed once, with XXH3-64 for a new Blocked and XXH3-128 for
+// the other types (SplitBlock's hash is Parquet's, XXH64 with seed 0), and
+// its k positions are derived from the hash. The hash, the derivation and
+// the seed are part of the file format
 // (docs/format.md), which WriteTo writes and ReadFrom and Read read as
 // streams (a filter may be gigabytes; bytes.Buffer and bytes.Reader hold
 // one in memory): a versioned header, the bits and a CRC-32C, so a filter saved today
@@ -51,9 +53,11 @@
 // while others test, every goroutine uses the view f.Sync() of a Filter or
 // Blocked (the same verbs, with atomic operations); other methods need
 // exclusive access; see Filter (SplitBlock's view is a SplitBlockSync). Code
-// that already holds a key's hash passes it to AddHash and TestHash (Hash
-// computes it; SplitBlockHash for a SplitBlock); Locate and LocateBlock name
-// the bits a key sets. The cuckoo package uses the same names where it can:
+// that already holds a key's hash passes it to AddHash and TestHash
+// (f.Params().HashKey computes it; SplitBlockHash for a SplitBlock); Locate
+// and LocateBlock name the bits a key sets. A KeyHash remembers the hash
+// function and seed that made it, and a filter of another kind refuses it
+// (see KeyHash) rather than answer for bits the key never set. The cuckoo package uses the same names where it can:
 // Test, Delete, Count(key) and Len() (uint64), Reset, Clone, WriteTo and
 // ReadFrom; but its Add returns an error (a cuckoo filter can refuse a
 // key), AddUnique takes the place of TestAndAdd and its Stats are its own,

@@ -138,5 +138,6 @@ func (f *Blocked) ReadFrom(r io.Reader) (int64, error) {
 	}
 	p, _ := headerParams(h)
 	f.words, f.blocks, f.params = words, p.M/BlockBits, p
+	f.setFast()
 	return n, nil
 }

@@ -73,7 +73,24 @@ var goldenCases = []goldenCase{
 		build: func() (filter, error) {
 			// EstimateBlocked(2000, 0.01), pinned: the sizing model may
 			// change, the encoding may not.
-			return NewBlockedFromParams(Params{M: 19968, K: 6, N: 2000, P: 0.01, Seed: 0x0123456789abcdef})
+			// Hash id 1, which earlier versions wrote for every blocked
+			// filter.
+			return NewBlockedFromParams(Params{M: 19968, K: 6, N: 2000, P: 0.01, Seed: 0x0123456789abcdef, Hash: HashXXH3})
+		},
+		read: layouts[1].decode,
+	},
+	{
+		// Hash id 4, which new blocked filters use.
+		file: "blocked-hash4-v1.bloom",
+		build: func() (filter, error) {
+			return NewBlockedFromParams(Params{M: 19968, K: 6, N: 2000, P: 0.01, Seed: 0x0123456789abcdef, Hash: HashXXH3x64})
+		},
+		read: layouts[1].decode,
+	},
+	{
+		file: "blocked-unseeded-hash4-v1.bloom",
+		build: func() (filter, error) {
+			return NewBlockedFromParams(Params{M: 10_240, K: 7, Hash: HashXXH3x64}) // the seed-0 fast path
 		},
 		read: layouts[1].decode,
 	},

@@ -3,6 +3,7 @@ package bloom_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -192,5 +193,22 @@ func ExampleSplitBlock() {
 	// Output:
 	// 2064 2048
 	// true false
+	// true
+}
+
+// A hash made for one filter works with it, and a filter of another hash
+// or seed refuses it: CheckHash says so as an error, where AddHash and
+// TestHash would panic rather than answer for bits the key never set.
+func ExampleParams_HashKey() {
+	f, _ := bloom.NewBlocked(1000, 0.01) // hash id 4: XXH3-64, seed 0
+	h := f.Params().HashKeyString("alice@example.com")
+	f.AddHash(h)
+	fmt.Println(f.TestString("alice@example.com"), f.TestHash(h))
+
+	g, _ := bloom.NewBlockedFromParams(bloom.Params{M: 8192, K: 7, Seed: 7})
+	err := g.Params().CheckHash(h)
+	fmt.Println(errors.Is(err, bloom.ErrHashMismatch))
+	// Output:
+	// true true
 	// true
 }

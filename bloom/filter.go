@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"math/bits"
 	"sync/atomic"
+	"unsafe"
+
+	"github.com/zeebo/xxh3"
 )
 
 // Filter is a classic Bloom filter: an array of m bits, of which each key
@@ -76,13 +79,29 @@ func (f *Filter) AddString(key string) {
 	f.addRemix(x, y)
 }
 
-// AddHash inserts the key whose hash is h (see Hash).
-func (f *Filter) AddHash(h KeyHash) { f.add(h.Lo, h.Hi) }
+// AddHash inserts the key whose hash is h (see Params.HashKey). It panics
+// with a value wrapping ErrHashMismatch if h was made with another hash
+// function or seed (see KeyHash).
+func (f *Filter) AddHash(h KeyHash) {
+	if h.kind != hashKindNone {
+		mustMatch(f.params, h)
+	}
+	f.add(h.Lo, h.Hi)
+}
 
 // Test reports whether key may have been added. False means it certainly
 // was not; true means it probably was.
+//
+// Test and TestString call xxh3 themselves rather than through a helper
+// the compiler does not inline, which cost 16 instructions a lookup.
 func (f *Filter) Test(key []byte) bool {
-	x, y := hashBytes(key, f.params.Seed)
+	var h xxh3.Uint128
+	if f.params.Seed == 0 {
+		h = xxh3.Hash128(key)
+	} else {
+		h = xxh3.Hash128Seed(key, f.params.Seed)
+	}
+	x, y := h.Lo, h.Hi
 	if f.params.Hash == HashXXH3 {
 		return f.testV1(x, y)
 	}
@@ -91,15 +110,28 @@ func (f *Filter) Test(key []byte) bool {
 
 // TestString is Test for a string key, without copying it.
 func (f *Filter) TestString(key string) bool {
-	x, y := hashString(key, f.params.Seed)
+	var h xxh3.Uint128
+	if f.params.Seed == 0 {
+		h = xxh3.HashString128(key)
+	} else {
+		h = xxh3.HashString128Seed(key, f.params.Seed)
+	}
+	x, y := h.Lo, h.Hi
 	if f.params.Hash == HashXXH3 {
 		return f.testV1(x, y)
 	}
 	return f.testRemix(x, y)
 }
 
-// TestHash is Test for the key whose hash is h (see Hash).
-func (f *Filter) TestHash(h KeyHash) bool { return f.test(h.Lo, h.Hi) }
+// TestHash is Test for the key whose hash is h (see Params.HashKey). It
+// panics with a value wrapping ErrHashMismatch if h was made with another
+// hash function or seed (see KeyHash).
+func (f *Filter) TestHash(h KeyHash) bool {
+	if h.kind != hashKindNone {
+		mustMatch(f.params, h)
+	}
+	return f.test(h.Lo, h.Hi)
+}
 
 // TestAndAdd inserts key and reports whether it tested present before.
 func (f *Filter) TestAndAdd(key []byte) bool { return f.testAndAdd(hashBytes(key, f.params.Seed)) }
@@ -143,16 +175,26 @@ func (f *Filter) test(x, y uint64) bool {
 	return f.testRemix(x, y)
 }
 
+// testRemix reads the words by pointer: a position is below m, and the
+// filter has ⌈m/64⌉ words (made so, or checked so when read), so a bounds
+// check per probe would test what always holds. Its one check is k = 0,
+// the zero Filter, which holds nothing.
 func (f *Filter) testRemix(x, y uint64) bool {
-	m, k, w, c := f.params.M, f.params.K, f.words, probeMulVar
-	for range k {
+	m, k, c := f.params.M, f.params.K, probeMulVar
+	if k == 0 {
+		return false
+	}
+	w := unsafe.Pointer(unsafe.SliceData(f.words))
+	for {
 		pos, _ := bits.Mul64(x, m)
-		if w[pos>>6]&(1<<(pos&63)) == 0 {
+		if *(*uint64)(unsafe.Add(w, pos>>6*8))&(1<<(pos&63)) == 0 {
 			return false
+		}
+		if k--; k == 0 {
+			return true
 		}
 		x = x*c + y
 	}
-	return k != 0 // the zero Filter holds nothing
 }
 
 // testAll is test without early exit, so that the loads of many keys can be
@@ -236,7 +278,8 @@ func (f *Filter) testAndAddSync(x, y uint64) bool {
 	return present
 }
 
-func (f *Filter) seed() uint64 { return f.params.Seed }
+func (f *Filter) sum(key []byte) (lo, hi uint64)       { return hashBytes(key, f.params.Seed) }
+func (f *Filter) sumString(key string) (lo, hi uint64) { return hashString(key, f.params.Seed) }
 
 // ErrIncompatible is returned (wrapped, with what differs) when two filters
 // cannot be combined because their type, size, probe count or seed differ.

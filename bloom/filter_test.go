@@ -455,9 +455,9 @@ func TestConcurrentAddSync(t *testing.T) {
 					case 1:
 						s.TestAndAdd([]byte(k))
 					default:
-						s.AddHash(HashString(f.Params().Seed, k))
+						s.AddHash(f.Params().HashKeyString(k))
 					}
-					if !s.TestString(key(set, i/2)) || !s.Test([]byte(k)) || !s.TestHash(HashString(f.Params().Seed, k)) {
+					if !s.TestString(key(set, i/2)) || !s.Test([]byte(k)) || !s.TestHash(f.Params().HashKeyString(k)) {
 						t.Errorf("%s: key tests absent after a concurrent add", l.name)
 						return
 					}
@@ -555,7 +555,7 @@ func TestLocateMatchesBlocked(t *testing.T) {
 		k := []byte(key("locate", i))
 		f.Add(k)
 		var b uint64
-		b, offs = LocateBlock(f.Params(), Hash(f.Params().Seed, k), offs[:0])
+		b, offs = LocateBlock(f.Params(), f.Params().HashKey(k), offs[:0])
 		if b >= f.blocks || len(offs) != int(f.params.K) {
 			t.Fatalf("LocateBlock(%q) = block %d, %d offsets", k, b, len(offs))
 		}
@@ -567,7 +567,7 @@ func TestLocateMatchesBlocked(t *testing.T) {
 	}
 	// And the other way: setting exactly the located bits makes Test true.
 	g, _ := NewBlockedFromParams(f.Params())
-	b, offs := LocateBlock(g.Params(), HashString(0, "x"), nil)
+	b, offs := LocateBlock(g.Params(), g.Params().HashKeyString("x"), nil)
 	for _, o := range offs {
 		g.words[8*b+uint64(o/64)] |= 1 << (o % 64)
 	}
@@ -585,7 +585,7 @@ func TestLocateMatchesFilter(t *testing.T) {
 	for i := range 2000 {
 		k := key("locate", i)
 		f.AddString(k)
-		pos = Locate(p, HashString(p.Seed, k), pos[:0])
+		pos = Locate(p, p.HashKeyString(k), pos[:0])
 		if len(pos) != int(p.K) {
 			t.Fatalf("Locate(%q) gave %d positions", k, len(pos))
 		}
@@ -601,20 +601,20 @@ func TestLocateMatchesFilter(t *testing.T) {
 	}
 }
 
-// TestHashEntryPoints: AddHash and TestHash with Hash(seed, key) act as
+// TestHashEntryPoints: AddHash and TestHash with Params.HashKey act as
 // Add and Test with the key, for both layouts and their Sync views.
 func TestHashEntryPoints(t *testing.T) {
 	for _, l := range layouts {
 		f := mustNew(t, l, 10_000, 0.01)
 		g := mustNew(t, l, 10_000, 0.01)
-		seed := f.Params().Seed
+		p := f.Params()
 		for i := range 3000 {
 			k := key("hash", i)
 			f.AddString(k)
 			if i%2 == 0 {
-				g.AddHash(HashString(seed, k))
+				g.AddHash(p.HashKeyString(k))
 			} else {
-				g.Sync().AddHash(Hash(seed, []byte(k)))
+				g.Sync().AddHash(p.HashKey([]byte(k)))
 			}
 		}
 		if !l.equal(f, g) {
@@ -622,7 +622,7 @@ func TestHashEntryPoints(t *testing.T) {
 		}
 		for i := range 6000 {
 			k := key("hash", i)
-			h := HashString(seed, k)
+			h := p.HashKeyString(k)
 			if f.TestString(k) != g.TestHash(h) || f.TestString(k) != g.Sync().TestHash(h) {
 				t.Fatalf("%s: TestHash(%q) differs from TestString", l.name, k)
 			}

@@ -121,44 +121,46 @@ func TestModelMatchesBits(t *testing.T) {
 	statistical(t)
 	const seeds = 4
 	for _, p := range []float64{0.01, 0.001, 0.0001} {
-		t.Run(fmt.Sprintf("blocked/p=%g", p), func(t *testing.T) {
-			var bitsRate, model, resid2 float64
-			for seed := range uint64(seeds) {
-				// About 30,000 blocks a filter.
-				n := uint64(30_000) * BlockBits / uint64(math.Ceil(-math.Log(p)/(math.Ln2*math.Ln2)*1.1))
-				e := EstimateBlocked(n, p)
-				e.Seed = seed + 1
-				f, err := NewBlockedFromParams(e)
-				if err != nil {
-					t.Fatal(err)
+		for _, id := range []uint8{HashXXH3, HashXXH3x64} {
+			t.Run(fmt.Sprintf("blocked/hash%d/p=%g", id, p), func(t *testing.T) {
+				var bitsRate, model, resid2 float64
+				for seed := range uint64(seeds) {
+					// About 30,000 blocks a filter.
+					n := uint64(30_000) * BlockBits / uint64(math.Ceil(-math.Log(p)/(math.Ln2*math.Ln2)*1.1))
+					e := EstimateBlocked(n, p)
+					e.Seed, e.Hash = seed+1, id
+					f, err := NewBlockedFromParams(e)
+					if err != nil {
+						t.Fatal(err)
+					}
+					load := make([]uint64, f.blocks)
+					for i := range n {
+						lo, hi := f.sumString(key("model", int(i)))
+						f.add(lo, hi)
+						b, _ := bits.Mul64(hi, f.blocks)
+						load[b]++
+					}
+					h := blockRates(e.K)
+					for b := range f.blocks {
+						c := popcount(f.words[b*8 : b*8+8])
+						got := math.Pow(float64(c)/BlockBits, float64(e.K))
+						want := rateAt(h, load[b])
+						bitsRate += got
+						model += want
+						resid2 += (got - want) * (got - want)
+					}
 				}
-				load := make([]uint64, f.blocks)
-				for i := range n {
-					lo, hi := hashString(key("model", int(i)), e.Seed)
-					f.add(lo, hi)
-					b, _ := bits.Mul64(hi, f.blocks)
-					load[b]++
+				diff := (bitsRate - model) / model
+				se := math.Sqrt(resid2) / model
+				t.Logf("bits %.6g, model %.6g: %+.3f%% ± %.3f%%", bitsRate, model, 100*diff, 100*se)
+				if se > 0.0025 {
+					t.Errorf("standard error %.3f%% too large to see a 1%% bias", 100*se)
 				}
-				h := blockRates(e.K)
-				for b := range f.blocks {
-					c := popcount(f.words[b*8 : b*8+8])
-					got := math.Pow(float64(c)/BlockBits, float64(e.K))
-					want := rateAt(h, load[b])
-					bitsRate += got
-					model += want
-					resid2 += (got - want) * (got - want)
+				if math.Abs(diff) > 4*se {
+					t.Errorf("the bits' rate differs from the model by %+.3f%% (standard error %.3f%%)", 100*diff, 100*se)
 				}
-			}
-			diff := (bitsRate - model) / model
-			se := math.Sqrt(resid2) / model
-			t.Logf("bits %.6g, model %.6g: %+.3f%% ± %.3f%%", bitsRate, model, 100*diff, 100*se)
-			if se > 0.0025 {
-				t.Errorf("standard error %.3f%% too large to see a 1%% bias", 100*se)
-			}
-			if math.Abs(diff) > 4*se {
-				t.Errorf("the bits' rate differs from the model by %+.3f%% (standard error %.3f%%)", 100*diff, 100*se)
-			}
-		})
+			})
+		}
 		t.Run(fmt.Sprintf("classic/p=%g", p), func(t *testing.T) {
 			n := uint64(10_000_000 / (-math.Log(p) / (math.Ln2 * math.Ln2)))
 			var diffs []float64
@@ -201,9 +203,16 @@ func TestProbesAreUniform(t *testing.T) {
 	statistical(t)
 	const probes = 1_000_000
 	absent := keys("uniform-absent", 0, probes)
-	for _, l := range layouts {
+	// The blocked layout with each of its hash ids (0: the newest).
+	type variant struct {
+		l    layout
+		hash uint8
+	}
+	variants := []variant{{layouts[0], 0}, {layouts[1], HashXXH3}, {layouts[1], HashXXH3x64}}
+	for _, v := range variants {
+		l := v.l
 		for _, k := range []uint32{6, 7, 9, 10, 12, 13} {
-			t.Run(fmt.Sprintf("%s/k=%d", l.name, k), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/hash%d/k=%d", l.name, v.hash, k), func(t *testing.T) {
 				// fill^k = 10% at fill 0.1^(1/k); keys = -m ln(1-fill)/k.
 				const m = 1 << 20
 				fill := math.Pow(0.1, 1/float64(k))
@@ -213,7 +222,7 @@ func TestProbesAreUniform(t *testing.T) {
 				if l.name == "classic" {
 					f, err = NewFromParams(Params{M: m, K: k, Seed: 7})
 				} else {
-					f, err = NewBlockedFromParams(Params{M: m, K: k, Seed: 7})
+					f, err = NewBlockedFromParams(Params{M: m, K: k, Seed: 7, Hash: v.hash})
 				}
 				if err != nil {
 					t.Fatal(err)

@@ -116,17 +116,31 @@ func blockedMany[K batch.Key](f *Blocked, keys []K, out []bool) {
 		return
 	}
 	var ring [blockedRing]blockedEntry
-	seed := f.params.Seed
+	// h64: hash id HashXXH3x64, the 64-bit hash as both halves. The
+	// hashes are called here, not through a helper the compiler does not
+	// inline into this generic loop.
+	seed, h64 := f.params.Seed, f.params.Hash == HashXXH3x64
 	for i := range keys {
-		var h xxh3.Uint128
-		if seed == 0 {
-			h = xxh3.HashString128(keyString(&keys[i]))
+		var lo, hi uint64
+		if key := keyString(&keys[i]); h64 {
+			if seed == 0 {
+				lo = xxh3.HashString(key)
+			} else {
+				lo = xxh3.HashStringSeed(key, seed)
+			}
+			hi = lo
 		} else {
-			h = xxh3.HashString128Seed(keyString(&keys[i]), seed)
+			var h xxh3.Uint128
+			if seed == 0 {
+				h = xxh3.HashString128(key)
+			} else {
+				h = xxh3.HashString128Seed(key, seed)
+			}
+			lo, hi = h.Lo, h.Hi
 		}
-		blk := f.block(h.Hi)
+		blk := f.block(hi)
 		batch.Prefetch(&blk[0])
-		ring[i%blockedRing] = blockedEntry{blk, h.Lo}
+		ring[i%blockedRing] = blockedEntry{blk, lo}
 		if j := i - blockedAhead; j >= 0 {
 			e := &ring[j%blockedRing]
 			f.addIn(e.blk, e.lo)
@@ -145,20 +159,31 @@ func blockedMany[K batch.Key](f *Blocked, keys []K, out []bool) {
 // (bench/SPEED.md counts them with cachegrind).
 func blockedTestMany[K batch.Key](f *Blocked, keys []K, out []bool) {
 	var ring [blockedRing]blockedEntry
-	seed := f.params.Seed
+	seed, h64 := f.params.Seed, f.params.Hash == HashXXH3x64
 	out = out[:len(keys)]
 	// Unsigned ring indices: i%blockedRing is then one AND, and j needs
 	// no sign test.
 	for i := uint(0); i < uint(len(keys)); i++ {
-		var h xxh3.Uint128
-		if seed == 0 {
-			h = xxh3.HashString128(keyString(&keys[i]))
+		var lo, hi uint64
+		if key := keyString(&keys[i]); h64 {
+			if seed == 0 {
+				lo = xxh3.HashString(key)
+			} else {
+				lo = xxh3.HashStringSeed(key, seed)
+			}
+			hi = lo
 		} else {
-			h = xxh3.HashString128Seed(keyString(&keys[i]), seed)
+			var h xxh3.Uint128
+			if seed == 0 {
+				h = xxh3.HashString128(key)
+			} else {
+				h = xxh3.HashString128Seed(key, seed)
+			}
+			lo, hi = h.Lo, h.Hi
 		}
-		blk := f.block(h.Hi)
+		blk := f.block(hi)
 		batch.Prefetch(&blk[0])
-		ring[i%blockedRing] = blockedEntry{blk, h.Lo}
+		ring[i%blockedRing] = blockedEntry{blk, lo}
 		if i >= blockedAhead {
 			j := i - blockedAhead
 			e := &ring[j%blockedRing]

@@ -31,7 +31,7 @@ func benchClassicLookup(b *testing.B, n uint64) {
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := half; i < n; i++ {
-		f.AddHash(KeyHash{rng.Uint64(), rng.Uint64()})
+		f.AddHash(KeyHash{Lo: rng.Uint64(), Hi: rng.Uint64()})
 	}
 	// The small filter is looked up with 4096 keys of each kind, which
 	// stay in cache with it; the others with half a million, whose bits

@@ -25,7 +25,7 @@ func TestRemixPositions(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for range 1000 {
-		h := KeyHash{rng.Uint64(), rng.Uint64()}
+		h := KeyHash{Lo: rng.Uint64(), Hi: rng.Uint64()}
 		m, k := 1+rng.Uint64N(1<<40), uint32(1+rng.IntN(MaxK))
 		want := spec(m, k, h)
 		got := Locate(Params{M: m, K: k}, h, nil)
@@ -43,14 +43,14 @@ func TestRemixPositions(t *testing.T) {
 			// The bits Locate names, set by hand.
 			want, _ := NewFromParams(p)
 			for _, key := range ks {
-				for _, x := range Locate(p, HashString(p.Seed, key), nil) {
+				for _, x := range Locate(p, p.HashKeyString(key), nil) {
 					want.words[x/64] |= 1 << (x % 64)
 				}
 			}
 			builds := map[string]func(f *Filter){
 				"Add":        func(f *Filter) { forEach(ks, func(s string) { f.Add([]byte(s)) }) },
 				"AddString":  func(f *Filter) { forEach(ks, f.AddString) },
-				"AddHash":    func(f *Filter) { forEach(ks, func(s string) { f.AddHash(HashString(p.Seed, s)) }) },
+				"AddHash":    func(f *Filter) { forEach(ks, func(s string) { f.AddHash(p.HashKeyString(s)) }) },
 				"TestAndAdd": func(f *Filter) { forEach(ks, func(s string) { f.TestAndAddString(s) }) },
 				"Sync":       func(f *Filter) { forEach(ks, f.Sync().AddString) },
 				"AddMany":    func(f *Filter) { AddMany(f, ks) },
@@ -91,7 +91,7 @@ func TestRemixProbesSpread(t *testing.T) {
 	var few, old int
 	seen := make(map[uint64]bool)
 	for range 200_000 {
-		h := KeyHash{rng.Uint64(), rng.Uint64()}
+		h := KeyHash{Lo: rng.Uint64(), Hi: rng.Uint64()}
 		distinct := func(pos []uint64) int {
 			clear(seen)
 			for _, x := range pos {

@@ -350,7 +350,7 @@ func (s *Scalable) grow() error {
 		capacity = lo
 	}
 	p := EstimateBlocked(capacity, s.cfg.linkPlan(i))
-	p.Seed = s.cfg.Seed
+	p.Seed, p.Hash = s.cfg.Seed, HashXXH3 // a chain's only hash id
 	if p.M == 0 || p.M > MaxBits || s.bits()+p.M > MaxBits {
 		return fmt.Errorf("%w: the next link (%d items at rate %g) would take the chain above %d bits", ErrFull, capacity, p.P, uint64(MaxBits))
 	}

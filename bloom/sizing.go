@@ -30,11 +30,12 @@ type Params struct {
 	P float64
 	// Hash is the file format's hash id: how a key's probe positions are
 	// derived from its hash. 0 means the newest for the layout
-	// (HashXXH3Remix for Filter and Counting, HashXXH3 for Blocked and
-	// HashXXH64 for SplitBlock, their only ids); a filter's Params report
-	// the id it uses. A filter
-	// read from a file keeps the file's id and answers as the filter that
-	// wrote it; HashXXH3 for the classic layout exists only for such files.
+	// (HashXXH3Remix for Filter and Counting, HashXXH3x64 for Blocked,
+	// HashXXH64 for SplitBlock, its only id); a filter's Params report
+	// the id it uses. A filter read from a file keeps the file's id and
+	// answers as the filter that wrote it; HashXXH3 for the classic and
+	// blocked layouts exists for such files (and for Scalable and Window,
+	// whose only id it is).
 	Hash uint8
 }
 
@@ -469,7 +470,8 @@ func blockRates(k uint32) []float64 {
 // at 0.1% and 15% more at 0.01% (docs/sizing.md has the table).
 // M may exceed MaxBits (NewBlocked then reports ErrInvalidParams). M and K
 // are 0 when p is not in [MinRate, 1), or when no filter of up to 2^62 bits
-// meets p for n items.
+// meets p for n items. Hash is HashXXH3x64, the blocked layout's newest id
+// (the rate is the same for every blocked id).
 func EstimateBlocked(n uint64, p float64) Params {
 	if !validRate(p) {
 		return Params{N: n, P: p}
@@ -481,7 +483,7 @@ func EstimateBlocked(n uint64, p float64) Params {
 	const maxBlocks = 1 << 53
 	// The blocked layout never needs fewer bits than the classic one.
 	lo0 := max(1, min(OptimalM(nn, p)/BlockBits, maxBlocks))
-	best := Params{N: n, P: p, Hash: HashXXH3}
+	best := Params{N: n, P: p, Hash: HashXXH3x64}
 	var bestBlocks uint64
 	for k := uint32(1); k <= MaxK; k++ {
 		ok := func(blocks uint64) bool { return BlockedFalsePositiveRate(blocks*BlockBits, nn, k) <= p }
@@ -524,11 +526,13 @@ func EstimateBlocked(n uint64, p float64) Params {
 func (p Params) validate(blocked bool) (Params, error) {
 	switch {
 	case p.Hash == 0 && blocked:
-		p.Hash = HashXXH3
+		p.Hash = HashXXH3x64
 	case p.Hash == 0:
 		p.Hash = HashXXH3Remix
-	case blocked && p.Hash != HashXXH3:
-		return p, fmt.Errorf("%w: hash id %d, the blocked layout has only %d", ErrInvalidParams, p.Hash, HashXXH3)
+	case blocked:
+		if p.Hash != HashXXH3 && p.Hash != HashXXH3x64 {
+			return p, fmt.Errorf("%w: hash id %d, the blocked layout has %d and %d", ErrInvalidParams, p.Hash, HashXXH3, HashXXH3x64)
+		}
 	case p.Hash != HashXXH3 && p.Hash != HashXXH3Remix:
 		return p, fmt.Errorf("%w: hash id %d, want %d or %d", ErrInvalidParams, p.Hash, HashXXH3, HashXXH3Remix)
 	}

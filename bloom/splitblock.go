@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/bloomkit/bloomkit/internal/format"
 	"github.com/cespare/xxhash/v2"
@@ -318,19 +319,43 @@ func (f *SplitBlock) AddHash(h uint64) {
 
 // Test reports whether key may have been added. False means it certainly
 // was not; true means it probably was.
-func (f *SplitBlock) Test(key []byte) bool { return f.TestHash(xxhash.Sum64(key)) }
+//
+// Test and TestString have TestHash's body written out (the compiler does
+// not inline it), so that a lookup calls only the hash.
+func (f *SplitBlock) Test(key []byte) bool {
+	h := xxhash.Sum64(key)
+	if f.blocks == 0 {
+		return false // the zero SplitBlock holds nothing
+	}
+	b := (h >> 32) * f.blocks >> 32
+	blk := (*[4]uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(f.words)), b*32))
+	m0, m1, m2, m3 := splitMask(uint32(h))
+	return (blk[0]&m0^m0)|(blk[1]&m1^m1)|(blk[2]&m2^m2)|(blk[3]&m3^m3) == 0
+}
 
 // TestString is Test for a string key, without copying it.
-func (f *SplitBlock) TestString(key string) bool { return f.TestHash(xxhash.Sum64String(key)) }
+func (f *SplitBlock) TestString(key string) bool {
+	h := xxhash.Sum64String(key)
+	if f.blocks == 0 {
+		return false // the zero SplitBlock holds nothing
+	}
+	b := (h >> 32) * f.blocks >> 32
+	blk := (*[4]uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(f.words)), b*32))
+	m0, m1, m2, m3 := splitMask(uint32(h))
+	return (blk[0]&m0^m0)|(blk[1]&m1^m1)|(blk[2]&m2^m2)|(blk[3]&m3^m3) == 0
+}
 
 // TestHash is Test for the key whose XXH64 hash is h: what Parquet's
-// filter_check does. Like testIn it has no early exit.
+// filter_check does. Like testIn it has no early exit. Its one check is
+// for the zero value: the block index is below the block count (a product
+// of two numbers below 2^32, shifted by 32), so the block is read by
+// pointer.
 func (f *SplitBlock) TestHash(h uint64) bool {
 	if f.blocks == 0 {
 		return false // the zero SplitBlock holds nothing
 	}
 	b := (h >> 32) * f.blocks >> 32
-	blk := (*[4]uint64)(f.words[b*4 : b*4+4])
+	blk := (*[4]uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(f.words)), b*32))
 	m0, m1, m2, m3 := splitMask(uint32(h))
 	return (blk[0]&m0^m0)|(blk[1]&m1^m1)|(blk[2]&m2^m2)|(blk[3]&m3^m3) == 0
 }

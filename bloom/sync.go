@@ -16,7 +16,9 @@ type Sync struct{ f syncLayout }
 
 // syncLayout is what Sync needs of a layout.
 type syncLayout interface {
-	seed() uint64
+	sum(key []byte) (lo, hi uint64)
+	sumString(key string) (lo, hi uint64)
+	Params() Params
 	testSync(lo, hi uint64) bool
 	testAndAddSync(lo, hi uint64) bool
 }
@@ -27,8 +29,16 @@ func (s Sync) Add(key []byte) { s.layout().testAndAddSync(s.sum(key)) }
 // AddString inserts key without copying it.
 func (s Sync) AddString(key string) { s.layout().testAndAddSync(s.sumString(key)) }
 
-// AddHash inserts the key whose hash is h (see Hash).
-func (s Sync) AddHash(h KeyHash) { s.layout().testAndAddSync(h.Lo, h.Hi) }
+// AddHash inserts the key whose hash is h (see Params.HashKey). It panics
+// with a value wrapping ErrHashMismatch if h was made with another hash
+// function or seed than the filter's (see KeyHash).
+func (s Sync) AddHash(h KeyHash) {
+	l := s.layout()
+	if h.kind != hashKindNone {
+		mustMatch(l.Params(), h)
+	}
+	l.testAndAddSync(h.Lo, h.Hi)
+}
 
 // Test reports whether key may have been added.
 func (s Sync) Test(key []byte) bool { return s.f != nil && s.f.testSync(s.sum(key)) }
@@ -36,8 +46,17 @@ func (s Sync) Test(key []byte) bool { return s.f != nil && s.f.testSync(s.sum(ke
 // TestString is Test for a string key.
 func (s Sync) TestString(key string) bool { return s.f != nil && s.f.testSync(s.sumString(key)) }
 
-// TestHash is Test for the key whose hash is h.
-func (s Sync) TestHash(h KeyHash) bool { return s.f != nil && s.f.testSync(h.Lo, h.Hi) }
+// TestHash is Test for the key whose hash is h. It panics as AddHash does
+// for a hash of another filter.
+func (s Sync) TestHash(h KeyHash) bool {
+	if s.f == nil {
+		return false
+	}
+	if h.kind != hashKindNone {
+		mustMatch(s.f.Params(), h)
+	}
+	return s.f.testSync(h.Lo, h.Hi)
+}
 
 // TestAndAdd inserts key and reports whether it tested present before.
 func (s Sync) TestAndAdd(key []byte) bool { return s.layout().testAndAddSync(s.sum(key)) }
@@ -57,12 +76,16 @@ func (s Sync) layout() syncLayout {
 	return s.f
 }
 
-func (s Sync) sum(key []byte) (lo, hi uint64)       { return hashBytes(key, s.seed()) }
-func (s Sync) sumString(key string) (lo, hi uint64) { return hashString(key, s.seed()) }
-
-func (s Sync) seed() uint64 {
+func (s Sync) sum(key []byte) (lo, hi uint64) {
 	if s.f == nil {
-		return 0
+		return hashBytes(key, 0)
 	}
-	return s.f.seed()
+	return s.f.sum(key)
+}
+
+func (s Sync) sumString(key string) (lo, hi uint64) {
+	if s.f == nil {
+		return hashString(key, 0)
+	}
+	return s.f.sumString(key)
 }

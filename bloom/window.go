@@ -129,14 +129,16 @@ func NewWindowWith(c WindowConfig) (*Window, error) {
 // items keys per period at rate: the filter of all items keys at rate/2
 // (see Window).
 func windowGeneration(items uint64, rate float64) Params {
-	return EstimateBlocked(items, generation.Rate(rate))
+	p := EstimateBlocked(items, generation.Rate(rate))
+	p.Hash = HashXXH3 // a window's only hash id
+	return p
 }
 
 // newWindowSized returns an empty window configured by c whose generations
 // have p's m and k; c is checked by the caller.
 func newWindowSized(c WindowConfig, p Params) (*Window, error) {
 	g := uint64(c.Generations)
-	p.N, p.P, p.Seed = c.Items, c.Rate, c.Seed
+	p.N, p.P, p.Seed, p.Hash = c.Items, c.Rate, c.Seed, HashXXH3
 	p, err := p.validate(true)
 	if err != nil {
 		return nil, err

@@ -120,7 +120,7 @@ func TestLengthClassGoldenFiles(t *testing.T) {
 	}{
 		{"lengths-classic-v1.bloom", Params{M: 3001, K: 5, Seed: 0x0123456789abcdef, Hash: HashXXH3}, layouts[0]},
 		{"lengths-classic-hash2-v1.bloom", Params{M: 3001, K: 5, Seed: 0x0123456789abcdef, Hash: HashXXH3Remix}, layouts[0]},
-		{"lengths-blocked-v1.bloom", Params{M: 2048, K: 6}, layouts[1]},
+		{"lengths-blocked-v1.bloom", Params{M: 2048, K: 6, Hash: HashXXH3}, layouts[1]},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {

@@ -158,8 +158,9 @@ func TestMetricNames(t *testing.T) {
 	}
 	var dash struct {
 		Panels []struct {
-			Title   string
-			Targets []struct{ Expr string }
+			Title       string
+			Description string
+			Targets     []struct{ Expr string }
 		}
 		Templating struct{ List []struct{ Definition string } }
 	}
@@ -175,6 +176,11 @@ func TestMetricNames(t *testing.T) {
 		for _, tg := range p.Targets {
 			collect("dashboard panel "+strconv.Quote(p.Title), tg.Expr)
 			exprs++
+			// Per-filter series exist only with --metrics-keys: a panel
+			// showing them says so, or it looks broken when empty.
+			if strings.Contains(tg.Expr, "bloomkit_filter_") && !strings.Contains(p.Description, "--metrics-keys") {
+				t.Errorf("dashboard panel %q shows per-filter series without saying they need --metrics-keys", p.Title)
+			}
 		}
 	}
 	for _, v := range dash.Templating.List {

@@ -443,6 +443,12 @@ func (f *Filter) Import(ctx context.Context, r io.Reader) error {
 	if err != nil {
 		return err
 	}
+	if h.Hash != bloom.HashXXH3 {
+		// The bits of another hash id are not where this filter's clients
+		// look for its keys.
+		return fmt.Errorf("redisfilter: importing into %q: %w: the file has hash id %d, a filter kept in Redis uses id %d (build it with Params.Hash = bloom.HashXXH3)",
+			f.name, bloom.ErrHash, h.Hash, bloom.HashXXH3)
+	}
 	ng := gen{id: newID(), params: bloom.Params{M: h.M, K: h.K, Seed: h.Seed, N: h.N, P: h.P, Hash: bloom.HashXXH3}, shardBytes: f.opts.ShardBytes}
 	if ng.shardBytes == 0 {
 		ng.shardBytes = st.live.shardBytes

@@ -279,7 +279,7 @@ func (f *Filter) round(ctx context.Context, epoch uint64, targets []*gen, keys [
 		byShard := map[uint64]*group{}
 		bps := g.blocksPerShard()
 		for _, i := range pending {
-			block, o := bloom.LocateBlock(g.params, bloom.Hash(g.params.Seed, keys[i]), buf[:0])
+			block, o := bloom.LocateBlock(g.params, g.params.HashKey(keys[i]), buf[:0])
 			shard, blk := block/bps, block%bps
 			gr := byShard[shard]
 			if gr == nil {

@@ -286,6 +286,9 @@ func (o Options) newGen(base *gen) (gen, error) {
 			return g, fmt.Errorf("%w: error rate %v is not in (0, 1)", ErrInvalidOptions, o.ErrorRate)
 		}
 		g.params = bloom.EstimateBlocked(o.Capacity, o.ErrorRate)
+		// A filter kept in Redis stays on hash id 1: the meta hash does not
+		// record the id, so every client, of any version, derives it alike.
+		g.params.Hash = bloom.HashXXH3
 		if g.params.M > bloom.MaxBits {
 			return g, fmt.Errorf("%w: %d keys at rate %v need %d bits, the limit is %d", ErrInvalidOptions, o.Capacity, o.ErrorRate, g.params.M, uint64(bloom.MaxBits))
 		}
@@ -450,8 +453,8 @@ func parseGen(m map[string]string, prefix string) (gen, error) {
 		errs = append(errs, fmt.Errorf("%sp: %w", prefix, err))
 	}
 	g.params.P = p
-	// A shared filter is blocked, whose only hash id is HashXXH3; the id is
-	// not stored in Redis.
+	// A shared filter is blocked with hash id HashXXH3; the id is not
+	// stored in Redis, so clients of every version derive the same bits.
 	g.params.Hash = bloom.HashXXH3
 	if err := errors.Join(errs...); err != nil {
 		return g, err

@@ -350,7 +350,7 @@ func testRoundTrips(t *testing.T, b backend) {
 			for b := 0; b < len(ks); b += 5000 {
 				perShard := map[uint64]uint64{}
 				for _, k := range ks[b : b+5000] {
-					block, _ := bloom.LocateBlock(f.Params(), bloom.Hash(f.Params().Seed, k), nil)
+					block, _ := bloom.LocateBlock(f.Params(), f.Params().HashKey(k), nil)
 					perShard[block/g.blocksPerShard()]++
 				}
 				for _, n := range perShard {
@@ -659,7 +659,7 @@ func testImport(t *testing.T, b backend) {
 	other := mustOpen(t, ctx, b.newClient(t), "import", Options{})
 
 	p := bloom.EstimateBlocked(30_000, 0.005)
-	p.Seed = 12345
+	p.Seed, p.Hash = 12345, bloom.HashXXH3 // the id of a filter kept in Redis
 	offline, err := bloom.NewBlockedFromParams(p)
 	if err != nil {
 		t.Fatal(err)
@@ -755,9 +755,16 @@ func testImportDamaged(t *testing.T, b backend) {
 		t.Fatal(err)
 	}
 	before := f.Params()
-	offline, _ := bloom.NewBlocked(20_000, 0.01)
+	pv1 := bloom.EstimateBlocked(20_000, 0.01)
+	pv1.Hash = bloom.HashXXH3
+	offline, _ := bloom.NewBlockedFromParams(pv1)
 	bloom.AddMany(offline, keys("x", 20_000))
 	data, _ := marshal(offline)
+	// NewBlocked's filter has hash id 4, whose bits are not where a
+	// filter kept in Redis (id 1) looks: refused, not imported.
+	newID, _ := bloom.NewBlocked(20_000, 0.01)
+	bloom.AddMany(newID, keys("x", 20_000))
+	newIDData, _ := marshal(newID)
 	flipped := bytes.Clone(data)
 	flipped[80+len(flipped)/2] ^= 0x10
 	classic, _ := bloom.New(100, 0.01)
@@ -771,6 +778,7 @@ func testImportDamaged(t *testing.T, b backend) {
 		{"truncated", data[:len(data)-100], bloom.ErrTruncated},
 		{"no trailer", data[:len(data)-4], bloom.ErrTruncated},
 		{"classic filter", classicData, bloom.ErrType},
+		{"blocked filter of hash id 4", newIDData, bloom.ErrHash},
 		{"not a filter", bytes.Repeat([]byte("not a filter "), 20), bloom.ErrBadMagic},
 	} {
 		if err := f.Import(ctx, bytes.NewReader(tc.data)); !errors.Is(err, tc.want) {
@@ -794,7 +802,7 @@ func testImportDamaged(t *testing.T, b backend) {
 }
 
 func countBits(p bloom.Params, key string) int {
-	_, offs := bloom.LocateBlock(p, bloom.HashString(p.Seed, key), nil)
+	_, offs := bloom.LocateBlock(p, p.HashKeyString(key), nil)
 	seen := map[uint16]bool{}
 	for _, o := range offs {
 		seen[o] = true

@@ -6,7 +6,7 @@ package server
 // The source is an argument, not a mode of the session: what differs
 // between sources is written here, in one place, and nowhere else.
 //
-//	                 client   EXEC    log replay   master's stream
+//	                 client   EXEC    log replay   master's stream (bloom serve or Redis)
 //	arity checked      yes     yes       yes           yes
 //	before-write       yes     yes       yes           yes
 //	keyspace_hits      yes     yes       no            no
@@ -14,6 +14,8 @@ package server
 //	logged             yes     with the block   no     yes (with its block)
 //	fed to replicas    yes     with the block   no     no: the stream's own bytes
 //	reply waits for    the log position it saw      -          -
+//	a failure          replied  replied  stops start-up  logged (bloom serve) or
+//	                                                    stops the link (Redis)
 //
 // What is logged is what the command did (Session.logArgs, logBefore),
 // not what was sent, so replay and a replica reproduce what clients saw.
@@ -42,6 +44,11 @@ const (
 	// replica: logged in its own log, and passed on to its replicas as
 	// the master's bytes (replicationFeed), so their offsets agree.
 	srcMaster
+	// srcRedisMaster is a command of a Redis master's stream: applied
+	// as srcMaster's; the caller (applyFromMaster) stops the link when
+	// one fails instead of going on (repl_redis.go), and the filters it
+	// creates take the master's RedisBloom parameters (filterConfig).
+	srcRedisMaster
 )
 
 // checkArgs is the check every source makes before a command runs: its

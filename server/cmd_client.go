@@ -304,6 +304,11 @@ func clientKill(s *Server, c *Session, args [][]byte, r *Reply) {
 		}
 	}
 	killed := int64(0)
+	if typ == "master" && id == 0 && addr == "" && laddr == "" && user == "" && maxAge == 0 && s.killMasterLink() {
+		// The link to this replica's master: it reconnects and
+		// continues where it was (PSYNC), as a Redis replica does.
+		killed++
+	}
 	now := time.Now()
 	for _, sc := range s.sessionList() {
 		switch {

@@ -138,6 +138,17 @@ var settingList = []setting{
 		}
 		return s.cfg.Dir
 	}, file: func(c *Config, v string) error { c.Dir = v; return nil }},
+	// io-threads: Redis's count of threads doing network I/O, which
+	// dashboards (redis_exporter's redis_config_io_threads) read; here the
+	// event loops serving plain TCP clients, at least 1. Set by
+	// --event-loops, not by the directive (a redis.conf's is ignored with
+	// a warning), and read-only as in Redis.
+	{name: "io-threads", def: "1", get: func(s *Server) string {
+		s.lifeMu.Lock()
+		n := len(s.loops)
+		s.lifeMu.Unlock()
+		return itoa(int64(max(n, 1)))
+	}},
 	{name: "maxclients", def: "10000", get: func(s *Server) string { return itoa(s.maxClients()) }, set: func(s *Server, v string) error {
 		n, err := configInt(v, 1, 1<<31-1)
 		if err == nil {

@@ -187,6 +187,10 @@ type Config struct {
 	// ReplicaServeStaleData ("yes", the default, or "no"): with no, a
 	// replica whose link is down answers MASTERDOWN.
 	ReplicaServeStaleData string
+	// ReplicaIgnoreUnsupported ("no", the default, or "yes"): with yes, a
+	// Redis master's keys this server cannot hold (hashes, lists, …) are
+	// skipped by a full sync instead of stopping it.
+	ReplicaIgnoreUnsupported string
 	// ReplBacklogSize is the replication backlog (default 1 MiB).
 	ReplBacklogSize int64
 	// MinReplicasToWrite and MinReplicasMaxLag (seconds, default 10):

@@ -152,7 +152,13 @@ var replayFilterConfig = func() *filterConfig {
 // filterConfig is the parameters in force for the command being run.
 func (s *Server) filterConfig() *filterConfig {
 	if s.db.Loading() || s.db.Following() {
-		// Replaying the log, or applying a master's stream.
+		// Replaying the log, or applying a master's stream: a Redis
+		// master's stream (or one a bloom serve master passes on)
+		// creates filters as its RedisBloom does (a bloom serve master's
+		// own stream logs the parameters it used).
+		if fc := s.streamFilters(); fc != nil && s.db.Following() {
+			return fc
+		}
 		return replayFilterConfig
 	}
 	return s.set.filter.Load()

@@ -4,6 +4,7 @@ package server
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bloomkit/bloomkit/internal/poll"
 
 	"golang.org/x/sys/unix"
 )
@@ -45,13 +48,12 @@ func TestLoopEpollFailureDisconnectsAndReports(t *testing.T) {
 	if _, err := c.Write(req.Bytes()); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(logs.String(), "cannot watch a client for writability") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no log of the failed epoll_ctl; logs: %s", logs.String())
+	poll.Until(t, 10*time.Second, func() error {
+		if l := logs.String(); !strings.Contains(l, "cannot watch a client for writability") {
+			return fmt.Errorf("no log of the failed epoll_ctl; logs: %s", l)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	// The connection is closed: reading drains what was sent, then EOF.
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, err := io.Copy(io.Discard, c); err != nil {
@@ -85,27 +87,25 @@ func (b *lockedBuffer) String() string {
 func TestWakeUpAfterShutdownWritesNothing(t *testing.T) {
 	s := startServer(t, Config{NoPersistence: true})
 	var l *eventLoop
-	for deadline := time.Now().Add(5 * time.Second); l == nil && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	poll.True(t, 5*time.Second, "an event loop to start", func() bool {
 		s.lifeMu.Lock() // Serve starts the loops under it
+		defer s.lifeMu.Unlock()
 		if len(s.loops) > 0 {
 			l = s.loops[0]
 		}
-		s.lifeMu.Unlock()
-	}
-	if l == nil {
-		t.Fatal("the server started no event loop")
-	}
+		return l != nil
+	})
 	s.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	// The loop closes its wake-up pipe as it ends; what follows checks
+	// the same either way, sooner once it has.
+	poll.Wait(5*time.Second, func() error {
 		l.wakeMu.RLock()
-		closed := l.wakeClosed
-		l.wakeMu.RUnlock()
-		if closed || time.Now().After(deadline) {
-			break
+		defer l.wakeMu.RUnlock()
+		if !l.wakeClosed {
+			return fmt.Errorf("wake-up pipe open")
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	// Take descriptors until the wake-up pipe's write end is ours (the
 	// lowest free numbers are handed out first).
 	var pipes [][2]int

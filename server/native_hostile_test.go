@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bloomkit/bloomkit/internal/poll"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/bloomkit/bloomkit/internal/format"
@@ -357,15 +359,13 @@ func TestNativeConcurrentSnapshots(t *testing.T) {
 	for err := range fail {
 		t.Error(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	poll.Until(t, 30*time.Second, func() error {
 		err := setup.Do(ctx, "SAVE").Err()
-		if err == nil {
-			break
-		}
-		if !strings.Contains(err.Error(), "in progress") || time.Now().After(deadline) {
+		if err != nil && !strings.Contains(err.Error(), "in progress") {
 			t.Fatal(err)
 		}
-	}
+		return err // a background save still running: try again
+	})
 	for i := 0; i < 50; i++ { // writes after the snapshot: in the log only
 		setup.BFAdd(ctx, "win", fmt.Sprint("late", i))
 		clock.Add(100 * time.Millisecond)

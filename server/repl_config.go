@@ -79,6 +79,29 @@ func init() {
 	}
 	yesNo("replica-read-only", "yes", func(s *Server) *atomic.Bool { return &s.repl.readOnly }, func(c *Config) *string { return &c.ReplicaReadOnly }, "slave-read-only")
 	yesNo("replica-serve-stale-data", "yes", func(s *Server) *atomic.Bool { return &s.repl.serveStale }, func(c *Config) *string { return &c.ReplicaServeStaleData }, "slave-serve-stale-data")
+	add(setting{name: "replica-ignore-unsupported", def: "no",
+		get: func(s *Server) string { return confval.FormatBool(s.repl.ignoreUnsupported.Load()) },
+		set: func(s *Server, v string) error {
+			b, err := confval.ParseBool(v)
+			if err != nil {
+				return errConfigValue("argument must be 'yes' or 'no'")
+			}
+			s.repl.ignoreUnsupported.Store(b)
+			// A sync it stopped is tried again now, not after the
+			// pause (up to a minute): the operator's answer counts.
+			if l := s.repl.following.Load(); l != nil && !l.up() {
+				l.nudge()
+			}
+			return nil
+		},
+		file: func(c *Config, v string) error {
+			b, err := confval.ParseBool(v)
+			if err != nil {
+				return errConfigValue("argument must be 'yes' or 'no'")
+			}
+			c.ReplicaIgnoreUnsupported = confval.FormatBool(b)
+			return nil
+		}})
 	yesNo("replica-announced", "yes", func(s *Server) *atomic.Bool { return &s.repl.announced }, func(c *Config) *string { return &c.ReplicaAnnounced })
 	intParam("min-replicas-to-write", "0", 0, 1<<31-1, func(s *Server) i64 { return &s.repl.minReplicas },
 		func(c *Config, n int64) { c.MinReplicasToWrite = int(n) }, "min-slaves-to-write")

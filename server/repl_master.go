@@ -122,6 +122,12 @@ func cmdReplConf(s *Server, c *Session, args [][]byte, r *Reply) {
 				return
 			}
 			c.replBloomkit = true
+		case "bloomkit-filter-params":
+			// The parameters the filters of this server's stream are
+			// created with, when it passes on a Redis master's
+			// (repl_redis.go); "" for RedisBloom's defaults.
+			r.Simple(encodeMasterFilters(s.streamFilters()))
+			return
 		case "ack", "getack":
 			// Only meaningful on a replication link; no reply, as Redis.
 			r.w.Discard()

@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,10 +56,30 @@ type masterLink struct {
 	syncTotal atomic.Int64
 	syncRead  atomic.Int64
 	wmu       sync.Mutex // writes to conn once streaming (ACKs)
+
+	// redis is set when the master is a Redis server, not bloom serve
+	// (repl_redis.go); filter is its RedisBloom's parameters, which the
+	// filters its stream creates are created with.
+	redis  atomic.Bool
+	filter atomic.Pointer[filterConfig]
+	// ignored counts the keys the last full sync skipped, skippedCmds
+	// the stream's commands on keys of such types passed over since
+	// (replica-ignore-unsupported yes).
+	ignored, skippedCmds atomic.Int64
+	// retry ends the pause before the next try early (nudge).
+	retry chan struct{}
+}
+
+// nudge makes a link waiting to try again try now.
+func (l *masterLink) nudge() {
+	select {
+	case l.retry <- struct{}{}:
+	default:
+	}
 }
 
 func newMasterLink(host, port string) *masterLink {
-	l := &masterLink{host: host, port: port, stopc: make(chan struct{})}
+	l := &masterLink{host: host, port: port, stopc: make(chan struct{}), retry: make(chan struct{}, 1)}
 	l.downSince.Store(time.Now().Unix())
 	return l
 }
@@ -112,6 +133,27 @@ func (l *masterLink) stopped() bool {
 	}
 }
 
+// killMasterLink closes the connection to this replica's master, if one
+// is open (CLIENT KILL TYPE master): the link reconnects and asks to
+// continue (PSYNC). It reports whether there was one.
+func (s *Server) killMasterLink() bool {
+	s.repl.mu.Lock()
+	l := s.repl.link
+	s.repl.mu.Unlock()
+	if l == nil || l.stopped() {
+		return false
+	}
+	l.mu.Lock()
+	nc := l.conn
+	l.conn = nil
+	l.mu.Unlock()
+	if nc == nil {
+		return false
+	}
+	closeNow(nc)
+	return true
+}
+
 // close stops the link (REPLICAOF elsewhere, REPLICAOF NO ONE, shutdown).
 func (l *masterLink) close() {
 	l.once.Do(func() {
@@ -138,16 +180,11 @@ func (l *masterLink) setConn(nc net.Conn) bool {
 
 var errLinkStopped = errors.New("the link to the master was stopped")
 
-// errForeignMaster is a master that is not bloom serve (a Redis server):
-// it does not know REPLCONF bloomkit-run-id. The replica stops before
-// PSYNC, so the master forks and dumps nothing for it, and tries again
-// later, each pause twice the one before, up to a minute.
 // errFullSyncFailed is a full sync that failed on this side (its disk, a
 // payload it could not load): each new try makes the master write a whole
-// snapshot again, so tries are spaced as errForeignMaster's are.
+// snapshot again, so tries are spaced, each pause twice the one before,
+// up to a minute (as errUnsupported's are).
 var errFullSyncFailed = errors.New("full sync failed")
-
-var errForeignMaster = errors.New("the master is not bloom serve (it does not know REPLCONF bloomkit-run-id: a Redis server); bloom serve follows only bloom serve and stopped before PSYNC, so the master makes no snapshot for it; copy the data with bloom migrate")
 
 // follow keeps the link up until it is stopped.
 func (s *Server) follow(l *masterLink) {
@@ -166,10 +203,10 @@ func (s *Server) follow(l *masterLink) {
 		}
 		wait := time.Second
 		switch {
-		case errors.Is(err, errForeignMaster), errors.Is(err, errFullSyncFailed):
-			// Refused by design, or a full sync that failed here:
-			// trying again each second would make the master write a
-			// snapshot each second for nothing.
+		case errors.Is(err, errUnsupported), errors.Is(err, errFullSyncFailed):
+			// Data or a command this server cannot hold, or a full sync
+			// that failed here: trying again each second would make the
+			// master write a snapshot each second for nothing.
 			wait, pause = pause, min(2*pause, time.Minute)
 			l.setErr(err.Error())
 			s.log.Warn("replication failed; retrying later, each pause twice the one before", "master", addr, "retry_in", wait, "err", err)
@@ -177,7 +214,14 @@ func (s *Server) follow(l *masterLink) {
 			l.setErr(err.Error())
 			s.log.Warn("replication link to the master failed; retrying in a second", "master", addr, "err", err)
 		}
-		if wasUp {
+		if errors.Is(err, errUnsupported) {
+			// The stream went where this server cannot follow: what it
+			// holds may differ from the master's now, so the next sync
+			// is a full one (PSYNC would resend the same command).
+			l.mu.Lock()
+			l.cachedID = ""
+			l.mu.Unlock()
+		} else if wasUp {
 			pause = s.cfg.replRetryMin
 		}
 		select {
@@ -185,6 +229,7 @@ func (s *Server) follow(l *masterLink) {
 			return
 		case <-s.stop:
 			return
+		case <-l.retry:
 		case <-time.After(wait):
 		}
 	}
@@ -317,8 +362,48 @@ func (s *Server) syncWith(l *masterLink) error {
 	if strings.Contains(line, "replica of itself") {
 		return errors.New("REPLICAOF points at this server itself")
 	}
-	if strings.HasPrefix(line, "-ERR Unrecognized REPLCONF option") {
-		return errForeignMaster
+	// A master that does not know the option is a Redis server
+	// (repl_redis.go).
+	redis := strings.HasPrefix(line, "-ERR Unrecognized REPLCONF option")
+	l.redis.Store(redis)
+	if redis {
+		call := func(args ...string) (respValue, error) {
+			b := make([][]byte, len(args))
+			for i, a := range args {
+				b[i] = []byte(a)
+			}
+			nc.SetWriteDeadline(time.Now().Add(timeout))
+			if _, err := nc.Write(appendRESP(nil, b)); err != nil {
+				return nil, err
+			}
+			v, err := readMasterReply(br, 0)
+			if err != nil {
+				return nil, fmt.Errorf("reading the master's reply to %s: %w", args[0], err)
+			}
+			return v, nil
+		}
+		fc, from, err := s.redisMasterFilters(call)
+		if err != nil {
+			return err
+		}
+		l.filter.Store(fc)
+		s.log.Info("the master is a Redis server; filters its stream creates take its RedisBloom parameters",
+			"master", net.JoinHostPort(l.host, l.port), "from", from,
+			"bf-error-rate", fc.str[fpBFErrorRate], "bf-initial-size", fc.str[fpBFInitialSize], "bf-expansion-factor", fc.str[fpBFExpansion],
+			"cf-initial-size", fc.str[fpCFInitialSize], "cf-bucket-size", fc.str[fpCFBucketSize])
+	} else {
+		// A bloom serve master that follows a Redis master passes the
+		// stream on as it came: the filters it creates take that Redis
+		// master's parameters here too (an older master does not know
+		// the option: RedisBloom's defaults, as before).
+		if line, err = send("REPLCONF", "bloomkit-filter-params", "?"); err != nil {
+			return err
+		}
+		fc, err := decodeMasterFilters(line)
+		if err != nil {
+			return err
+		}
+		l.filter.Store(fc)
 	}
 	// The history this server holds: its replication ID and offset,
 	// once it has one (a full sync, or this server's own as a master).
@@ -356,7 +441,11 @@ func (s *Server) syncWith(l *masterLink) error {
 		if err != nil || len(f[1]) != replidLen {
 			return fmt.Errorf("bad +FULLRESYNC reply from master: %q", line)
 		}
-		if err := s.loadFullSync(l, br, f[1], moff); err != nil {
+		load := s.loadFullSync
+		if redis {
+			load = s.loadRedisSync
+		}
+		if err := load(l, br, f[1], moff); err != nil {
 			if l.stopped() {
 				return err
 			}
@@ -430,7 +519,7 @@ func (s *Server) loadFullSync(l *masterLink, br *bufio.Reader, replid string, mo
 		}
 	}
 	if strings.HasPrefix(line, "$EOF:") {
-		return fmt.Errorf("the master sent a diskless Redis RDB stream: %w", errForeignMaster)
+		return errors.New("the master sent a diskless Redis RDB stream, though it said it is bloom serve")
 	}
 	if !strings.HasPrefix(line, "$") {
 		return fmt.Errorf("bad sync payload header from master: %q", line)
@@ -440,7 +529,7 @@ func (s *Server) loadFullSync(l *masterLink, br *bufio.Reader, replid string, mo
 		return fmt.Errorf("bad sync payload length from master: %q", line)
 	}
 	if head, err := br.Peek(5); err == nil && string(head) == "REDIS" {
-		return fmt.Errorf("the master sent a Redis RDB file: %w", errForeignMaster)
+		return errors.New("the master sent a Redis RDB file, though it said it is bloom serve")
 	}
 	if head, err := br.Peek(8); err != nil || string(head) != "BKSNAP02" {
 		return fmt.Errorf("the sync payload is not a bloomkit snapshot (it starts %q)", head)
@@ -660,6 +749,11 @@ func (s *Server) applyStream(l *masterLink, nc net.Conn, br *bufio.Reader) error
 			}
 		}
 	}()
+	if l.redis.Load() {
+		// A Redis master puts a replica that loaded a diskless payload
+		// online at its first acknowledgement.
+		s.sendAck(l, nc)
+	}
 	sess := &Session{authed: true, fromMaster: true, Addr: nc.RemoteAddr().String()}
 	p := resp.NewReader(br, resp.Limits{MaxArgs: s.cfg.MaxArgs, MaxBulk: s.cfg.MaxBulk, MaxInline: 64 << 10, MaxQuery: s.cfg.MaxQuery})
 	var txn [][][]byte
@@ -691,11 +785,13 @@ func (s *Server) applyStream(l *masterLink, nc net.Conn, br *bufio.Reader) error
 		case txn != nil:
 			txn = append(txn, copyArgs(args))
 		case name == "replconf":
+			if len(args) > 1 && strings.EqualFold(string(args[1]), "getack") {
+				// As Redis: the acknowledged offset is the one before
+				// the GETACK itself (its bytes count from the next ACK).
+				s.sendAck(l, nc)
+			}
 			if err := s.applyFromMaster(l, sess, [][][]byte{args}, false); err != nil {
 				return err
-			}
-			if len(args) > 1 && strings.EqualFold(string(args[1]), "getack") {
-				s.sendAck(l, nc)
 			}
 		default:
 			if err := s.applyFromMaster(l, sess, [][][]byte{args}, false); err != nil {
@@ -737,12 +833,42 @@ func (s *Server) sendAck(l *masterLink, nc net.Conn) {
 // server's backlog, so that its replicas' offsets agree with the master's.
 // A command that fails here (wrong arity, a wrong type) is logged and
 // skipped: the master applied it, and the replica goes on, as Redis's does.
+// From a Redis master (srcRedisMaster), whose commands are not all this
+// server's, a command it cannot apply, or one that fails, stops the link
+// instead (repl_redis.go), before any command of its transaction runs
+// when that can be known beforehand.
 func (s *Server) applyFromMaster(l *masterLink, sess *Session, cmds [][][]byte, txn bool) error {
+	src := srcMaster
+	var skip []bool // commands of a type this server does not hold, passed over
+	if l.redis.Load() {
+		src = srcRedisMaster
+		for i, args := range cmds {
+			err := redisStreamCheck(args)
+			if err == nil {
+				continue
+			}
+			if !s.repl.ignoreUnsupported.Load() || unsupportedTypeCommand(args[0]) == "" {
+				return err
+			}
+			if skip == nil {
+				skip = make([]bool, len(cmds))
+			}
+			skip[i] = true
+		}
+	}
 	s.db.Lock()
 	defer s.db.Unlock()
 	if !s.linkCurrent(l) {
 		return errLinkStopped
 	}
+	for i, args := range cmds {
+		if i < len(skip) && skip[i] {
+			if err := s.passOverUnsupported(args); err != nil {
+				return err
+			}
+		}
+	}
+	var failed error
 	var reply Reply
 	// As loading: no memory limit refuses what the master accepted, and
 	// keys expire only when the master says so (its DEL).
@@ -750,10 +876,17 @@ func (s *Server) applyFromMaster(l *masterLink, sess *Session, cmds [][][]byte, 
 	if txn {
 		s.beginTxn()
 	}
-	for _, args := range cmds {
+	for i, args := range cmds {
+		if i < len(skip) && skip[i] {
+			l.skippedCmds.Add(1)
+			continue
+		}
 		cmd, ok := lookupCommand(args[0])
 		if ok && cmd.name == "publish" && len(args) == 3 {
 			s.publish(args[1], args[2]) // to this server's subscribers
+			continue
+		}
+		if !ok && l.redis.Load() && redisPassedOver(args[0]) {
 			continue
 		}
 		if !ok {
@@ -767,15 +900,27 @@ func (s *Server) applyFromMaster(l *masterLink, sess *Session, cmds [][][]byte, 
 			continue
 		}
 		reply.Reset(false)
-		s.apply(srcMaster, sess, cmd, args, &reply)
+		s.apply(src, sess, cmd, args, &reply)
 		if reply.w.Failed() {
-			s.log.Warn("a command from the master failed on this replica", "cmd", trimArg(args[0]), "err", strings.TrimSpace(string(reply.Bytes())))
+			msg := strings.TrimSpace(strings.TrimPrefix(string(reply.Bytes()), "-"))
+			// RedisBloom replicates some commands that fail on the
+			// master too (a BF.ADD into a full non-scaling filter): a
+			// module command that fails here as there changed nothing
+			// on either side.
+			if src == srcRedisMaster && !slices.Contains(cmd.flags, "module") {
+				failed = fmt.Errorf("%w: %s from the master failed here (%s); the link stops so as not to go on different from the master", errUnsupported, strings.ToUpper(cmd.name), msg)
+				break
+			}
+			s.log.Warn("a command from the master failed on this replica", "cmd", trimArg(args[0]), "err", msg)
 		}
 	}
 	if txn {
 		s.endTxn()
 	}
 	s.db.EndLoad()
+	if failed != nil {
+		return failed
+	}
 	buf := s.repl.enc[:0]
 	if txn {
 		buf = appendRESP(buf, argMulti)

@@ -56,20 +56,23 @@ type replState struct {
 	offset0 int64
 
 	// Settings (CONFIG SET changes them).
-	backlogSize  atomic.Int64
-	readOnly     atomic.Bool
-	serveStale   atomic.Bool
-	minReplicas  atomic.Int64
-	minLag       atomic.Int64 // seconds
-	priority     atomic.Int64
-	announced    atomic.Bool
-	announcePort atomic.Int64
-	announceIP   atomic.Pointer[string]
-	masterAuth   atomic.Pointer[string]
-	masterUser   atomic.Pointer[string]
-	timeout      atomic.Int64 // repl-timeout, seconds
-	pingPeriod   atomic.Int64 // repl-ping-replica-period, seconds
-	outLimit     atomic.Pointer[backlog.Limits]
+	backlogSize atomic.Int64
+	readOnly    atomic.Bool
+	// ignoreUnsupported: a Redis master's keys this server cannot hold
+	// are skipped (and counted) instead of stopping the sync.
+	ignoreUnsupported atomic.Bool
+	serveStale        atomic.Bool
+	minReplicas       atomic.Int64
+	minLag            atomic.Int64 // seconds
+	priority          atomic.Int64
+	announced         atomic.Bool
+	announcePort      atomic.Int64
+	announceIP        atomic.Pointer[string]
+	masterAuth        atomic.Pointer[string]
+	masterUser        atomic.Pointer[string]
+	timeout           atomic.Int64 // repl-timeout, seconds
+	pingPeriod        atomic.Int64 // repl-ping-replica-period, seconds
+	outLimit          atomic.Pointer[backlog.Limits]
 
 	// Counters (INFO stats).
 	syncFull, syncPartialOK, syncPartialErr atomic.Int64
@@ -110,6 +113,7 @@ func (s *Server) initReplication(cfg *Config) {
 	}
 	r.readOnly.Store(cfg.ReplicaReadOnly != "no")
 	r.serveStale.Store(cfg.ReplicaServeStaleData != "no")
+	r.ignoreUnsupported.Store(cfg.ReplicaIgnoreUnsupported == "yes")
 	r.minReplicas.Store(int64(cfg.MinReplicasToWrite))
 	r.minLag.Store(defaultMinLag)
 	if cfg.MinReplicasMaxLag != nil {
@@ -457,7 +461,7 @@ func (s *Server) replicationInfo() []string {
 				"master_sync_total_bytes:"+itoa(l.syncTotal.Load()),
 				"master_sync_read_bytes:"+itoa(l.syncRead.Load()),
 				"master_sync_left_bytes:"+itoa(l.syncTotal.Load()-l.syncRead.Load()),
-				"master_sync_perc:"+fmt.Sprintf("%.2f", 100*float64(l.syncRead.Load())/float64(max(l.syncTotal.Load(), 1))),
+				"master_sync_perc:"+syncPerc(l.syncRead.Load(), l.syncTotal.Load()),
 				"master_sync_last_io_seconds_ago:"+itoa(l.lastIOAgo()),
 			)
 		}
@@ -471,6 +475,12 @@ func (s *Server) replicationInfo() []string {
 		)
 		if e := l.lastError(); e != "" {
 			lines = append(lines, "master_sync_last_error:"+strings.ReplaceAll(e, "\r\n", " "))
+		}
+		if n := l.ignored.Load(); n > 0 {
+			lines = append(lines, "master_sync_skipped_keys:"+itoa(n))
+		}
+		if n := l.skippedCmds.Load(); n > 0 {
+			lines = append(lines, "master_stream_skipped_commands:"+itoa(n))
 		}
 	} else {
 		lines = append(lines, "role:master")
@@ -532,6 +542,16 @@ func (s *Server) replStatsLines() []string {
 		"sync_partial_ok:" + itoa(s.repl.syncPartialOK.Load()),
 		"sync_partial_err:" + itoa(s.repl.syncPartialErr.Load()),
 	}
+}
+
+// syncPerc is how much of a full sync's payload has arrived, in percent:
+// 0.00 while its length is unknown (a diskless sync from a Redis master,
+// whose total is -1).
+func syncPerc(read, total int64) string {
+	if total <= 0 {
+		return "0.00"
+	}
+	return fmt.Sprintf("%.2f", 100*float64(read)/float64(total))
 }
 
 func b01(v bool) string {

@@ -1,3 +1,5 @@
+//go:build parquet
+
 package interop
 
 import (
@@ -5,6 +7,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -247,4 +251,43 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// TestParquetReadsGolden: parquet-go reads the bitset of the golden file
+// that bloom's tests pin byte for byte, and answers as we do. make test
+// checks our writer against that file every run; this links the file to
+// a real Parquet implementation.
+func TestParquetReadsGolden(t *testing.T) {
+	b, err := os.ReadFile("../../bloom/testdata/golden/splitblock-v1.bloom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ours bloom.SplitBlock
+	if err := ours.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
+	theirs := pqbloom.MakeSplitBlockFilter(ours.AppendBitset(nil))
+	// The keys bloom's golden files hold (bloom/encoding_test.go), then
+	// keys never added.
+	golden := func(set string, i int) []byte {
+		return []byte("https://" + set + ".example.com/articles/" + strconv.Itoa(i) + "?ref=feed")
+	}
+	fp := 0
+	for i := range 21_000 {
+		k := golden("golden", i)
+		if i >= 1000 {
+			k = golden("never-added", i-1000)
+		}
+		o, th := ours.Test(k), theirs.Check(theirHash(k))
+		if o != th {
+			t.Fatalf("key %q: ours says %v, parquet-go %v", k, o, th)
+		}
+		if i < 1000 && !o {
+			t.Fatalf("golden key %q tests absent", k)
+		}
+		if i >= 1000 && o {
+			fp++
+		}
+	}
+	t.Logf("%d blocks: the 1,000 golden keys present in both, %d of 20,000 others", len(theirs), fp)
 }

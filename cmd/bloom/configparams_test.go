@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -68,25 +69,28 @@ func TestServeConfigParamsRoundTrip(t *testing.T) {
 	}
 	const suites13 = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
 	cases := map[string]paramCase{
-		"acl-pubsub-default":                {file: "allchannels", set: "resetchannels"},
-		"aclfile":                           {file: aclFile},
-		"acllog-max-len":                    {file: "9", set: "11"},
-		"appendfsync":                       {file: "always", set: "no"},
-		"appendonly":                        {file: "no"},
-		"auto-aof-rewrite-min-size":         {file: "32mb", fileGet: "33554432"},
-		"bf-error-rate":                     {file: "0.001", set: "0.002"},
-		"bf-expansion-factor":               {file: "4", set: "5"},
-		"bf-initial-size":                   {file: "1234", set: "2345"},
-		"bind":                              {file: "127.0.0.1"},
-		"cf-bucket-size":                    {file: "3", set: "4"},
-		"cf-expansion-factor":               {file: "2", set: "3"},
-		"cf-initial-size":                   {file: "2048", set: "4096"},
-		"cf-max-expansions":                 {file: "7", set: "8"},
-		"cf-max-iterations":                 {file: "30", set: "40"},
-		"client-output-buffer-limit":        {file: "pubsub 64mb 16mb 90", fileGet: outLimit("0 0 0", "67108864 16777216 90"), set: "normal 1mb 2mb 3", setGet: outLimit("1048576 2097152 3", "67108864 16777216 90")},
-		"client-query-buffer-limit":         {file: "2gb", fileGet: "2147483648"},
-		"daemonize":                         {file: "no"},
-		"databases":                         {file: "1"}, // one database: any other value is ignored with a warning
+		"acl-pubsub-default":         {file: "allchannels", set: "resetchannels"},
+		"aclfile":                    {file: aclFile},
+		"acllog-max-len":             {file: "9", set: "11"},
+		"appendfsync":                {file: "always", set: "no"},
+		"appendonly":                 {file: "no"},
+		"auto-aof-rewrite-min-size":  {file: "32mb", fileGet: "33554432"},
+		"bf-error-rate":              {file: "0.001", set: "0.002"},
+		"bf-expansion-factor":        {file: "4", set: "5"},
+		"bf-initial-size":            {file: "1234", set: "2345"},
+		"bind":                       {file: "127.0.0.1"},
+		"cf-bucket-size":             {file: "3", set: "4"},
+		"cf-expansion-factor":        {file: "2", set: "3"},
+		"cf-initial-size":            {file: "2048", set: "4096"},
+		"cf-max-expansions":          {file: "7", set: "8"},
+		"cf-max-iterations":          {file: "30", set: "40"},
+		"client-output-buffer-limit": {file: "pubsub 64mb 16mb 90", fileGet: outLimit("0 0 0", "67108864 16777216 90"), set: "normal 1mb 2mb 3", setGet: outLimit("1048576 2097152 3", "67108864 16777216 90")},
+		"client-query-buffer-limit":  {file: "2gb", fileGet: "2147483648"},
+		"daemonize":                  {file: "no"},
+		"databases":                  {file: "1"}, // one database: any other value is ignored with a warning
+		// Ignored in a file (with a warning); CONFIG GET shows the event
+		// loops, half the CPUs by default.
+		"io-threads":                        {file: "4", fileGet: strconv.Itoa(max(1, min(runtime.GOMAXPROCS(0)/2, 8)))},
 		"dir":                               {file: data},
 		"latency-monitor-threshold":         {file: "5", set: "6"},
 		"latency-tracking":                  {file: "no", set: "yes"},

@@ -105,12 +105,17 @@ func TestServeTLS(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 10*time.Second, func() error {
+	err = poll.Wait(10*time.Second, func() error {
 		if cn, err := peer(&client); err != nil || cn != "renewed" {
-			return fmt.Errorf("after SIGHUP the server still shows %q (%v); log:\n%s", cn, err, log)
+			return fmt.Errorf("after SIGHUP the server still shows %q (%v)", cn, err)
 		}
 		return nil
 	})
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("%v; log:\n%s", err, log)
+	}
 	if err := plain.Ping(ctx).Err(); err != nil {
 		t.Fatalf("the server did not survive SIGHUP: %v", err)
 	}

@@ -60,19 +60,25 @@ func startServeArgs(t *testing.T, dir string, port int, args ...string) *confSer
 	go func() { cmd.Wait(); close(exited) }()
 	s := &confServer{cmd: cmd, log: &log}
 	t.Cleanup(func() { s.stopped(t, exited) })
-	poll.Until(t, 15*time.Second, func() error {
+	err := poll.Wait(15*time.Second, func() error {
 		select {
 		case <-exited:
-			t.Fatalf("bloom serve %s exited: %s", file, log.String())
+			return fmt.Errorf("bloom serve %s exited", file)
 		default:
 		}
 		c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second)
 		if err != nil {
-			return fmt.Errorf("bloom serve did not listen on %d: %s", port, log.String())
+			return fmt.Errorf("bloom serve did not listen on %d: %w", port, err)
 		}
 		c.Close()
 		return nil
 	})
+	if err != nil {
+		// The log is read once the process has gone (or at the end).
+		cmd.Process.Kill()
+		<-exited
+		t.Fatalf("%v: %s", err, log.String())
+	}
 	s.done = exited
 	return s
 }

@@ -24,8 +24,9 @@ const Version = 1
 
 // Hash ids: how keys are hashed and probe positions derived from the hash.
 // Ids 1 and 2 hash keys with XXH3-128 and the header's seed; they differ in
-// how the classic layout (Filter, Counting) derives its k positions. Every
-// other type but the split-block one has only id 1; that one has only id 3.
+// how the classic layout (Filter, Counting) derives its k positions. Id 4
+// hashes keys with XXH3-64 and is the blocked layout's alone. Every other
+// type but the split-block one has only id 1; that one has only id 3.
 const (
 	// HashXXH3 is hash id 1: for the classic layout, enhanced double
 	// hashing of the two 64-bit halves, which is not independent enough at
@@ -40,11 +41,16 @@ const (
 	// each of the block's eight 32-bit words from its low 32 bits
 	// (docs/format.md).
 	HashXXH64 = 3
-	// HashMurmur2 is hash id 4, RedisBloom's Count-Min Sketch's and
+	// HashXXH3x64 is hash id 4, the blocked layout's for new filters:
+	// XXH3-64 of the key with the seed, the block from the high bits of
+	// its product with the block count and the probes from the hash as id
+	// 1 takes them from the low half of XXH3-128 (docs/format.md).
+	HashXXH3x64 = 4
+	// HashMurmur2 is hash id 5, RedisBloom's Count-Min Sketch's and
 	// Top-K's: the 32-bit MurmurHash2 of the item with the row number as
 	// seed picks its counter in each row (Top-K's fingerprint is the same
 	// hash with seed 1919).
-	HashMurmur2 = 4
+	HashMurmur2 = 5
 )
 
 // HashKnown reports whether a file of type typ may carry hash id id.
@@ -54,6 +60,9 @@ func HashKnown(typ, id uint8) bool {
 	}
 	if typ == TypeSplitBlock || id == HashXXH64 {
 		return typ == TypeSplitBlock && id == HashXXH64
+	}
+	if id == HashXXH3x64 {
+		return typ == TypeBlocked
 	}
 	return id == HashXXH3 || id == HashXXH3Remix && (typ == TypeClassic || typ == TypeCounting)
 }

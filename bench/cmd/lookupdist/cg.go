@@ -64,8 +64,14 @@ func one(what string, lookups int) {
 	c := 0
 	ready := func() { runtime.GC() }
 	switch sub {
-	case "blocked":
-		f, err := bloom.NewBlocked(n, p)
+	case "blocked", "blocked1":
+		// blocked is NewBlocked's filter (hash id 4, XXH3-64); blocked1
+		// the same size with hash id 1 (XXH3-128), that of earlier files.
+		e := bloom.EstimateBlocked(n, p)
+		if sub == "blocked1" {
+			e.Hash = bloom.HashXXH3
+		}
+		f, err := bloom.NewBlockedFromParams(e)
 		if err != nil {
 			panic(err)
 		}
@@ -73,7 +79,8 @@ func one(what string, lookups int) {
 			f.AddString(k)
 		}
 		for range fill {
-			f.AddHash(bloom.KeyHash{Lo: next(), Hi: next()})
+			h := next()
+			f.AddHash(bloom.KeyHash{Lo: h, Hi: h}) // one word, as hash id 4 has; id 1 takes it as two equal halves
 		}
 		ready()
 		if kind == "many" {

@@ -746,11 +746,15 @@ func (db *DB) Following() bool { return db.following }
 
 // PrepareFor readies src, a keyspace a snapshot was read into, to become
 // db's contents (TakeOver): its scan order, memory count and allocation
-// checks (db's). It does not touch db, so db need not be locked.
+// checks (db's), and its entries marked as needed by db's next snapshot
+// (src's own snapshot, if one wrote it to a file, marked them as its
+// own). It does not touch db, so db need not be locked; no snapshot of
+// src may be running.
 func (src *DB) PrepareFor(db *DB) {
 	src.Reindex()
 	src.Recount()
 	src.keys.all(func(e *Entry) {
+		e.epoch = 0
 		db.attach(e) // reads only db.allowFn, made once by New
 	})
 }

@@ -21,7 +21,7 @@ import (
 // A key created with BF.RESERVE … LAYOUT blocked|classic or … WINDOW T holds
 // a nativeFilter: the bits of one bloom.Blocked or bloom.Filter, or of the
 // G+1 generations of a bloom.Window. The server keeps the bits in its own
-// arrays and probes them with bloom.Hash, bloom.LocateBlock and bloom.Locate,
+// arrays and probes them with Params.HashKey, bloom.LocateBlock and bloom.Locate,
 // so that a key sets exactly the bits the library's filter would — a key
 // pulled as a bloomkit file (SCANDUMP) reads back with bloom.Read as the same
 // filter, byte for byte — while the snapshot writer guards the arrays chunk
@@ -184,6 +184,7 @@ func estimate(typ uint8, capacity uint64, rate float64) bloom.Params {
 		p = bloom.EstimateBlocked(capacity, rate)
 	case format.TypeWindow:
 		p = bloom.EstimateBlocked(capacity, generation.Rate(rate))
+		p.Hash = bloom.HashXXH3 // a window's only hash id (EstimateBlocked gives a blocked filter's newest)
 	default:
 		return bloom.Params{}
 	}
@@ -312,7 +313,7 @@ type Probe struct {
 }
 
 func (n *NativeFilter) locate(key []byte, p *Probe) {
-	h := bloom.Hash(n.Params.Seed, key)
+	h := n.Params.HashKey(key) // the key's hash for the filter's hash id and seed
 	if n.Typ == format.TypeClassic {
 		p.bits = bloom.Locate(n.Params, h, p.bits[:0])
 		return
@@ -376,7 +377,7 @@ func (n *NativeFilter) Prefetch(now time.Time, items [][]byte) byte {
 	for len(items) > 0 {
 		k := min(len(items), len(pos))
 		for i, item := range items[:k] {
-			h := bloom.Hash(n.Params.Seed, item)
+			h := n.Params.HashKey(item)
 			if n.Typ == format.TypeClassic {
 				// The first probe: the same for every hash id.
 				b, _ := bits.Mul64(h.Lo, n.Params.M)
