@@ -17,7 +17,7 @@
 // overestimate of at most εN with probability 1 − δ. Conservative update
 // (Sketch.Conservative) keeps the same bound and is usually much tighter.
 //
-// Sketches are written in the bloomkit file format (type 9, hash id 4):
+// Sketches are written in the bloomkit file format (type 9, hash id 5):
 // WriteTo and ReadFrom, with the standard encoders wrapping them. Readers
 // check both CRC-32C checksums and every field, and never allocate more
 // than the input holds.

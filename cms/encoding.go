@@ -10,7 +10,7 @@ import (
 )
 
 // The file is the bloomkit format of docs/format.md, type 9 (TypeCMS),
-// hash id 4 (HashMurmur2): the 80-byte header with m = width, n = depth and
+// hash id 5 (HashMurmur2): the 80-byte header with m = width, n = depth and
 // count = the sum of increments (k and p are 0); a payload of one
 // little-endian 64-bit word of flags (bit 0: Conservative), then the
 // width × depth counters, row after row, as little-endian 32-bit words,

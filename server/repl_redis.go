@@ -25,6 +25,10 @@ package server
 //     sync is a full one (the master's data is then read whole again):
 //     the replica never goes on silently different from its master.
 //
+// A Top-K's decays are random draws, RedisBloom's from rand(): a
+// TOPK.ADD of the stream that decays a bucket may choose otherwise here,
+// as it may on a Redis replica of the same master.
+//
 // A bloom serve replica of this server (a chain) gets the Redis stream as
 // it came; it asks for the Redis master's parameters with REPLCONF
 // bloomkit-filter-params, so its filters are the same.
@@ -36,6 +40,8 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/bloomkit/bloomkit/cms"
+	"github.com/bloomkit/bloomkit/topk"
 	"io"
 	"slices"
 	"sort"
@@ -293,12 +299,14 @@ func (s *Server) loadRedisSync(l *masterLink, br *bufio.Reader, replid string, m
 }
 
 // readRedisRDB reads an RDB stream into fresh: strings and the module
-// values of RedisBloom's Bloom and cuckoo filters; every other key
+// values of RedisBloom's Bloom and cuckoo filters, Count-Min Sketches and
+// Top-Ks; every other key
 // (another type, another module's, another database) is counted in
 // skipped by kind.
 func (s *Server) readRedisRDB(l *masterLink, src *bufio.Reader, fresh *keyspace.DB, skipped map[string]int) error {
 	opts := rdb.Options{MaxString: uint64(s.cfg.MaxBulk)}
 	rdb.AddRedisBloomDecoders(&opts, fresh.AllowFn())
+	rdb.AddSketchDecoders(&opts, fresh.AllowFn())
 	rd, err := rdb.NewReader(src, opts)
 	if err != nil {
 		return err
@@ -348,6 +356,11 @@ func (s *Server) readRedisRDB(l *masterLink, src *bufio.Reader, fresh *keyspace.
 				continue
 			}
 			ent.ExpireAt = exp
+			if t := ent.TopK(); t != nil {
+				// The decoder's allow counted its arrays; the keyspace
+				// counts all of a Top-K.
+				fresh.Resized(8*uint64(t.Width())*uint64(t.Depth())+24*uint64(t.K()), t.MemUsage())
+			}
 			fresh.Put(string(e.Key), ent)
 		}
 	}
@@ -360,6 +373,10 @@ func moduleEntry(v any) (*keyspace.Entry, bool) {
 		return &keyspace.Entry{Kind: keyspace.KindBloom, BF: f}, true
 	case *redisbloom.Cuckoo:
 		return &keyspace.Entry{Kind: keyspace.KindCuckoo, CF: f}, true
+	case *cms.Sketch:
+		return keyspace.NewCMS(f, 0), true
+	case *topk.TopK:
+		return keyspace.NewTopK(f, 0), true
 	}
 	return nil, false
 }
@@ -539,7 +556,7 @@ func unsupportedTypeCommand(name []byte) string {
 	if t, ok := unsupportedWrites[n]; ok {
 		return t
 	}
-	for _, p := range []string{"cms.", "topk.", "tdigest."} {
+	for _, p := range []string{"tdigest."} {
 		if strings.HasPrefix(n, p) {
 			return strings.TrimSuffix(p, ".")
 		}

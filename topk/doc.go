@@ -14,7 +14,7 @@
 // true k heaviest items (the tests require ≥ 90% recall for Zipf 1.1+) and
 // each reported count is within 10% of the truth for the top items.
 //
-// A TopK is written in the bloomkit file format (type 10, hash id 4):
+// A TopK is written in the bloomkit file format (type 10, hash id 5):
 // WriteTo and ReadFrom, with the standard encoders wrapping them. Readers
 // check both CRC-32C checksums and every field, and never allocate more
 // than the input holds.

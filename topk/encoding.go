@@ -11,7 +11,7 @@ import (
 )
 
 // The file is the bloomkit format of docs/format.md, type 10 (TypeTopK),
-// hash id 4 (HashMurmur2): the 80-byte header with m = width, k = depth,
+// hash id 5 (HashMurmur2): the 80-byte header with m = width, k = depth,
 // n = the k of the TopK, p = decay (seed and count 0); a payload of
 // little-endian 64-bit words — flags (0), the random generator's state,
 // one word per bucket (fingerprint in the low half, count in the high),
