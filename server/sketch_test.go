@@ -446,3 +446,56 @@ func TestSketchDumpRestore(t *testing.T) {
 		t.Fatalf("after RESTORE:\n%s\nbefore:\n%s", after, before)
 	}
 }
+
+// The memory accounting follows sketches through every kind of change —
+// create, writes that add Top-K items, merge, COPY, RESTORE, RENAME, DEL,
+// FLUSHALL — as a recount finds it; and a sketch that would not fit under
+// --maxmemory is refused with RedisBloom's error.
+func TestSketchMemoryAccounting(t *testing.T) {
+	s := startServer(t, Config{NoPersistence: true, MaxMemory: 4 << 20})
+	c := &Session{authed: true}
+	check := func(what string) {
+		t.Helper()
+		s.db.Lock()
+		defer s.db.Unlock()
+		used := s.db.Used()
+		s.db.Recount()
+		if s.db.Used() != used {
+			t.Errorf("after %s: accounted %d bytes, recount says %d", what, used, s.db.Used())
+		}
+	}
+	must := func(want string, args ...string) {
+		t.Helper()
+		if got := doArgs(s, c, args...); !strings.HasPrefix(got, want) {
+			t.Fatalf("%v: %.80q, want %q", args, got, want)
+		}
+	}
+	must("+OK", "CMS.INITBYDIM", "c", "1000", "10")
+	check("CMS.INITBYDIM")
+	must("+OK", "TOPK.RESERVE", "t", "50", "100", "5", "0.9")
+	check("TOPK.RESERVE")
+	for i := range 200 {
+		doArgs(s, c, "TOPK.ADD", "t", strings.Repeat("item", i%40)+strconv.Itoa(i))
+		doArgs(s, c, "CMS.INCRBY", "c", strconv.Itoa(i), "2")
+	}
+	check("TOPK.ADD")
+	must("+OK", "CMS.INITBYDIM", "m", "1000", "10")
+	must("+OK", "CMS.MERGE", "m", "2", "c", "c")
+	must(":1", "COPY", "t", "t2")
+	must(":1", "COPY", "c", "c2")
+	check("COPY")
+	for _, k := range []string{"t", "c"} {
+		dump := doArgs(s, c, "DUMP", k)
+		payload := dump[strings.Index(dump, "\r\n")+2 : len(dump)-2]
+		must("+OK", "RESTORE", k+"r", "0", payload)
+	}
+	check("RESTORE")
+	must("+OK", "RENAME", "t2", "t3")
+	must(":1", "DEL", "c2")
+	check("RENAME and DEL")
+	must("-CMS: Insufficient memory to create the key", "CMS.INITBYDIM", "huge", "1000000", "10")
+	must("-ERR Insufficient memory to create topk data structure", "TOPK.RESERVE", "huge", "10", "1000000", "10", "0.9")
+	check("refusals")
+	must("+OK", "FLUSHALL")
+	check("FLUSHALL")
+}

@@ -305,7 +305,7 @@ func (t *TopK) Clone() *TopK {
 func (t *TopK) MemUsage() uint64 {
 	n := 8*uint64(len(t.buckets)) + 32*uint64(len(t.heap)) + 2128
 	for _, s := range t.heap {
-		n += uint64(cap(s.item))
+		n += uint64(len(s.item))
 	}
 	return n
 }
