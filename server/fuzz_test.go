@@ -115,6 +115,8 @@ func FuzzSnapshot(f *testing.F) {
 		{"SET", "str", "value", "PX", "100000"},
 		{"BF.RESERVE", "nat", "0.01", "100", "LAYOUT", "blocked", "SEED", "7"}, {"BF.ADD", "nat", "a"},
 		{"BF.RESERVE", "win", "0.01", "100", "WINDOW", "4s", "GENERATIONS", "4", "SEED", "7"}, {"BF.ADD", "win", "a"},
+		{"CMS.INITBYDIM", "cms", "8", "2"}, {"CMS.INCRBY", "cms", "a", "3"},
+		{"TOPK.RESERVE", "topk", "2", "4", "2", "0.9"}, {"TOPK.ADD", "topk", "a", "b", "a"},
 	} {
 		args := make([][]byte, len(cmd))
 		for i, a := range cmd {
