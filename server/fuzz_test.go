@@ -28,6 +28,8 @@ func FuzzCommand(f *testing.F) {
 	f.Add([]byte("BF.RESERVE k 0.01 100 EXPANSION 3\r\nBF.MADD k a b c\r\nBF.SCANDUMP k 0\r\n"))
 	f.Add([]byte("CF.RESERVE c 8 BUCKETSIZE 1 EXPANSION 0\r\nCF.INSERT c ITEMS a b c d e f g h i\r\nCF.SCANDUMP c 1\r\n"))
 	f.Add([]byte("HELLO 3\r\nBF.INFO k\r\nCF.INFO c\r\nBF.INSERT k CAPACITY 5 NONSCALING ITEMS x y z\r\n"))
+	f.Add([]byte("CMS.INITBYDIM m 5 2\r\nCMS.INCRBY m a 4294967295 b 1\r\nCMS.INITBYDIM n 5 2\r\nCMS.MERGE n 2 m m WEIGHTS 1 -1\r\nCMS.QUERY n a b\r\nCMS.INFO n\r\n"))
+	f.Add([]byte("TOPK.RESERVE t 2 3 2 0.5\r\nTOPK.ADD t a b c a\r\nTOPK.INCRBY t d 100000 e 1\r\nTOPK.LIST t W\r\nTOPK.COUNT t a\r\nHELLO 3\r\nTOPK.INFO t\r\nTOPK.QUERY t a\r\n"))
 	// DUMP and RESTORE with payloads of each kind (the fuzzer mutates them).
 	bf, _ := redisbloom.NewBloom(20, 0.01, 2, false, nil)
 	bp, _ := rdb.DumpModule(rdb.BloomValue{Bloom: bf}, rdb.DumpVersion)
