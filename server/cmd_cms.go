@@ -50,14 +50,20 @@ func cmsMergeKeys(args [][]byte, visit func(int, acl.Perm)) {
 
 // cmsKey is the sketch at key, or the error RedisBloom's GetCMSKey gives.
 func (s *Server) cmsKey(key []byte) (*cms.Sketch, string) {
+	_, sk, msg := s.cmsEntry(key)
+	return sk, msg
+}
+
+// cmsEntry is cmsKey with the key's entry.
+func (s *Server) cmsEntry(key []byte) (*keyspace.Entry, *cms.Sketch, string) {
 	e := s.db.GetBytes(key)
 	if e == nil {
-		return nil, errCMSMissing
+		return nil, nil, errCMSMissing
 	}
 	if e.Kind != keyspace.KindCMS {
-		return nil, errWrongType
+		return nil, nil, errWrongType
 	}
-	return e.CMS(), ""
+	return e, e.CMS(), ""
 }
 
 // cmsDims is CMS.INITBYPROB's CMS_DimFromProb with C's conversions: a
@@ -137,7 +143,7 @@ func cmdCMSIncrBy(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error(wrongArity("cms.incrby"))
 		return
 	}
-	sk, msg := s.cmsKey(args[1])
+	e, sk, msg := s.cmsEntry(args[1])
 	if msg != "" {
 		r.Error(msg)
 		return
@@ -157,7 +163,15 @@ func cmdCMSIncrBy(s *Server, c *Session, args [][]byte, r *Reply) {
 		incr[i] = v
 	}
 	r.Array(n)
+	g := e.SketchGuard()
 	for i := range n {
+		if g != nil {
+			// A running snapshot first copies what it still needs.
+			view := keyspace.CounterBytes(sk)
+			for row := range sk.Depth() {
+				g.Write(view, int(4*sk.Index(args[2+2*i], row)), 4)
+			}
+		}
 		if est := sk.IncrBy(args[2+2*i], uint64(incr[i])); est != math.MaxUint32 {
 			r.Int(int64(est))
 		} else {
@@ -189,7 +203,7 @@ func cmdCMSMerge(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error(wrongArity("cms.merge"))
 		return
 	}
-	dest, msg := s.cmsKey(args[1])
+	de, dest, msg := s.cmsEntry(args[1])
 	if msg != "" {
 		r.Error(msg)
 		return
@@ -238,6 +252,10 @@ func cmdCMSMerge(s *Server, c *Session, args [][]byte, r *Reply) {
 			r.Error("CMS: width/depth is not equal")
 			return
 		}
+	}
+	if g := de.SketchGuard(); g != nil {
+		view := keyspace.CounterBytes(dest)
+		g.Write(view, 0, len(view))
 	}
 	if err := dest.Merge(srcs, weights); err != nil {
 		r.Error("CMS: MERGE overflow")

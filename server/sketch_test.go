@@ -499,3 +499,67 @@ func TestSketchMemoryAccounting(t *testing.T) {
 	must("+OK", "FLUSHALL")
 	check("FLUSHALL")
 }
+
+// A snapshot holds sketches exactly as they were when it started, while
+// clients go on incrementing and merging into a Count-Min Sketch the
+// writer is copying chunk by chunk (and writing to a Top-K).
+func TestSketchSnapshotIsPointInTime(t *testing.T) {
+	s := startServer(t, Config{NoPersistence: true})
+	c := &Session{authed: true}
+	must := func(want string, args ...string) {
+		t.Helper()
+		if got := doArgs(s, c, args...); !strings.HasPrefix(got, want) {
+			t.Fatalf("%v: %.80q, want %q", args, got, want)
+		}
+	}
+	must("+OK", "CMS.INITBYDIM", "big", "250000", "4") // 4 MB: many chunks
+	must("+OK", "CMS.INITBYDIM", "src", "250000", "4")
+	must("+OK", "TOPK.RESERVE", "tk", "5", "50", "3", "0.9")
+	for i := range 20000 {
+		doArgs(s, c, "CMS.INCRBY", "big", fmt.Sprint("a", i), "1")
+		doArgs(s, c, "CMS.INCRBY", "src", fmt.Sprint("s", i), "2")
+		doArgs(s, c, "TOPK.ADD", "tk", fmt.Sprint("t", i%37))
+	}
+	answers := func(s *Server) map[string]string {
+		out := map[string]string{}
+		c := &Session{authed: true}
+		for _, k := range []string{"big", "src"} {
+			args := []string{"CMS.QUERY", k}
+			for i := range 300 {
+				args = append(args, fmt.Sprint("a", i*61), fmt.Sprint("s", i*67), fmt.Sprint("b", i*71))
+			}
+			out[k] = doArgs(s, c, args...) + doArgs(s, c, "CMS.INFO", k)
+			dump := doArgs(s, c, "DUMP", k) // every counter
+			out[k+" dump"] = dump
+		}
+		out["tk"] = doArgs(s, c, "TOPK.LIST", "tk", "WITHCOUNT") + doArgs(s, c, "DUMP", "tk")
+		return out
+	}
+	want := answers(s)
+	rs := startSnapshot(s)
+	rs.read(t, 300<<10)
+	// The writer is inside the first sketch now: change both, ahead of
+	// and behind it.
+	for i := range 20000 {
+		doArgs(s, c, "CMS.INCRBY", "big", fmt.Sprint("b", i), "3")
+		doArgs(s, c, "CMS.INCRBY", "src", fmt.Sprint("a", i), "1")
+		doArgs(s, c, "TOPK.ADD", "tk", fmt.Sprint("u", i%41))
+	}
+	must("+OK", "CMS.MERGE", "src", "2", "src", "big")
+	rs.read(t, 1<<20)
+	must("+OK", "CMS.MERGE", "big", "1", "src", "WEIGHTS", "2")
+	data := rs.finish(t)
+	if rs.snap.Copied.Load() == 0 {
+		t.Error("no chunk was copied on write: the test did not race the writer")
+	}
+	s2 := startServer(t, Config{NoPersistence: true})
+	if _, n, err := loadSnapshot(s2, data); err != nil || n != 3 {
+		t.Fatalf("reading the snapshot: %d keys, %v", n, err)
+	}
+	got := answers(s2)
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s differs from its state when the snapshot started", k)
+		}
+	}
+}

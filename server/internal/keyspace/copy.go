@@ -37,7 +37,7 @@ func (db *DB) Copy(src, dst string, replace bool) (copied, fits bool, err error)
 		return false, false, nil
 	}
 	if e.Kind == KindCMS || e.Kind == KindTopK {
-		c := &Entry{Kind: e.Kind, ExpireAt: e.ExpireAt, val: e.val.clone()}
+		c := &Entry{Kind: e.Kind, ExpireAt: e.ExpireAt, val: e.val.clone()} // without the guard
 		db.used += n
 		db.Put(dst, c)
 		return true, true, nil

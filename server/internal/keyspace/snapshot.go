@@ -212,7 +212,7 @@ func (snap *Snapshot) freeze(e *Entry) *image {
 	case KindString:
 		im.header = e.StrBytes() // immutable: a write replaces the entry
 	case KindCMS, KindTopK:
-		im.header = e.sketchImage()
+		e.sketchImage(im)
 	case KindNative:
 		im.header = e.NF.snapshotHeader()
 		im.arrays, _ = e.NF.Ordered()
@@ -235,6 +235,8 @@ func (snap *Snapshot) done(e *Entry) {
 		e.CF.Guard = nil
 	case KindNative:
 		e.NF.Guard = nil
+	case KindCMS:
+		e.val.guard = nil
 	}
 	copies, released := im.copies, im.released
 	im.copies, im.released = nil, nil
@@ -549,7 +551,7 @@ func (db *DB) ReadSnapshot(f aof.ReadFile, path string) (uint64, int, error) {
 		case KindString:
 			e.val = &value{str: string(hdr)}
 		case KindCMS, KindTopK:
-			e.val, err = loadSketch(kind, hdr)
+			e.val, arrays, err = loadSketch(kind, hdr, fits)
 		case KindNative:
 			e.NF, err = loadSnapshotHeader(hdr, fits)
 			if err == nil {
