@@ -42,7 +42,7 @@ func mustDo(t *testing.T, rc *rawConn, want string, args ...string) {
 // authentication; the others are refused with Redis's NOPERM text. New
 // commands are covered as they join the table.
 func TestACLEveryCommand(t *testing.T) {
-	s := startServer(t, Config{NoPersistence: true})
+	s := startServer(t, Config{NoPersistence: true, EnableDebugCommand: "yes"})
 	admin := dialRaw(t, s.Addr())
 	mustDo(t, admin, "+OK", "ACL", "SETUSER", "reader", "on", ">pw", "~*", "&*", "+@read", "+@connection")
 	ctx := context.Background()

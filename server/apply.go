@@ -100,6 +100,9 @@ func (s *Server) apply(src source, c *Session, cmd *command, args [][]byte, r *R
 				s.record(la)
 			}
 			c.woff = s.repl.offset()
+			if s.aof != nil {
+				c.logPos = s.aof.Appended()
+			}
 		}
 	}
 	if src == srcClient || src == srcExec {

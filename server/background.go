@@ -27,6 +27,7 @@ func (s *Server) background() {
 		// Memory recount: a pass at most every 10 s, in steps of about
 		// a millisecond of lock per tick.
 		s.db.Lock()
+		s.db.SetClock(s.db.Now()) // OBJECT IDLETIME's clock
 		if s.db.Recounting() || ticks%100 == 0 {
 			s.db.RecountStep(time.Millisecond)
 		}

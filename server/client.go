@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"sync/atomic"
 
 	"github.com/bloomkit/bloomkit/server/internal/resp"
 )
@@ -71,6 +72,10 @@ const flushAt = 64 << 10
 // run runs the complete requests in the buffer, until a loopStep says the
 // connection must do something else first.
 func (c *client) run() loopStep {
+	// Published before (what was read: CLIENT LIST's qbuf counts the
+	// requests still to run, its own included, as Redis's) and after.
+	c.publishMem()
+	defer c.publishMem()
 	s, sess := c.s, c.sess
 	if sess.wait != nil {
 		return stepHeld
@@ -121,6 +126,34 @@ func (c *client) run() loopStep {
 			c.closeAfter = true // QUIT: its reply goes out, nothing after it runs
 			return stepClose
 		}
+	}
+}
+
+// sessionMem is a connection's buffers as CLIENT LIST reports them:
+// published by its request loop after each run of requests and each
+// write, read by any session (atomics).
+type sessionMem struct {
+	qbuf, qbufFree, rbs atomic.Int64 // the request buffer: unread, room after it, its size
+	omem, outCap        atomic.Int64 // replies not yet written; the reply buffer's size
+	multi               atomic.Int64 // the MULTI queue's bytes
+}
+
+// publishMem publishes the connection's buffer sizes (sessionMem). A
+// value that did not change is not stored again (a load is a plain read;
+// a store, a locked instruction).
+func (c *client) publishMem() {
+	m := &c.sess.mem
+	unread, free, size := c.rd.Sizes()
+	publish(&m.qbuf, int64(unread))
+	publish(&m.qbufFree, int64(free))
+	publish(&m.rbs, int64(size))
+	publish(&m.omem, int64(len(c.sess.reply.w.Pending())-c.wpos))
+	publish(&m.outCap, int64(c.sess.reply.w.Cap()))
+}
+
+func publish(a *atomic.Int64, v int64) {
+	if a.Load() != v {
+		a.Store(v)
 	}
 }
 
@@ -206,6 +239,7 @@ func (c *client) output() []byte {
 // wrote records that n more bytes of the output were written; true when
 // all of it is.
 func (c *client) wrote(n int) bool {
+	defer c.publishMem()
 	c.wpos += n
 	if c.wpos < c.checked {
 		return false

@@ -333,6 +333,11 @@ func cmdShutdown(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error("ERR syntax error")
 		return
 	}
+	if s.loadingNow() {
+		// As Redis: a server that is loading never saves (the keyspace
+		// is partial; the files on disk are the data).
+		nosave = true
+	}
 	if !nosave && !s.cfg.NoPersistence {
 		if err := s.Save(); err != nil && !force {
 			s.log.Error("SHUTDOWN: the snapshot failed; not shutting down", "err", err)
@@ -340,8 +345,8 @@ func cmdShutdown(s *Server, c *Session, args [][]byte, r *Reply) {
 			return
 		}
 	}
-	if s.aof != nil {
-		if err := s.aof.Sync(); err != nil && !force {
+	if lg := s.appendLog(); lg != nil {
+		if err := lg.Sync(); err != nil && !force {
 			s.log.Error("SHUTDOWN: the append-only log could not be fsynced; not shutting down", "err", err)
 			r.Error("ERR Errors trying to SHUTDOWN. Check logs.")
 			return

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/bloomkit/bloomkit/server/internal/acl"
 	"github.com/bloomkit/bloomkit/server/internal/resp"
@@ -23,6 +24,10 @@ func validClientName(b []byte) bool {
 }
 
 func cmdClient(s *Server, c *Session, args [][]byte, r *Reply) {
+	c.argvMem = 0 // CLIENT LIST's argv-mem: this command's arguments
+	for _, a := range args {
+		c.argvMem += int64(len(a))
+	}
 	sub := strings.ToLower(string(args[1]))
 	switch sub {
 	case "setname":
@@ -386,11 +391,30 @@ func (s *Server) clientLine(me, c *Session) string {
 	b.WriteString(" fd=" + itoa(c.fd.Load()) + " name=" + c.Name)
 	b.WriteString(" age=" + itoa(age) + " idle=" + itoa(max(idle, 0)))
 	b.WriteString(" flags=" + flags + " db=0 sub=" + itoa(nsub) + " psub=" + itoa(npsub) + " ssub=0 multi=" + multi)
-	b.WriteString(" qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0")
+	// The buffers as the client's request loop last published them (at
+	// its last read and write; sessionMem); argv-mem is the command
+	// running, which is only the caller's own at this point.
+	m := &c.mem
+	var argv int64
+	if c == me {
+		argv = me.argvMem
+	}
+	// rbs and rbp are Redis's reply buffer (its size, and what it holds
+	// here); omem the replies not yet written, which the output limits
+	// count; tot-mem all of it with the request buffer and the session.
+	qbuf, qfree, qsize := m.qbuf.Load(), m.qbufFree.Load(), m.rbs.Load()
+	omem, outCap, multiMem := m.omem.Load(), m.outCap.Load(), m.multi.Load()
+	tot := sessionOverhead + qsize + outCap + multiMem + argv
+	b.WriteString(" qbuf=" + itoa(qbuf) + " qbuf-free=" + itoa(qfree) + " argv-mem=" + itoa(argv) + " multi-mem=" + itoa(multiMem))
+	b.WriteString(" rbs=" + itoa(outCap) + " rbp=" + itoa(omem) + " obl=0 oll=0 omem=" + itoa(omem) + " tot-mem=" + itoa(tot))
 	b.WriteString(" events=r cmd=" + cmd + " user=" + sessionUser(c) + " redir=-1 resp=" + resp)
 	b.WriteString(" lib-name=" + c.LibName + " lib-ver=" + c.LibVer)
 	return b.String()
 }
+
+// sessionOverhead is what a connection costs besides its buffers (CLIENT
+// LIST tot-mem): its Session and request loop state.
+const sessionOverhead = int64(unsafe.Sizeof(Session{}) + unsafe.Sizeof(client{}))
 
 // sessionUser is the name of the user c runs as.
 func sessionUser(c *Session) string {

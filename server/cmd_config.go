@@ -230,6 +230,19 @@ var settingList = []setting{
 		return s.cfg.Supervised
 	}},
 	{name: "daemonize", def: "no", get: func(s *Server) string { return "no" }},
+	{name: "enable-debug-command", def: "no", get: func(s *Server) string {
+		if s.cfg.EnableDebugCommand == "" {
+			return "no"
+		}
+		return s.cfg.EnableDebugCommand
+	}, file: func(c *Config, v string) error {
+		switch v = strings.ToLower(v); v {
+		case "yes", "no", "local":
+			c.EnableDebugCommand = v
+			return nil
+		}
+		return errConfigValue("argument(s) must be one of the following: no, yes, local")
+	}},
 	{name: "tcp-keepalive", def: "300", get: func(s *Server) string { return itoa(max(int64(s.cfg.TCPKeepAlive/time.Second), 0)) }, file: func(c *Config, v string) error {
 		d, err := parseSeconds(v, 0)
 		if d == 0 {

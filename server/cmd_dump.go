@@ -67,8 +67,9 @@ func cmdDump(s *Server, c *Session, args [][]byte, r *Reply) {
 
 // RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]
 //
-// bloom serve keeps no LRU or LFU data: IDLETIME and FREQ are checked as
-// Redis checks them and have no further effect. What RESTORE did is
+// IDLETIME and FREQ are checked as Redis checks them and have no further
+// effect: bloom serve keeps no LFU data, and a restored key's idle time
+// (OBJECT IDLETIME) starts at 0. What RESTORE did is
 // logged: RESTORE with the absolute expiry (ABSTTL) and the payload in
 // RDB version rdb.DumpVersion, or a DEL when REPLACE removed a key and
 // the restored one had expired already, or nothing.

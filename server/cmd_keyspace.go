@@ -92,7 +92,7 @@ func cmdRandomKey(s *Server, c *Session, args [][]byte, r *Reply) {
 func cmdExists(s *Server, c *Session, args [][]byte, r *Reply) {
 	n := int64(0)
 	for _, k := range args[1:] {
-		if s.db.Get(string(k)) != nil {
+		if s.db.GetNoTouch(string(k)) != nil {
 			n++
 		}
 	}
@@ -100,7 +100,7 @@ func cmdExists(s *Server, c *Session, args [][]byte, r *Reply) {
 }
 
 func cmdType(s *Server, c *Session, args [][]byte, r *Reply) {
-	e := s.db.Get(string(args[1]))
+	e := s.db.GetNoTouch(string(args[1]))
 	if e == nil {
 		r.Simple("none")
 		return
@@ -287,7 +287,7 @@ func cmdExpire(s *Server, c *Session, args [][]byte, r *Reply) {
 }
 
 func cmdTTL(s *Server, c *Session, args [][]byte, r *Reply) {
-	e := s.db.Get(string(args[1]))
+	e := s.db.GetNoTouch(string(args[1]))
 	switch {
 	case e == nil:
 		r.Int(-2)

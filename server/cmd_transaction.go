@@ -43,6 +43,7 @@ func (s *Server) endMulti(c *Session) {
 	c.txnLen.Store(0)
 	s.queuedBytes.Add(-c.multiBytes)
 	c.multiBytes, c.multiLog = 0, 0
+	c.mem.multi.Store(0)
 }
 
 // queuedOverhead approximates the memory of a queued command beyond its
@@ -77,6 +78,7 @@ func (s *Server) queueRoom(c *Session, cmd *command, args [][]byte) string {
 		}
 	}
 	c.multiBytes += size
+	c.mem.multi.Store(c.multiBytes)
 	c.multiLog = logSize
 	s.queuedBytes.Add(size)
 	return ""
@@ -154,6 +156,9 @@ func (s *Server) exec(c *Session, r *Reply) {
 				c.pendingWrite = true
 			}
 			c.woff = s.repl.offset()
+			if s.aof != nil {
+				c.logPos = s.aof.Appended()
+			}
 		}
 		if s.aof != nil {
 			c.pendingSync = s.aof.Appended()

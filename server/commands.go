@@ -33,6 +33,11 @@ type command struct {
 	hasSubcommands bool
 	fast           bool // flag "fast": LATENCY records it as a fast-command
 	admin          bool // flag "admin": MONITOR does not show it
+	// loading: flag "loading", it runs while the data is loaded (others
+	// are answered -LOADING); noAsyncLoading: flag "no_async_loading",
+	// refused while a replica loads its master's data (loading.go).
+	loading        bool
+	noAsyncLoading bool
 	fn             handlerFunc
 	// keys names a request's key arguments when first, last and step
 	// cannot (a subcommand's key, an option that changes the access):
@@ -176,6 +181,8 @@ func init() {
 		{name: "bf.debug", arity: 2, flags: []string{"readonly", "module", "fast"}, first: 1, last: 1, step: 1, fn: cmdBFDebug},
 		{name: "cf.debug", arity: 2, flags: []string{"readonly", "module", "fast"}, first: 1, last: 1, step: 1, fn: cmdCFDebug},
 		{name: "memory", arity: -2, flags: []string{"readonly"}, unlocked: true, hasSubcommands: true, keys: memoryKeys, fn: cmdMemory},
+		{name: "object", arity: -2, hasSubcommands: true, keys: objectKeys, fn: cmdObject},
+		{name: "debug", arity: -2, flags: []string{"admin", "noscript", "loading", "stale"}, unlocked: true, fn: cmdDebug},
 		// Persistence.
 		{name: "save", arity: 1, flags: []string{"admin", "noscript", "no_async_loading", "no_multi"}, noMulti: true, unlocked: true, fn: cmdSave},
 		{name: "bgsave", arity: -1, flags: []string{"admin", "noscript", "no_async_loading", "no_multi"}, noMulti: true, unlocked: true, fn: cmdBGSave},
@@ -197,6 +204,8 @@ func init() {
 		{name: "slaveof", arity: 3, flags: []string{"admin", "noscript", "stale", "no_async_loading"}, unlocked: true, fn: cmdReplicaOf},
 		{name: "role", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"}, unlocked: true, fn: cmdRole},
 		{name: "wait", arity: 3, flags: []string{"noscript"}, unlocked: true, fn: cmdWait},
+		{name: "failover", arity: -1, flags: []string{"admin", "noscript", "stale"}, unlocked: true, fn: cmdFailover},
+		{name: "waitaof", arity: 4, flags: []string{"noscript"}, unlocked: true, fn: cmdWaitAOF},
 		{name: "replconf", arity: -1, flags: []string{"admin", "noscript", "loading", "stale", "allow_busy"}, unlocked: true, fn: cmdReplConf},
 		{name: "sync", arity: 1, flags: []string{"admin", "noscript", "no_async_loading", "no_multi"}, unlocked: true, noMulti: true, fn: cmdSync},
 		{name: "psync", arity: -3, flags: []string{"admin", "noscript", "no_async_loading", "no_multi"}, unlocked: true, noMulti: true, fn: cmdSync},
@@ -220,6 +229,8 @@ func init() {
 		for _, f := range c.flags {
 			c.fast = c.fast || f == "fast"
 			c.admin = c.admin || f == "admin"
+			c.loading = c.loading || f == "loading"
+			c.noAsyncLoading = c.noAsyncLoading || f == "no_async_loading"
 		}
 		commandTable[c.name] = c
 	}

@@ -58,6 +58,19 @@ type Config struct {
 	Dir string
 	// NoPersistence keeps everything in memory only.
 	NoPersistence bool
+	// LoadWhileServing makes New only check and lock the data directory
+	// and leaves loading it to Serve, which accepts clients at once, as
+	// redis-server does: until the snapshot and logs are in memory,
+	// commands Redis refuses while loading are answered -LOADING, INFO
+	// reports loading:1 and its progress, /readyz answers 503, and Loaded
+	// is not yet closed. A load that fails ends Serve with the error New
+	// would have returned; Close or Shutdown during the load stop it and
+	// save nothing. Without it New loads the data before it returns.
+	LoadWhileServing bool
+	// EnableDebugCommand is Redis's enable-debug-command: "yes", "local"
+	// (clients on the loopback interface or a Unix socket) or "no" (the
+	// default, ""): who may run DEBUG.
+	EnableDebugCommand string
 	// NoAppendLog is Redis's "appendonly no": writes are not logged, but
 	// snapshots are still written (SAVE, BGSAVE, shutdown, and the save
 	// points: after 3600 s with 1 change, 300 s with 100, 60 s with 10,000,

@@ -135,7 +135,7 @@ func init() {
 	ignore("the server's timers have fixed rates", "hz", "dynamic-hz")
 	ignore("filters are never evicted (noeviction)", "maxmemory-samples", "maxmemory-eviction-tenacity", "lfu-log-factor", "lfu-decay-time")
 	ignore("no Lua scripts, modules or functions", "lua-time-limit", "busy-reply-threshold", "loadmodule", "enable-module-command",
-		"enable-debug-command", "enable-protected-configs")
+		"enable-protected-configs")
 	ignore("no cluster mode", "cluster-enabled", "cluster-config-file", "cluster-node-timeout", "cluster-port",
 		"cluster-allow-pubsubshard-when-down", "cluster-allow-reads-when-down", "cluster-allow-replica-migration",
 		"cluster-announce-bus-port", "cluster-announce-hostname", "cluster-announce-human-nodename",

@@ -280,7 +280,9 @@ func TestRestoreLoggedAsDone(t *testing.T) {
 	mc, rcn := dialRaw(t, m.Addr()), dialRaw(t, r.Addr())
 	mc.do("BF.ADD", "bf", "x")
 	p := string(rdb.DumpString([]byte("v"), rdb.DumpVersion))
+	m.db.Lock() // a replica's full sync may be reading the filter
 	b, err := rdb.DumpModule(rdb.BloomValue{Bloom: m.db.Lookup("bf").BF}, rdb.DumpVersion)
+	m.db.Unlock()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,8 +70,8 @@ func (s *Server) memBreakdown(ms *runtime.MemStats, rss uint64) memBreakdown {
 	if b := s.repl.backlog.Load(); b != nil {
 		m.backlog = uint64(b.End() - b.First())
 	}
-	if s.aof != nil {
-		m.aofBuf = uint64(s.aof.Unsynced())
+	if lg := s.appendLog(); lg != nil {
+		m.aofBuf = uint64(lg.Unsynced())
 	}
 	return m
 }

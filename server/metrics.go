@@ -149,6 +149,10 @@ func (m *metrics) handler(s *Server) http.Handler {
 			http.Error(w, "shutting down", http.StatusServiceUnavailable)
 			return
 		}
+		if s.loadingNow() {
+			http.Error(w, "loading", http.StatusServiceUnavailable)
+			return
+		}
 		if msg := s.misconf(); msg != "" {
 			// Reads are served, writes refused: not healthy.
 			http.Error(w, msg, http.StatusServiceUnavailable)
@@ -291,11 +295,14 @@ func (s *Server) liveProblem() string {
 }
 
 // readyProblem says why the server should not get traffic ("" when it
-// should): shutting down, writes refused, or a replica's link down.
-// The data is loaded before the HTTP listener serves at all.
+// should): shutting down, the data still loading, writes refused, or a
+// replica's link down.
 func (s *Server) readyProblem() string {
 	if s.closed.Load() {
 		return "shutting down"
+	}
+	if s.loadingNow() {
+		return "loading"
 	}
 	if msg := s.misconf(); msg != "" {
 		return msg

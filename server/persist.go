@@ -63,8 +63,18 @@ type persistState struct {
 	loadedKeys   atomic.Int64
 }
 
-// load reads the newest snapshot and replays the logs after it (New calls it).
+// load reads the newest snapshot and replays the logs after it (New
+// calls it; with LoadWhileServing New calls openDataDir and Serve
+// loadData).
 func (s *Server) load() error {
+	if err := s.openDataDir(); err != nil {
+		return err
+	}
+	return s.loadData(nil)
+}
+
+// openDataDir locks the data directory and makes it s.dir.
+func (s *Server) openDataDir() error {
 	d := s.cfg.dataDir
 	if d == nil {
 		// One server per directory, for the process's life: a second one
@@ -81,6 +91,30 @@ func (s *Server) load() error {
 		d = od
 	}
 	s.dir = d
+	return nil
+}
+
+// loadData loads the newest snapshot of s.dir and replays the logs after
+// it, then opens the log to append to. It holds saveMu throughout (no
+// snapshot of a partial keyspace can be taken) and the keyspace lock only
+// for each step: the snapshot is read into a keyspace of its own and
+// swapped in, each logged record is applied on its own, and the log is
+// published last, under the keyspace lock, before the loading state is
+// cleared (see loading.go). A closed stop ends it with errLoadStopped
+// between two steps.
+func (s *Server) loadData(stop <-chan struct{}) (err error) {
+	p := &s.persist
+	p.saveMu.Lock()
+	defer p.saveMu.Unlock()
+	stopped := func() bool {
+		select {
+		case <-stop:
+			return true
+		default:
+			return false
+		}
+	}
+	d := s.dir
 	chain, err := aof.OpenChain(d, s.log)
 	if err != nil {
 		return err
@@ -92,29 +126,67 @@ func (s *Server) load() error {
 			return err
 		}
 	}
-
-	// Exact replay: no limit that can change between runs applies.
-	s.db.BeginLoad()
-	defer s.db.EndLoad()
+	var snap aof.ReadFile
+	total := chain.LogBytes()
 	if snapGen := chain.Snapshot; snapGen > 0 {
-		f, err := d.Open(SnapshotName(snapGen))
-		if err != nil {
+		if snap, err = d.Open(SnapshotName(snapGen)); err != nil {
 			return fmt.Errorf("server: open snapshot: %w", err)
 		}
-		gen, n, err := s.db.ReadSnapshot(f, d.Path(SnapshotName(snapGen)))
-		f.Close()
+		defer snap.Close()
+		total += snap.Size()
+	}
+	s.loading.total.Store(total)
+	progress := &s.loading.loaded
+
+	// Exact replay: no limit that can change between runs applies.
+	s.db.Lock()
+	s.db.BeginLoad()
+	s.db.Unlock()
+	defer func() {
 		if err != nil {
+			s.db.Lock()
+			s.db.EndLoad()
+			s.db.Unlock()
+		}
+	}()
+	if snapGen := chain.Snapshot; snapGen > 0 {
+		fresh := keyspace.New(0, s.cfg.Now)
+		gen, n, err := fresh.ReadSnapshot(&progressFile{ReadFile: snap, n: progress, stop: stop}, d.Path(SnapshotName(snapGen)))
+		if err != nil {
+			if stopped() {
+				return errLoadStopped
+			}
 			return fmt.Errorf("server: %w", err)
 		}
 		if gen != snapGen {
 			return fmt.Errorf("server: snapshot %s says it is generation %d (a restored backup must be named %s): %w", d.Path(SnapshotName(snapGen)), gen, SnapshotName(gen), ErrCorrupt)
 		}
-		s.persist.loadedKeys.Store(int64(n))
+		fresh.PrepareFor(s.db)
+		s.db.Lock()
+		s.db.TakeOver(fresh)
+		s.db.Unlock()
+		p.loadedKeys.Store(int64(n))
 		s.log.Info("snapshot loaded", "file", d.Path(SnapshotName(snapGen)), "keys", n)
 	}
 	sess := &Session{authed: true}
 	var reply Reply
+	// Progress: the snapshot's bytes, the logs before this one, the
+	// offset in this one.
+	logStart := map[string]int64{}
+	at := progress.Load()
+	for i, g := range chain.Logs {
+		logStart[d.Path(LogName(g))] = at
+		at += chain.LogSize(i)
+	}
+	curName, curStart := "", int64(0)
 	replayed, err := chain.Replay(func(name string, off int64, cmds [][][]byte) error {
+		if stopped() {
+			return errLoadStopped
+		}
+		if name != curName {
+			curName, curStart = name, logStart[name]
+		}
+		progress.Store(curStart + off)
 		for _, args := range cmds {
 			if err := s.replayCommand(sess, args, &reply); err != nil {
 				return fmt.Errorf("server: replaying %s at offset %d: %s: %w; refusing to start with a database that differs from the acknowledged one", name, off, strings.ToUpper(string(args[0])), err)
@@ -123,25 +195,42 @@ func (s *Server) load() error {
 		return nil
 	})
 	if err != nil {
+		if errors.Is(err, errLoadStopped) {
+			return errLoadStopped
+		}
 		return err
 	}
 	if replayed > 0 {
 		s.log.Info("append-only log replayed", "records", replayed, "logs", len(chain.Logs))
 	}
 	policy, _ := aof.ParsePolicy(s.appendFsync())
-	if s.aof, err = chain.OpenLog(policy, s.doubt.add); err != nil {
+	lg, err := chain.OpenLog(policy, s.doubt.add)
+	if err != nil {
 		return err
 	}
-	s.aof.SetLatencyHook(s.latency.add)
-	s.persist.nextGen = chain.Next()
-	s.persist.gen.Store(chain.Snapshot)
-	s.loadReplMark(chain.Snapshot)
+	lg.SetLatencyHook(s.latency.add)
+	progress.Store(total)
+	// Published under the keyspace lock: every command reads s.aof under
+	// it, and CONFIG SET appendfsync (under it too) either ran before, so
+	// the policy read here is its value, or runs after and sees the log.
+	s.db.Lock()
+	s.db.EndLoad()
 	s.db.Loaded()
+	if pol, ok := aof.ParsePolicy(s.appendFsync()); ok && pol != policy {
+		lg.SetPolicy(pol)
+	}
+	s.aof = lg
+	p.nextGen = chain.Next()
+	p.gen.Store(chain.Snapshot)
+	keys := s.db.Len()
+	s.db.Unlock()
+	s.loadReplMark(chain.Snapshot)
 	if s.cfg.dataDir == nil {
-		s.warnForeign(s.cfg.Dir, s.db.Len())
+		s.warnForeign(s.cfg.Dir, keys)
 	}
 	// Files of generations before the snapshot are superseded.
 	chain.RemoveSuperseded()
+	s.loading.phase.CompareAndSwap(loadingData, notLoading)
 	return nil
 }
 
@@ -304,7 +393,7 @@ func (s *Server) rewrites(why string) {
 
 // logStatus is aof_last_write_status.
 func (s *Server) logStatus() string {
-	if s.aof != nil && s.aof.Failure() != nil {
+	if lg := s.appendLog(); lg != nil && lg.Failure() != nil {
 		return "err"
 	}
 	return "ok"
@@ -319,18 +408,20 @@ func (s *Server) lastSaveStatus() string {
 }
 
 func (s *Server) aofSize() int64 {
-	if s.aof == nil {
+	lg := s.appendLog()
+	if lg == nil {
 		return 0
 	}
-	return s.aof.Size()
+	return lg.Size()
 }
 
 // misconf is the error writes get while the log is failed, or "".
 func (s *Server) misconf() string {
-	if s.aof == nil {
+	lg := s.appendLog()
+	if lg == nil {
 		return ""
 	}
-	if err := s.aof.Failure(); err != nil {
+	if err := lg.Failure(); err != nil {
 		return "MISCONF Errors writing to the AOF file: " + errText(err)
 	}
 	return ""
@@ -369,61 +460,63 @@ func (s *Server) persistenceInfo() []string {
 		keysTotal = int64(snap.Count)
 	}
 	status := s.lastSaveStatus()
-	lines := []string{
-		"loading:0",
-		"async_loading:0",
-		"current_cow_peak:" + itoa(cow),
-		"current_cow_size:" + itoa(cow),
+	lg := s.appendLog()
+	loadFlags, loadProgress := s.loadingInfo()
+	lines := append(loadFlags,
+		"current_cow_peak:"+itoa(cow),
+		"current_cow_size:"+itoa(cow),
 		"current_cow_size_age:0",
 		"current_fork_perc:0.00",
-		"current_save_keys_processed:" + itoa(keysDone),
-		"current_save_keys_total:" + itoa(keysTotal),
-		"rdb_changes_since_last_save:" + strconv.FormatUint(s.db.Dirty()-p.dirtyAtSave.Load(), 10),
-		"rdb_bgsave_in_progress:" + b01(inProgress),
-		"rdb_last_save_time:" + itoa(p.lastSave.Load()),
-		"rdb_last_bgsave_status:" + status,
-		"rdb_last_bgsave_time_sec:" + itoa(p.lastDuration.Load()),
-		"rdb_current_bgsave_time_sec:" + itoa(cur),
-		"rdb_saves:" + itoa(p.saves.Load()),
-		"rdb_last_cow_size:" + itoa(p.lastCOW.Load()),
+		"current_save_keys_processed:"+itoa(keysDone),
+		"current_save_keys_total:"+itoa(keysTotal),
+		"rdb_changes_since_last_save:"+strconv.FormatUint(s.db.Dirty()-p.dirtyAtSave.Load(), 10),
+		"rdb_bgsave_in_progress:"+b01(inProgress),
+		"rdb_last_save_time:"+itoa(p.lastSave.Load()),
+		"rdb_last_bgsave_status:"+status,
+		"rdb_last_bgsave_time_sec:"+itoa(p.lastDuration.Load()),
+		"rdb_current_bgsave_time_sec:"+itoa(cur),
+		"rdb_saves:"+itoa(p.saves.Load()),
+		"rdb_last_cow_size:"+itoa(p.lastCOW.Load()),
 		"rdb_last_load_keys_expired:0",
-		"rdb_last_load_keys_loaded:" + itoa(p.loadedKeys.Load()),
-		"aof_enabled:" + b01(s.aof != nil),
-		"aof_rewrite_in_progress:" + b01(inProgress),
-		"aof_rewrite_scheduled:" + b01(p.scheduled.Load()),
-		"aof_last_rewrite_time_sec:" + itoa(p.lastDuration.Load()),
-		"aof_current_rewrite_time_sec:" + itoa(cur),
-		"aof_last_bgrewrite_status:" + status,
-		"aof_rewrites:" + itoa(p.saves.Load()),
-		"aof_rewrites_consecutive_failures:" + itoa(p.failures.Load()),
-		"aof_last_write_status:" + s.logStatus(),
-		"aof_last_cow_size:" + itoa(p.lastCOW.Load()),
+		"rdb_last_load_keys_loaded:"+itoa(p.loadedKeys.Load()),
+		"aof_enabled:"+b01(lg != nil || s.loadingNow()),
+		"aof_rewrite_in_progress:"+b01(inProgress),
+		"aof_rewrite_scheduled:"+b01(p.scheduled.Load()),
+		"aof_last_rewrite_time_sec:"+itoa(p.lastDuration.Load()),
+		"aof_current_rewrite_time_sec:"+itoa(cur),
+		"aof_last_bgrewrite_status:"+status,
+		"aof_rewrites:"+itoa(p.saves.Load()),
+		"aof_rewrites_consecutive_failures:"+itoa(p.failures.Load()),
+		"aof_last_write_status:"+s.logStatus(),
+		"aof_last_cow_size:"+itoa(p.lastCOW.Load()),
 		"module_fork_in_progress:0",
 		"module_fork_last_cow_size:0",
-	}
-	if s.aof != nil {
+	)
+	if lg != nil {
 		lines = append(lines,
 			"aof_current_size:"+itoa(s.aofSize()),
 			"aof_base_size:"+itoa(p.lastSnapSize.Load()),
 			"aof_pending_rewrite:"+b01(p.scheduled.Load()),
-			"aof_buffer_length:"+itoa(s.aof.Buffered()),
+			"aof_buffer_length:"+itoa(lg.Buffered()),
 			"aof_pending_bio_fsync:0",
 			"aof_delayed_fsync:0",
 			"aof_fsync:"+s.appendFsync(),
-			"aof_current_generation:"+strconv.FormatUint(s.aof.Generation(), 10),
+			"aof_current_generation:"+strconv.FormatUint(lg.Generation(), 10),
 			"aof_last_write_error:"+s.lastLogError(),
 		)
 	}
+	lines = append(lines, loadProgress...)
 	lines = append(lines, "dir:"+s.cfg.Dir)
 	return lines
 }
 
 // lastLogError is the log's failure, or "" when it is healthy.
 func (s *Server) lastLogError() string {
-	if s.aof == nil {
+	lg := s.appendLog()
+	if lg == nil {
 		return ""
 	}
-	if err := s.aof.Failure(); err != nil {
+	if err := lg.Failure(); err != nil {
 		return errText(err)
 	}
 	return ""

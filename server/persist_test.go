@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -241,12 +242,18 @@ func startBinary(t *testing.T, bin, dir, addr string, extra ...string) *exec.Cmd
 			t.Logf("server log:\n%s", logs.String())
 		}
 	})
+	// It accepts clients while it loads its data (answering LOADING):
+	// started means loaded.
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			c.Write([]byte("PING\r\n"))
+			line, _ := bufio.NewReader(c).ReadString('\n')
 			c.Close()
-			return cmd
+			if !strings.HasPrefix(line, "-LOADING") {
+				return cmd
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("server did not start: %s", logs.String())

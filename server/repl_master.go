@@ -48,6 +48,9 @@ type replica struct {
 	state   atomic.Int32
 	ackOff  atomic.Int64 // the offset the replica acknowledged (-1: none yet)
 	ackTime atomic.Int64 // unix seconds of the last ACK
+	// fackOff is the offset the replica acknowledged as fsynced in its
+	// append-only log (REPLCONF ACK off FACK off, Redis 7.2; WAITAOF).
+	fackOff atomic.Int64
 	once    sync.Once
 	done    chan struct{}
 	id      int64
@@ -149,6 +152,24 @@ func cmdSync(s *Server, c *Session, args [][]byte, r *Reply) {
 	if c.multi != nil || c.inExec {
 		r.Error("ERR Command not allowed inside a transaction")
 		return
+	}
+	if len(args) == 4 && strings.EqualFold(string(args[0]), "psync") && strings.EqualFold(string(args[3]), "failover") {
+		// FAILOVER: this server's master hands its role over; it is
+		// a master from now on, and the old one continues as its
+		// replica (failover.go).
+		unlock := s.lockDB(c)
+		s.repl.mu.Lock()
+		id := s.repl.replid
+		s.repl.mu.Unlock()
+		if !s.isReplica() || string(args[1]) != id {
+			unlock()
+			r.Error("ERR PSYNC FAILOVER replid must match my replid.")
+			return
+		}
+		s.becomeMaster()
+		unlock()
+		s.log.Info("MASTER MODE enabled (failover request)", "client", c.Addr)
+		args = args[:3]
 	}
 	if s.isReplica() {
 		l := s.currentLink()
@@ -535,6 +556,11 @@ func (s *Server) readAcks(rp *replica, rest []byte, timeout bool) {
 			if off, ok := resp.ParseInt(args[2]); ok {
 				rp.ackOff.Store(off)
 				rp.ackTime.Store(time.Now().Unix())
+				if len(args) >= 5 && strings.EqualFold(string(args[3]), "fack") {
+					if f, ok := resp.ParseInt(args[4]); ok {
+						rp.fackOff.Store(f)
+					}
+				}
 				s.wakeWaiters()
 			}
 		}

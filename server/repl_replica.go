@@ -39,6 +39,13 @@ const (
 
 // masterLink is a replica's link to its master.
 type masterLink struct {
+	// fack is the offset last acknowledged as fsynced, fackNext the
+	// offset that becomes it once the log is fsynced to pos (sendAck).
+	fack     atomic.Int64
+	fackNext atomic.Pointer[fackPoint]
+	// failover: PSYNC asks the master to take over (FAILOVER, sent by a
+	// master handing its role over; cleared once a sync succeeded).
+	failover   atomic.Bool
 	host, port string
 	stopc      chan struct{}
 	once       sync.Once
@@ -422,6 +429,9 @@ func (s *Server) syncWith(l *masterLink) error {
 	if id != "" {
 		psync = []string{"PSYNC", id, strconv.FormatInt(off+1, 10)}
 	}
+	if l.failover.Load() {
+		psync = append(psync, "FAILOVER")
+	}
 	if line, err = send(psync...); err != nil {
 		return err
 	}
@@ -460,6 +470,7 @@ func (s *Server) syncWith(l *masterLink) error {
 	default:
 		return fmt.Errorf("unexpected reply to PSYNC from master: %q", line)
 	}
+	l.failover.Store(false)
 	l.setErr("")
 	l.state.Store(linkConnected)
 	return s.applyStream(l, nc, br)
@@ -543,6 +554,9 @@ func (s *Server) loadFullSync(l *masterLink, br *bufio.Reader, replid string, mo
 	src := &countReader{r: io.LimitReader(br, size), n: &l.syncRead}
 	fresh := keyspace.New(0, s.cfg.Now)
 	if s.aof == nil {
+		// Loaded while the old data serves (async_loading, loading.go).
+		s.beginLoading(loadingAsync, size)
+		defer s.loading.phase.Store(notLoading)
 		if _, _, err := fresh.ReadSnapshot(&payloadFile{src, size}, "(sync payload from the master)"); err != nil {
 			if got := l.syncRead.Load(); got < size {
 				return fmt.Errorf("full sync: sync payload truncated (%d of %d bytes): %w", got, size, err)
@@ -604,6 +618,12 @@ func (s *Server) loadFullSync(l *masterLink, br *bufio.Reader, replid string, mo
 		undo()
 		return fmt.Errorf("full sync: %w", err)
 	}
+	// Loaded while the old data serves (async_loading, loading.go).
+	s.beginLoading(loadingAsync, size)
+	defer s.loading.phase.Store(notLoading)
+	if h := testHookAsyncLoad.Load(); h != nil {
+		(*h)()
+	}
 	_, _, err = fresh.ReadSnapshot(f, s.dir.Path(SnapshotName(gen)))
 	f.Close()
 	if err != nil {
@@ -615,6 +635,7 @@ func (s *Server) loadFullSync(l *masterLink, br *bufio.Reader, replid string, mo
 		undo()
 		return err
 	}
+	s.loading.phase.Store(notLoading) // the master's data serves
 	p.gen.Store(gen)
 	p.lastSave.Store(time.Now().Unix())
 	if names, err := s.dir.List(); err == nil {
@@ -661,6 +682,13 @@ func (s *Server) swapIn(l *masterLink, fresh *keyspace.DB, replid string, moff i
 // sync's payload into its data directory (tests stand it in for a master
 // that stalls).
 var testHookSyncPayload atomic.Pointer[func()]
+
+// fackPoint is a replication offset and the log position that holds it.
+type fackPoint struct{ off, pos int64 }
+
+// testHookAsyncLoad, if set, runs when a replica starts loading a full
+// sync's snapshot (tests hold the load there).
+var testHookAsyncLoad atomic.Pointer[func()]
 
 // countReader counts the bytes read through it.
 type countReader struct {
@@ -813,18 +841,38 @@ func copyArgs(args [][]byte) [][]byte {
 // once its log holds it (written to the system: a kill -9 of this
 // process loses none of it).
 func (s *Server) sendAck(l *masterLink, nc net.Conn) {
-	if s.aof != nil && s.aof.Commit(s.aof.Appended()) != nil {
+	// The offset and the log's position that holds it, at one point in
+	// time (the keyspace lock orders the log and the stream).
+	s.db.Lock()
+	off, pos := s.repl.offset(), int64(0)
+	if s.aof != nil {
+		pos = s.aof.Appended()
+	}
+	s.db.Unlock()
+	if s.aof != nil && s.aof.Commit(pos) != nil {
 		// Its log failed: an acknowledgement would tell the master (and
 		// WAIT) this server holds what its disk does not. It goes on
 		// applying the stream and acknowledges again once a snapshot
 		// has replaced the failed log.
 		return
 	}
-	off := s.repl.offset()
+	// FACK (Redis 7.2, WAITAOF): the offset this server's log holds
+	// fsynced; a pair not fsynced yet becomes it once the log is.
+	// Without a log (appendonly no) it stays 0, as Redis's.
+	if s.aof != nil && !s.cfg.NoAppendLog {
+		if synced := s.aof.Synced(); synced >= pos {
+			l.fack.Store(off)
+		} else {
+			if p := l.fackNext.Load(); p != nil && synced >= p.pos {
+				l.fack.Store(p.off)
+			}
+			l.fackNext.Store(&fackPoint{off, pos})
+		}
+	}
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	nc.SetWriteDeadline(time.Now().Add(s.replTimeout()))
-	nc.Write(appendRESP(nil, [][]byte{[]byte("REPLCONF"), []byte("ACK"), []byte(strconv.FormatInt(off, 10))}))
+	nc.Write(appendRESP(nil, [][]byte{[]byte("REPLCONF"), []byte("ACK"), []byte(strconv.FormatInt(off, 10)), []byte("FACK"), []byte(strconv.FormatInt(l.fack.Load(), 10))}))
 }
 
 // applyFromMaster applies commands of the stream (a transaction's

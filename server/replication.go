@@ -335,12 +335,17 @@ func cmdReplicaOf(s *Server, c *Session, args [][]byte, r *Reply) {
 // becomeReplica makes this server a replica of host:port (keyspace lock
 // held). Its own replicas are disconnected (they resynchronize with the
 // new history); the keyspace stays as it is until the first sync.
-func (s *Server) becomeReplica(host, port string) {
+func (s *Server) becomeReplica(host, port string) { s.becomeReplicaOf(host, port, false) }
+
+// becomeReplicaOf is becomeReplica; with failover its PSYNC asks the new
+// master to take over (PSYNC … FAILOVER, failover.go). It returns the link.
+func (s *Server) becomeReplicaOf(host, port string, failover bool) *masterLink {
 	r := &s.repl
 	r.ensureBacklog()
 	r.mu.Lock()
 	old := r.link
 	link := newMasterLink(host, port)
+	link.failover.Store(failover)
 	if old != nil {
 		// Keep what the old link knew: a partial resync with the new
 		// master is tried from there.
@@ -370,6 +375,7 @@ func (s *Server) becomeReplica(host, port string) {
 		defer s.bgWG.Done()
 		s.follow(link)
 	}()
+	return link
 }
 
 // becomeMaster stops following (REPLICAOF NO ONE; keyspace lock held): a
@@ -496,7 +502,7 @@ func (s *Server) replicationInfo() []string {
 			i, rp.ip, rp.port, rp.stateName(), rp.acked(), now-rp.ackTime.Load()))
 	}
 	lines = append(lines,
-		"master_failover_state:no-failover",
+		"master_failover_state:"+failoverStateName(s.failover.state.Load()),
 		"master_replid:"+rs.replid,
 		"master_replid2:"+rs.replid2,
 		"master_repl_offset:"+itoa(off),
@@ -711,4 +717,132 @@ func (s *Server) stopReplication() {
 		rp.close()
 	}
 	s.wakeWaiters()
+}
+
+// fsyncAcked is the number of online replicas that acknowledged offset
+// off as fsynced in their append-only log (REPLCONF ACK … FACK).
+func (s *Server) fsyncAcked(off int64) int {
+	rs := &s.repl
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	n := 0
+	for rp := range rs.replicas {
+		if rp.state.Load() == stateOnline && rp.fackOff.Load() >= off {
+			n++
+		}
+	}
+	return n
+}
+
+// WAITAOF numlocal numreplicas timeout (Redis 7.2): wait until this
+// client's writes are fsynced in this server's log (numlocal 1) and in
+// numreplicas replicas' logs, or until the timeout (ms; 0 = forever), and
+// answer how many are: [local 0|1, replicas]. How soon depends on
+// appendfsync, as in Redis: always at once, everysec within a second or
+// so, no only with the next snapshot (a rewrite fsyncs the new log).
+func cmdWaitAOF(s *Server, c *Session, args [][]byte, r *Reply) {
+	numlocal, ok := parseInt(args[1])
+	if !ok {
+		r.Error("ERR value is not an integer or out of range")
+		return
+	}
+	if numlocal < 0 || numlocal > 1 {
+		r.Error("ERR value is out of range, value must between 0 and 1")
+		return
+	}
+	numreplicas, ok := parseInt(args[2])
+	if !ok {
+		r.Error("ERR value is not an integer or out of range")
+		return
+	}
+	if numreplicas < 0 {
+		r.Error("ERR value is out of range, must be positive")
+		return
+	}
+	ms, ok := parseInt(args[3])
+	if !ok {
+		r.Error("ERR timeout is not an integer or out of range")
+		return
+	}
+	if ms < 0 {
+		r.Error("ERR timeout is negative")
+		return
+	}
+	if s.isReplica() {
+		r.Error("ERR WAITAOF cannot be used with replica instances. Please also note that writes to replicas are just local and are not propagated.")
+		return
+	}
+	lg := s.appendLog()
+	if lg != nil && s.cfg.NoAppendLog {
+		lg = nil
+	}
+	if numlocal > 0 && lg == nil {
+		r.Error("ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.")
+		return
+	}
+	pos, off := c.logPos, c.woff
+	answer := func() (int64, int64) {
+		local := int64(0)
+		if lg != nil && lg.Synced() >= pos {
+			local = 1
+		}
+		return local, int64(s.fsyncAcked(off))
+	}
+	reply := func(r *Reply, local, reps int64) {
+		r.Array(2)
+		r.Int(local)
+		r.Int(reps)
+	}
+	if local, reps := answer(); local >= numlocal && reps >= numreplicas || c.inExec {
+		reply(r, local, reps)
+		return
+	}
+	s.askAcks()
+	wait := func() (int64, int64) {
+		if lg != nil {
+			// This client's writes go to the log now (and are fsynced
+			// with appendfsync always), whatever else it waits for.
+			lg.Commit(pos)
+		}
+		var deadline <-chan time.Time
+		if ms > 0 {
+			t := time.NewTimer(time.Duration(ms) * time.Millisecond)
+			defer t.Stop()
+			deadline = t.C
+		}
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			local, reps := answer()
+			if local >= numlocal && reps >= numreplicas {
+				return local, reps
+			}
+			select {
+			case <-tick.C:
+			case <-deadline:
+				return answer()
+			case <-s.stop:
+				return answer()
+			case <-c.gone:
+				return answer()
+			}
+		}
+	}
+	if !c.canWait {
+		local, reps := wait()
+		reply(r, local, reps)
+		return
+	}
+	// As WAIT: the connection holds its replies while the others are
+	// served.
+	done := make(chan struct{})
+	c.wait = done
+	go func() {
+		local, reps := wait()
+		var rw Reply
+		rw.Reset(c.resp3)
+		reply(&rw, local, reps)
+		c.deferred = append([]byte(nil), rw.Bytes()...)
+		close(done)
+	}()
 }

@@ -37,7 +37,8 @@
 // GET/SET/REWRITE, redaction, docs); session.go (a connection's state);
 // background.go (expiry, fsync, save points); persist.go, the glue of
 // durability: start-up loads the newest snapshot and replays the logs
-// through apply, and a rewrite fixes its point in time; internal/aof owns
+// through apply, and a rewrite fixes its point in time; loading.go, the
+// load while clients are served (-LOADING, INFO's progress); internal/aof owns
 // the files and the policy; replication.go, repl_master.go,
 // repl_replica.go. docs/server-internals.md traces one BF.ADD and one
 // BGSAVE through them and lists the locks and their order.
@@ -214,6 +215,10 @@ type Server struct {
 	expireCycleNanos atomic.Int64
 	// mon are the clients in MONITOR mode (monitor.go).
 	mon monitors
+	// loading is the state of a load in progress (loading.go).
+	loading loadState
+	// failover is a FAILOVER in progress (failover.go).
+	failover failoverState
 }
 
 // New creates a server: it loads the snapshot and replays the append-only
@@ -267,6 +272,8 @@ func New(cfg Config) (*Server, error) {
 		shutdownReq: make(chan struct{}),
 		acceptErr:   make(chan error, 1),
 	}
+	s.loading.done = make(chan struct{})
+	s.loading.err = make(chan error, 1)
 	if cfg.ClientOutputBufferLimit != "" {
 		if _, err := parseOutputLimits(cfg.ClientOutputBufferLimit, defaultOutputLimits); err != nil {
 			return nil, fmt.Errorf("server: client-output-buffer-limit: %w", err)
@@ -292,13 +299,22 @@ func New(cfg Config) (*Server, error) {
 	s.metrics.register(s)
 	s.persist.lastSave.Store(time.Now().Unix())
 	s.persist.lastOK.Store(true)
-	if !cfg.NoPersistence {
+	switch {
+	case cfg.NoPersistence:
+	case cfg.LoadWhileServing:
+		if err := s.openDataDir(); err != nil {
+			s.dirLock.Unlock()
+			return nil, err
+		}
+		s.beginLoading(loadingData, 0) // Serve loads
+		return s, nil
+	default:
 		if err := s.load(); err != nil {
 			s.dirLock.Unlock()
 			return nil, err
 		}
-		s.db.Reindex() // the snapshot was loaded into the map directly
 	}
+	close(s.loading.done)
 	return s, nil
 }
 
@@ -341,9 +357,17 @@ func (s *Server) Serve() error {
 		s.lifeMu.Unlock()
 		return nil
 	}
+	loading := s.loadingNow()
 	s.bgWG.Add(1)
 	s.lifeMu.Unlock()
-	go s.background()
+	if loading {
+		// Clients are accepted while the data loads; the background
+		// work and replication start once it is loaded.
+		s.loading.start.Store(time.Now().Unix())
+		go s.loadInBackground()
+	} else {
+		go s.background()
+	}
 	go func() {
 		select {
 		case <-s.shutdownReq:
@@ -352,7 +376,7 @@ func (s *Server) Serve() error {
 		}
 	}()
 	s.log.Info("serving", "addr", strings.Join(s.ListenAddrs(), " "), "tls", s.TLSAddr(), "dir", s.cfg.Dir, "appendfsync", s.appendFsync(),
-		"auth", s.authRequired(), "maxmemory", s.db.Limit(), "metrics", s.MetricsAddr())
+		"auth", s.authRequired(), "maxmemory", s.set.limit.Load(), "metrics", s.MetricsAddr(), "loading", loading)
 	s.lifeMu.Lock()
 	if s.closed.Load() {
 		s.lifeMu.Unlock()
@@ -362,7 +386,9 @@ func (s *Server) Serve() error {
 		s.log.Warn("event loops unavailable; serving each client with a goroutine", "err", err)
 	}
 	s.lifeMu.Unlock()
-	s.startReplication()
+	if !loading {
+		s.startReplication()
+	}
 	// One accept loop per listener (CONFIG SET port or tls-port replaces
 	// them); the first that fails ends serving.
 	s.startAccepting()
@@ -370,6 +396,7 @@ func (s *Server) Serve() error {
 	select {
 	case <-s.stop:
 	case err = <-s.acceptErr:
+	case err = <-s.loading.err:
 	}
 	s.lnMu.Lock()
 	for _, l := range s.allListeners() {
@@ -392,9 +419,10 @@ func (s *Server) ListenAndServe() error {
 // If the snapshot fails the log still holds every write; the error is
 // returned.
 func (s *Server) Shutdown() error {
+	loading := s.loadingNow()
 	s.closeListeners()
 	var err error
-	if !s.cfg.NoPersistence {
+	if !s.cfg.NoPersistence && !loading {
 		if err = s.Save(); err != nil {
 			s.log.Error("save on shutdown failed; the append-only log still holds every write", "err", err)
 		}
@@ -475,7 +503,9 @@ func (s *Server) sessionList() []*Session {
 func (s *Server) endBatch(c *Session) error {
 	pos, wrote := c.pendingSync, c.pendingWrite
 	c.pendingSync, c.pendingWrite = 0, false
-	if s.aof == nil || pos == 0 {
+	// pos is set only by a command that read s.aof under the keyspace
+	// lock: s.aof is read here only then.
+	if pos == 0 || s.aof == nil {
 		return nil
 	}
 	err := s.aof.Commit(pos)
@@ -561,6 +591,18 @@ func (s *Server) do(c *Session, args [][]byte, r *Reply) {
 		s.reject(cmd, start, r)
 		return
 	}
+	if cmd.name == "debug" {
+		// Redis's protected command: refused unless enable-debug-command
+		// allows this client.
+		if msg := s.debugAllowed(c); msg != "" {
+			if c.multi != nil {
+				c.multiErr = true
+			}
+			r.Error(msg)
+			s.reject(cmd, start, r)
+			return
+		}
+	}
 	// ACL: refused before it runs or is queued (a refused command in
 	// MULTI makes EXEC abort, as in Redis).
 	if !s.checkAccess(c, cmd, args, r) {
@@ -585,6 +627,20 @@ func (s *Server) do(c *Session, args [][]byte, r *Reply) {
 		s.reject(cmd, start, r)
 		return
 	}
+	if s.loading.phase.Load() != notLoading {
+		if msg := s.loadingRefusal(c, cmd, args); msg != "" {
+			if c.multi != nil {
+				if cmd.name == "exec" {
+					s.endMulti(c)
+				} else {
+					c.multiErr = true
+				}
+			}
+			r.Error(msg)
+			s.reject(cmd, start, r)
+			return
+		}
+	}
 	if c.multi != nil && !cmd.txnControl {
 		if cmd.noMulti {
 			c.multiErr = true
@@ -606,6 +662,9 @@ func (s *Server) do(c *Session, args [][]byte, r *Reply) {
 		c.txnLen.Store(int64(len(c.multi)))
 		r.Simple("QUEUED")
 		return
+	}
+	if s.failover.state.Load() != noFailover && s.holdWrite(c, cmd, args) {
+		return // FAILOVER pauses writes: it runs when they resume
 	}
 	var d time.Duration
 	if cmd.unlocked {

@@ -83,6 +83,12 @@ type Session struct {
 	// multiBytes is the memory the queue holds (counted in the server's
 	// queuedBytes); multiLog the size of the log record its writes make.
 	multiBytes, multiLog int64
+	// mem is what CLIENT LIST reports of the connection's buffers, as its
+	// request loop last published them (client.publishMem).
+	mem sessionMem
+	// argvMem is the size of the CLIENT command running (its own
+	// goroutine's: CLIENT LIST's argv-mem for the caller).
+	argvMem int64
 	// inExec is set while EXEC runs this session's queue with the
 	// keyspace lock held: an unlocked command queued there must not take
 	// the lock again (see lockDB).
@@ -121,6 +127,9 @@ type Session struct {
 	handoff    *replHandoff
 	woff       int64
 	fromMaster bool
+	// logPos is the append-only log's position after this client's last
+	// write (WAITAOF's local fsync).
+	logPos int64
 	// replListening is set by REPLCONF listening-port (a replica, not a
 	// tool such as redis-cli --rdb); replBloomkit by REPLCONF
 	// bloomkit-run-id (a replica that is bloom serve and loads its

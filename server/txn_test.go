@@ -102,6 +102,8 @@ var multiCases = map[string][][]string{
 	"slaveof":   {{"SLAVEOF", "NO", "ONE"}},
 	"role":      {{"ROLE"}},
 	"wait":      {{"WAIT", "0", "0"}},
+	"waitaof":   {{"WAITAOF", "0", "0", "0"}},
+	"failover":  {{"FAILOVER", "ABORT"}},
 	"replconf":  {{"REPLCONF", "listening-port", "1"}},
 	"sync":      {{"SYNC"}},
 	"psync":     {{"PSYNC", "?", "-1"}},
@@ -120,6 +122,9 @@ var multiCases = map[string][][]string{
 	"dump":         {{"DUMP", "bk"}, {"DUMP", "sk"}},
 	"restore":      {{"RESTORE", "rk", "0", string(rdb.DumpString([]byte("v"), rdb.DumpVersion))}},
 	"module":       {{"MODULE", "LIST"}, {"MODULE", "HELP"}, {"MODULE", "LOAD", "/x.so"}},
+	"object":       {{"OBJECT", "ENCODING", "bk"}, {"OBJECT", "REFCOUNT", "sk"}, {"OBJECT", "IDLETIME", "bk"}, {"OBJECT", "FREQ", "bk"}, {"OBJECT", "HELP"}},
+	// DEBUG with enable-debug-command yes (the tests that use these set it).
+	"debug": {{"DEBUG", "OBJECT", "bk"}, {"DEBUG", "SLEEP", "0"}, {"DEBUG", "HELP"}},
 }
 
 // TestEveryCommandInMulti queues every command of the table (each
@@ -131,7 +136,7 @@ var multiCases = map[string][][]string{
 func TestEveryCommandInMulti(t *testing.T) { bothPaths(t, testEveryCommandInMulti) }
 
 func testEveryCommandInMulti(t *testing.T, goroutinePerConn bool) {
-	s := startServer(t, Config{goroutinePerConn: goroutinePerConn})
+	s := startServer(t, Config{goroutinePerConn: goroutinePerConn, EnableDebugCommand: "yes"})
 	for _, cmd := range commandList {
 		if _, ok := multiCases[cmd.name]; !ok {
 			t.Errorf("command %q has no case in multiCases: add how it is queued", cmd.name)

@@ -87,6 +87,7 @@ func TestServeConfigParamsRoundTrip(t *testing.T) {
 		"client-output-buffer-limit": {file: "pubsub 64mb 16mb 90", fileGet: outLimit("0 0 0", "67108864 16777216 90"), set: "normal 1mb 2mb 3", setGet: outLimit("1048576 2097152 3", "67108864 16777216 90")},
 		"client-query-buffer-limit":  {file: "2gb", fileGet: "2147483648"},
 		"daemonize":                  {file: "no"},
+		"enable-debug-command":       {file: "local"},
 		"databases":                  {file: "1"}, // one database: any other value is ignored with a warning
 		// Ignored in a file (with a warning); CONFIG GET shows the event
 		// loops, half the CPUs by default.

@@ -242,6 +242,8 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return usageErr(stderr, "serve", "--addr '' and no --tls-addr: the server would not listen anywhere")
 	}
 	pidFile, pprofAddr := cfg.PidFile, *vals["pprof-addr"]
+	// As redis-server: listen first, answer LOADING while the data loads.
+	cfg.LoadWhileServing = true
 	srv, err := server.New(cfg)
 	if err != nil {
 		return failf(stderr, "serve", "%v", err)
@@ -362,9 +364,10 @@ func pprofMux() *http.ServeMux {
 }
 
 // superviseSystemd tells systemd (supervised systemd, or auto under
-// systemd) that the server is ready — the data is loaded and it listens —
-// and feeds the watchdog at half of WATCHDOG_USEC while the server is
-// alive (/livez's test). stop ends the watchdog.
+// systemd) that the server is loading its data, then that it is ready
+// once the data is loaded (READY=1, as redis-server sends it after
+// loading), and feeds the watchdog at half of WATCHDOG_USEC while the
+// server is alive (/livez's test), loading included. stop ends both.
 func superviseSystemd(mode string, srv *server.Server, logger *slog.Logger) (n sdnotify.Notifier, stop func()) {
 	stop = func() {}
 	if mode == "no" {
@@ -377,26 +380,35 @@ func superviseSystemd(mode string, srv *server.Server, logger *slog.Logger) (n s
 		}
 		return n, stop
 	}
-	if err := n.Send("READY=1\nSTATUS=serving on " + strings.Join(srv.ListenAddrs(), " ") + "\nMAINPID=" + strconv.Itoa(os.Getpid())); err != nil {
-		logger.Warn("cannot notify systemd", "err", err)
+	ready := srv.Loaded()
+	select {
+	case <-ready:
+	default:
+		n.Send("STATUS=loading the data set; serving LOADING until it is in memory")
 	}
 	every, on, err := sdnotify.WatchdogInterval()
 	if err != nil {
 		logger.Warn("systemd watchdog off", "err", err)
 	}
-	if !on {
-		return n, stop
-	}
 	quit := make(chan struct{})
 	var once sync.Once
 	go func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
+		var tick <-chan time.Time
+		if on {
+			t := time.NewTicker(every)
+			defer t.Stop()
+			tick = t.C
+		}
 		for {
 			select {
 			case <-quit:
 				return
-			case <-t.C:
+			case <-ready:
+				ready = nil
+				if err := n.Send("READY=1\nSTATUS=serving on " + strings.Join(srv.ListenAddrs(), " ") + "\nMAINPID=" + strconv.Itoa(os.Getpid())); err != nil {
+					logger.Warn("cannot notify systemd", "err", err)
+				}
+			case <-tick:
 				if err := srv.Alive(); err != nil {
 					logger.Error("not feeding the systemd watchdog", "err", err)
 					continue

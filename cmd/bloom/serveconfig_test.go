@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -70,7 +71,14 @@ func startServeArgs(t *testing.T, dir string, port int, args ...string) *confSer
 		if err != nil {
 			return fmt.Errorf("bloom serve did not listen on %d: %w", port, err)
 		}
+		// Listening is not loaded: it answers LOADING meanwhile.
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		c.Write([]byte("PING\r\n"))
+		line, _ := bufio.NewReader(c).ReadString('\n')
 		c.Close()
+		if strings.HasPrefix(line, "-LOADING") {
+			return fmt.Errorf("bloom serve on %d is loading", port)
+		}
 		return nil
 	})
 	if err != nil {
@@ -110,6 +118,13 @@ func confClient(t *testing.T, port int, user, pass string) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port), Protocol: 2, Username: user, Password: pass,
 		MaxRetries: -1, DisableIdentity: true})
 	t.Cleanup(func() { c.Close() })
+	// A server answers LOADING until its data is in memory; a client that
+	// may not run PING (NOAUTH) cannot tell, and startServeArgs returns
+	// once it listens.
+	poll.True(t, 15*time.Second, "the data loaded", func() bool {
+		err := c.Ping(context.Background()).Err()
+		return err == nil || !strings.HasPrefix(err.Error(), "LOADING ")
+	})
 	return c
 }
 

@@ -237,6 +237,18 @@ func (c *Chain) OpenLog(p Policy, onDoubt func(records []byte)) (*Log, error) {
 	return a, nil
 }
 
+// LogBytes is the size of the logs Replay reads.
+func (c *Chain) LogBytes() int64 {
+	var n int64
+	for _, sc := range c.scans {
+		n += sc.Size
+	}
+	return n
+}
+
+// LogSize is the size of Logs[i]'s file.
+func (c *Chain) LogSize(i int) int64 { return c.scans[i].Size }
+
 // Next is the first generation no file of the chain uses: the next
 // rewrite's.
 func (c *Chain) Next() uint64 { return c.next }

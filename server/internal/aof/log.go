@@ -334,6 +334,9 @@ func (a *Log) Failed() bool { return a.failed.Load() }
 // that saw everything so far must wait for.
 func (a *Log) Appended() int64 { return a.appended.Load() }
 
+// Synced is the position up to which the log is fsynced.
+func (a *Log) Synced() int64 { return a.synced.Load() }
+
 // Unsynced is the number of written buffers kept until they are fsynced
 // (appendfsync always).
 func (a *Log) Unsynced() int {

@@ -74,11 +74,15 @@ type Entry struct {
 	img   *image
 	epoch uint32
 	Kind  Kind
-	// tag is the low 16 bits of the key's scan hash (bits the bucket
+	// tag is the low 8 bits of the key's scan hash (bits the bucket
 	// index does not use), in what would be padding: a lookup skips the
 	// other entries of its chain without reading their keys, which live
 	// in allocations of their own (a cache miss each).
-	tag uint16
+	tag uint8
+	// lru is the LRU clock (DB.SetClock) at the key's last access, as
+	// Redis keeps it in every object for OBJECT IDLETIME: here in minutes
+	// and 16 bits, in the rest of the padding (45 days before it wraps).
+	lru uint16
 }
 
 // StrBytes is a string value as bytes, without a copy: the bytes must not
@@ -144,6 +148,8 @@ type DB struct {
 	countReads   bool
 	// loadLimit is the limit BeginLoad lifted.
 	loadLimit uint64
+	// clock is the LRU clock (SetClock) that accesses stamp entries with.
+	clock uint16
 	// loading is set while the log is replayed: keys do not expire then
 	// (as in Redis), so replay reproduces the original history.
 	loading bool
@@ -177,6 +183,7 @@ func New(limit uint64, now func() time.Time) *DB {
 	}
 	db := &DB{keys: newTable(), limit: limit, Now: now}
 	db.allowFn = db.Allow
+	db.SetClock(now())
 	return db
 }
 
@@ -184,6 +191,7 @@ func New(limit uint64, now func() time.Time) *DB {
 func (db *DB) Link(key string, e *Entry) {
 	h := scanHash(key)
 	e.key = key
+	e.lru = db.clock
 	db.keys.insert(e, h)
 	if db.pass.active && h < db.pass.cursor {
 		db.pass.recheck[key] = struct{}{}
@@ -231,8 +239,21 @@ func (db *DB) Allow(n uint64) error {
 // key does not pay for a method value of its own.
 func (db *DB) AllowFn() func(uint64) error { return db.allowFn }
 
-// get returns the live entry for key, removing it first if expired.
+// Get returns the live entry for key, removing it first if expired, and
+// counts an access (OBJECT IDLETIME).
 func (db *DB) Get(key string) *Entry {
+	e := db.getNoTouch(key)
+	if e != nil {
+		e.lru = db.clock
+	}
+	return e
+}
+
+// GetNoTouch is Get without counting an access, as Redis's EXISTS, TYPE
+// and TTL look (LOOKUP_NOTOUCH); hits and misses are counted.
+func (db *DB) GetNoTouch(key string) *Entry { return db.getNoTouch(key) }
+
+func (db *DB) getNoTouch(key string) *Entry {
 	e := db.keys.find(key, scanHash(key))
 	ok := e != nil
 	if ok && e.ExpireAt != 0 && !db.loading && e.ExpireAt <= db.NowMs() {
@@ -265,6 +286,9 @@ func (db *DB) GetBytes(key []byte) *Entry {
 	ok := e != nil
 	if ok && e.ExpireAt != 0 {
 		return db.Get(string(key))
+	}
+	if ok {
+		e.lru = db.clock
 	}
 	if db.countReads {
 		if ok {
@@ -696,10 +720,22 @@ func (db *DB) Used() uint64 { return db.used }
 func (db *DB) Unaccount(n uint64) { db.used -= min(n, db.used) }
 
 // Limit is the memory limit in force (0: none).
-func (db *DB) Limit() uint64 { return db.limit }
+func (db *DB) Limit() uint64 {
+	if db.loading {
+		return db.loadLimit
+	}
+	return db.limit
+}
 
-// SetLimit changes the memory limit (CONFIG SET maxmemory).
-func (db *DB) SetLimit(n uint64) { db.limit = n }
+// SetLimit changes the memory limit (CONFIG SET maxmemory). While loading
+// (BeginLoad) no limit applies: the new one takes effect at EndLoad.
+func (db *DB) SetLimit(n uint64) {
+	if db.loading {
+		db.loadLimit = n
+		return
+	}
+	db.limit = n
+}
 
 // Dirty counts the changes since start-up (rdb_changes_since_last_save
 // is the difference from its value at the last snapshot).
@@ -735,6 +771,39 @@ func (db *DB) Len() int { return db.keys.len() }
 
 // Lookup returns the entry under key whether or not it has expired, or nil.
 func (db *DB) Lookup(key string) *Entry { return db.keys.find(key, scanHash(key)) }
+
+// Peek returns the live entry for key without counting a read or an
+// access (Redis's LOOKUP_NOTOUCH: OBJECT, DEBUG OBJECT), or nil; an
+// expired key is nil but left for expiry to remove.
+func (db *DB) Peek(key string) *Entry {
+	e := db.keys.find(key, scanHash(key))
+	if e != nil && e.ExpireAt != 0 && e.ExpireAt <= db.NowMs() && !db.loading {
+		return nil
+	}
+	return e
+}
+
+// lruUnit is the LRU clock's resolution (Redis's is a second in 24 bits;
+// 16 bits of minutes cover about as much).
+const lruUnit = 60
+
+// SetClock sets the LRU clock from now, as Redis's serverCron does; the
+// server calls it every tick. Keys accessed from then on are stamped with
+// it.
+func (db *DB) SetClock(now time.Time) { db.clock = uint16(now.Unix() / lruUnit) }
+
+// IdleSeconds is how long ago e was last accessed, as Redis's
+// estimateObjectIdleTime computes it (the clock wraps), to the minute.
+func (db *DB) IdleSeconds(e *Entry) int64 {
+	now, at := int64(db.clock), int64(e.lru)
+	if now < at {
+		now += 1 << 16
+	}
+	return (now - at) * lruUnit
+}
+
+// LRU is e's access stamp (DEBUG OBJECT's lru field).
+func (e *Entry) LRU() uint16 { return e.lru }
 
 // SetFollowing makes the keyspace a replica's (true) or a master's: a
 // replica removes no expired key by its own clock (its master's DEL does),

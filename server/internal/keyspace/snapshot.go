@@ -526,7 +526,7 @@ func (db *DB) ReadSnapshot(f aof.ReadFile, path string) (uint64, int, error) {
 			release()
 			return fail(fmt.Sprintf("key %q header", kb), err)
 		}
-		e := &Entry{Kind: kind, ExpireAt: exp}
+		e := &Entry{Kind: kind, ExpireAt: exp, lru: db.clock}
 		var arrays [][]byte
 		// The header's sizes must fit in what is left of the file.
 		fits := func(n uint64) error {

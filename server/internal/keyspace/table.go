@@ -67,7 +67,7 @@ func (t *table) head(h uint64) **Entry {
 
 // find returns the entry of key (whose scan hash is h), or nil.
 func (t *table) find(key string, h uint64) *Entry {
-	tag := uint16(h)
+	tag := uint8(h)
 	for e := *t.head(h); e != nil; e = e.next {
 		if e.tag == tag && e.key == key {
 			return e
@@ -78,7 +78,7 @@ func (t *table) find(key string, h uint64) *Entry {
 
 // findBytes is find for a key given as bytes (no allocation).
 func (t *table) findBytes(key []byte, h uint64) *Entry {
-	tag := uint16(h)
+	tag := uint8(h)
 	for e := *t.head(h); e != nil; e = e.next {
 		if e.tag == tag && e.key == string(key) {
 			return e
@@ -95,7 +95,7 @@ func before(ah uint64, akey string, h uint64, key string) bool {
 // insert adds e, whose key is set and whose scan hash is h, and which is
 // not in the table.
 func (t *table) insert(e *Entry, h uint64) {
-	e.tag = uint16(h)
+	e.tag = uint8(h)
 	if t.old != nil {
 		t.move(movesPerInsert)
 	} else if t.n >= len(t.b) {

@@ -67,6 +67,10 @@ func (p *Reader) Unread() []byte { return p.buf[p.r:p.w] }
 // Buffered reports whether unread bytes remain (a pipeline continues).
 func (p *Reader) Buffered() bool { return p.r < p.w }
 
+// Sizes are the unread bytes, the room left after them and the buffer's
+// size (CLIENT LIST's qbuf, qbuf-free and rbs).
+func (p *Reader) Sizes() (unread, free, size int) { return p.w - p.r, len(p.buf) - p.w, len(p.buf) }
+
 // Next parses one request from the buffered bytes. It returns the
 // arguments, or nil and no error when the buffer holds no complete request
 // (call fill). An empty request (a blank line, "*0") returns an empty,

@@ -20,6 +20,9 @@ type Writer struct {
 	started bool
 }
 
+// Cap is the size of the buffer the replies are encoded into.
+func (w *Writer) Cap() int { return cap(w.buf) }
+
 // Next starts a new reply after the ones already in the buffer.
 func (r *Writer) Next() {
 	r.start = len(r.buf)
