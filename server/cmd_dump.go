@@ -3,6 +3,8 @@ package server
 import (
 	"encoding/binary"
 	"errors"
+	"github.com/bloomkit/bloomkit/cms"
+	"github.com/bloomkit/bloomkit/topk"
 	"strconv"
 	"strings"
 
@@ -53,6 +55,10 @@ func cmdDump(s *Server, c *Session, args [][]byte, r *Reply) {
 		// RedisBloom merges the digest's buffer when it saves it, in
 		// place: so does DUMP here (logged as the merge it is).
 		payload, err = rdb.DumpModule(rdb.TDigestValue{Digest: s.tdQuery(c, args[1], e.TD())}, rdb.DumpVersion)
+	case keyspace.KindCMS:
+		payload, err = rdb.DumpModule(rdb.CMSValue{Sketch: e.CMS()}, rdb.DumpVersion)
+	case keyspace.KindTopK:
+		payload, err = rdb.DumpModule(rdb.TopKValue{TopK: e.TopK()}, rdb.DumpVersion)
 	default:
 		r.Error("ERR DUMP cannot encode a " + e.Kind.String() + " key: it holds one of bloomkit's own filters (a layout RedisBloom has no encoding for), which Redis cannot restore; copy it between bloomkit servers with BF.SCANDUMP and BF.LOADCHUNK")
 		return
@@ -139,6 +145,7 @@ func cmdRestore(s *Server, c *Session, args [][]byte, r *Reply) {
 	}
 	opts := rdb.Options{MaxString: maxStringLen}
 	rdb.AddRedisBloomDecoders(&opts, allow)
+	rdb.AddSketchDecoders(&opts, allow)
 	v, err := rdb.ParseDump(args[3], opts)
 	if err == nil && v.Err != nil {
 		err = v.Err
@@ -194,6 +201,12 @@ func cmdRestore(s *Server, c *Session, args [][]byte, r *Reply) {
 		e = &keyspace.Entry{Kind: keyspace.KindCuckoo, CF: f, ExpireAt: at}
 	case *tdigest.Digest:
 		e = keyspace.NewTDigest(f, at)
+	case *cms.Sketch:
+		e = keyspace.NewCMS(f, at)
+	case *topk.TopK:
+		// Counted as the keyspace counts a Top-K: all of it.
+		s.db.Resized(accounted, f.MemUsage())
+		e = keyspace.NewTopK(f, at)
 	default:
 		if v.Type != rdb.TypeString {
 			discard()

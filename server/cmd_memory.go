@@ -73,8 +73,18 @@ func stringValueSize(v []byte) uint64 {
 // memoryUsage is MEMORY USAGE's answer for a live entry.
 func memoryUsage(key string, e *keyspace.Entry) uint64 {
 	v := e.DataBytes()
-	if e.Kind == keyspace.KindString {
+	switch e.Kind {
+	case keyspace.KindString:
 		v = stringValueSize(e.StrBytes())
+	case keyspace.KindCMS:
+		// RedisBloom 8's CMSMemUsage: its struct and the counters.
+		sk := e.CMS()
+		v = 32 + 4*sk.Width()*sk.Depth()
+	case keyspace.KindTopK:
+		// RedisBloom's TopKMemUsage: its struct (with the decay table),
+		// the buckets and the heap's slots, not the items.
+		t := e.TopK()
+		v = 2088 + 8*uint64(t.Width())*uint64(t.Depth()) + 24*uint64(t.K())
 	}
 	return v + sdsAlloc(uint64(len(key)), false) + dictEntrySize
 }

@@ -39,12 +39,14 @@ type cmdArg struct {
 
 // aclCategoryOrder is the order Redis lists categories in, with the
 // filter modules' last.
-var aclCategoryOrder = strings.Fields("keyspace read write set sortedset list hash string bitmap hyperloglog geo stream pubsub admin fast slow blocking dangerous connection transaction scripting bloom cuckoo tdigest")
+var aclCategoryOrder = strings.Fields("keyspace read write set sortedset list hash string bitmap hyperloglog geo stream pubsub admin fast slow blocking dangerous connection transaction scripting bloom cuckoo cms topk tdigest")
 
-// isFilterCommand reports whether name is a BF.* or CF.* command: a
+// isFilterCommand reports whether name is a BF.*, CF.*, CMS.*, TOPK.* or
+// TDIGEST.* command (RedisBloom's): a
 // module command as far as COMMAND DOCS and ACL categories go.
 func isFilterCommand(name string) bool {
-	return strings.HasPrefix(name, "bf.") || strings.HasPrefix(name, "cf.") || strings.HasPrefix(name, "tdigest.")
+	return strings.HasPrefix(name, "bf.") || strings.HasPrefix(name, "cf.") ||
+		strings.HasPrefix(name, "cms.") || strings.HasPrefix(name, "topk.") || strings.HasPrefix(name, "tdigest.")
 }
 
 // categories is the command's ACL categories in Redis's order.

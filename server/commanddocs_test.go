@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -29,13 +30,8 @@ func TestCommandDocsComplete(t *testing.T) {
 			t.Errorf("%s: no ACL category", c.name)
 		}
 		if isFilterCommand(c.name) {
-			want := "bloom"
-			if c.name[:2] == "cf" {
-				want = "cuckoo"
-			}
-			if len(c.name) > 8 && c.name[:8] == "tdigest." {
-				want = "tdigest"
-			}
+			// Each RedisBloom type's commands end with its category.
+			want := map[string]string{"bf": "bloom", "cf": "cuckoo", "cms": "cms", "topk": "topk", "tdigest": "tdigest"}[strings.SplitN(c.name, ".", 2)[0]]
 			if cats[len(cats)-1] != want {
 				t.Errorf("%s: categories %v, want @%s", c.name, cats, want)
 			}

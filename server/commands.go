@@ -227,6 +227,9 @@ func init() {
 		{name: "script", arity: -2, flags: []string{"noscript"}, unlocked: true, hasSubcommands: true, fn: cmdScript},
 	}
 	list = append(list, tdigestCommands...) // cmd_tdigest.go
+	// RedisBloom's Count-Min Sketch and Top-K (cmd_cms.go, cmd_topk.go).
+	list = append(list, cmsCommands...)
+	list = append(list, topkCommands...)
 	commandTable = make(map[string]*command, len(list))
 	for i, c := range list {
 		c.idx = i

@@ -29,6 +29,8 @@ func FuzzCommand(f *testing.F) {
 	f.Add([]byte("CF.RESERVE c 8 BUCKETSIZE 1 EXPANSION 0\r\nCF.INSERT c ITEMS a b c d e f g h i\r\nCF.SCANDUMP c 1\r\n"))
 	f.Add([]byte("HELLO 3\r\nBF.INFO k\r\nCF.INFO c\r\nBF.INSERT k CAPACITY 5 NONSCALING ITEMS x y z\r\n"))
 	f.Add([]byte("TDIGEST.CREATE t COMPRESSION 5\r\nTDIGEST.ADD t 1 2 3 1e300 -4.5\r\nTDIGEST.QUANTILE t 0 0.5 1\r\nTDIGEST.MERGE m 2 t t OVERRIDE\r\nTDIGEST.BYREVRANK m 0 3 9\r\nDUMP t\r\n"))
+	f.Add([]byte("CMS.INITBYDIM m 5 2\r\nCMS.INCRBY m a 4294967295 b 1\r\nCMS.INITBYDIM n 5 2\r\nCMS.MERGE n 2 m m WEIGHTS 1 -1\r\nCMS.QUERY n a b\r\nCMS.INFO n\r\n"))
+	f.Add([]byte("TOPK.RESERVE t 2 3 2 0.5\r\nTOPK.ADD t a b c a\r\nTOPK.INCRBY t d 100000 e 1\r\nTOPK.LIST t W\r\nTOPK.COUNT t a\r\nHELLO 3\r\nTOPK.INFO t\r\nTOPK.QUERY t a\r\n"))
 	// DUMP and RESTORE with payloads of each kind (the fuzzer mutates them).
 	bf, _ := redisbloom.NewBloom(20, 0.01, 2, false, nil)
 	bp, _ := rdb.DumpModule(rdb.BloomValue{Bloom: bf}, rdb.DumpVersion)
@@ -116,6 +118,8 @@ func FuzzSnapshot(f *testing.F) {
 		{"SET", "str", "value", "PX", "100000"},
 		{"BF.RESERVE", "nat", "0.01", "100", "LAYOUT", "blocked", "SEED", "7"}, {"BF.ADD", "nat", "a"},
 		{"BF.RESERVE", "win", "0.01", "100", "WINDOW", "4s", "GENERATIONS", "4", "SEED", "7"}, {"BF.ADD", "win", "a"},
+		{"CMS.INITBYDIM", "cms", "8", "2"}, {"CMS.INCRBY", "cms", "a", "3"},
+		{"TOPK.RESERVE", "topk", "2", "4", "2", "0.9"}, {"TOPK.ADD", "topk", "a", "b", "a"},
 	} {
 		args := make([][]byte, len(cmd))
 		for i, a := range cmd {

@@ -118,7 +118,7 @@ func readReply(r *bufio.Reader) (string, error) {
 	switch line[0] {
 	case '+', '-', ':':
 		return line, nil
-	case '#':
+	case '#', ',':
 		return line, nil
 	case '_':
 		return "nil", nil

@@ -25,6 +25,10 @@ package server
 //     sync is a full one (the master's data is then read whole again):
 //     the replica never goes on silently different from its master.
 //
+// A Top-K's decays are random draws, RedisBloom's from rand(): a
+// TOPK.ADD of the stream that decays a bucket may choose otherwise here,
+// as it may on a Redis replica of the same master.
+//
 // A bloom serve replica of this server (a chain) gets the Redis stream as
 // it came; it asks for the Redis master's parameters with REPLCONF
 // bloomkit-filter-params, so its filters are the same.
@@ -42,6 +46,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bloomkit/bloomkit/cms"
+	"github.com/bloomkit/bloomkit/topk"
 
 	"github.com/bloomkit/bloomkit/redisbloom"
 	"github.com/bloomkit/bloomkit/server/internal/aof"
@@ -294,12 +301,14 @@ func (s *Server) loadRedisSync(l *masterLink, br *bufio.Reader, replid string, m
 }
 
 // readRedisRDB reads an RDB stream into fresh: strings and the module
-// values of RedisBloom's Bloom and cuckoo filters and t-digests; every other key
+// values of RedisBloom's Bloom and cuckoo filters, Count-Min Sketches,
+// Top-Ks and t-digests; every other key
 // (another type, another module's, another database) is counted in
 // skipped by kind.
 func (s *Server) readRedisRDB(l *masterLink, src *bufio.Reader, fresh *keyspace.DB, skipped map[string]int) error {
 	opts := rdb.Options{MaxString: uint64(s.cfg.MaxBulk)}
 	rdb.AddRedisBloomDecoders(&opts, fresh.AllowFn())
+	rdb.AddSketchDecoders(&opts, fresh.AllowFn())
 	rd, err := rdb.NewReader(src, opts)
 	if err != nil {
 		return err
@@ -349,6 +358,11 @@ func (s *Server) readRedisRDB(l *masterLink, src *bufio.Reader, fresh *keyspace.
 				continue
 			}
 			ent.ExpireAt = exp
+			if t := ent.TopK(); t != nil {
+				// The decoder's allow counted its arrays; the keyspace
+				// counts all of a Top-K.
+				fresh.Resized(8*uint64(t.Width())*uint64(t.Depth())+24*uint64(t.K()), t.MemUsage())
+			}
 			fresh.Put(string(e.Key), ent)
 		}
 	}
@@ -363,6 +377,10 @@ func moduleEntry(v any) (*keyspace.Entry, bool) {
 		return &keyspace.Entry{Kind: keyspace.KindCuckoo, CF: f}, true
 	case *tdigest.Digest:
 		return keyspace.NewTDigest(f, 0), true
+	case *cms.Sketch:
+		return keyspace.NewCMS(f, 0), true
+	case *topk.TopK:
+		return keyspace.NewTopK(f, 0), true
 	}
 	return nil, false
 }
@@ -532,22 +550,14 @@ func redisPassedOver(name []byte) bool {
 
 // unsupportedTypeCommand is the Redis type a write command of a Redis
 // master's stream works on, when it is a type this server does not hold
-// (a hash, list, set, sorted set, stream, or RedisBloom's other types),
+// (a hash, list, set, sorted set or stream),
 // or "". With replica-ignore-unsupported yes such a command is passed over
 // as the keys it works on were skipped (passOverUnsupported). Commands
 // on strings this server does not have (INCR, APPEND, PFADD, …) are not
 // among them: they change keys it holds.
 func unsupportedTypeCommand(name []byte) string {
 	n := strings.ToLower(string(name))
-	if t, ok := unsupportedWrites[n]; ok {
-		return t
-	}
-	for _, p := range []string{"cms.", "topk."} {
-		if strings.HasPrefix(n, p) {
-			return strings.TrimSuffix(p, ".")
-		}
-	}
-	return ""
+	return unsupportedWrites[n] // "" for a type this server holds
 }
 
 var unsupportedWrites = func() map[string]string {

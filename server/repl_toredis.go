@@ -195,6 +195,12 @@ func (s *Server) writeRedisRDB(dst io.Writer, src io.Reader, size int64, replid 
 			return w.Module([]byte(key), exp, rdb.BloomValue{Bloom: e.BF})
 		case keyspace.KindCuckoo:
 			return w.Module([]byte(key), exp, rdb.CuckooValue{Cuckoo: e.CF})
+		case keyspace.KindCMS:
+			return w.Module([]byte(key), exp, rdb.CMSValue{Sketch: e.CMS()})
+		case keyspace.KindTopK:
+			return w.Module([]byte(key), exp, rdb.TopKValue{TopK: e.TopK()})
+		case keyspace.KindTDigest:
+			return w.Module([]byte(key), exp, rdb.TDigestValue{Digest: e.TD()})
 		}
 		return fmt.Errorf("key %q is one of bloomkit's own filters, which a Redis replica cannot hold", key)
 	})

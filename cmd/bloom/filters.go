@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/bloomkit/bloomkit/cms"
+	"github.com/bloomkit/bloomkit/topk"
 	"io"
 	"math"
 	"os"
@@ -376,6 +378,10 @@ func decodeFilter(hdr format.Header, r io.Reader) (any, error) {
 		return cuckoo.Read(r)
 	case format.TypeFrozen:
 		return frozen.Read(r)
+	case format.TypeCMS:
+		return cms.Read(r)
+	case format.TypeTopK:
+		return topk.Read(r)
 	}
 	return bloom.Read(r)
 }

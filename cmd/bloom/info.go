@@ -67,8 +67,10 @@ type infoResult struct {
 	FingerprintBits uint32   `json:"fingerprint_bits,omitempty"`
 	Tables          int      `json:"tables,omitempty"`
 	LoadFactor      *float64 `json:"load_factor,omitempty"`
-	Checksum        string   `json:"checksum"` // ok, mismatch or unverified
-	Error           string   `json:"error,omitempty"`
+	// Count-Min Sketches only: the sum of every increment.
+	SketchCount uint64 `json:"sketch_count,omitempty"`
+	Checksum    string `json:"checksum"` // ok, mismatch or unverified
+	Error       string `json:"error,omitempty"`
 }
 
 func runInfo(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -152,7 +154,12 @@ func describe(path string, stdin io.Reader) (*infoResult, error) {
 		v := l.hdr.Count
 		res.Items, res.ItemsExact, res.Saturated, res.SaturatedAbove = &v, true, false, 0
 	}
-	if res.Type != "scalable" && res.Type != "cuckoo" && res.Type != "frozen" && res.Type != typeRBBloom && res.Type != typeRBCuckoo {
+	if l.hdr.Type == format.TypeCMS && l.kind == "" {
+		res.SketchCount = l.hdr.Count
+	}
+	if isSketch(res.Type) {
+		res.Items, res.ItemsExact = nil, false // a sketch's count is a sum of increments, not keys
+	} else if res.Type != "scalable" && res.Type != "cuckoo" && res.Type != "frozen" && res.Type != typeRBBloom && res.Type != typeRBCuckoo {
 		switch {
 		case res.Saturated:
 			res.OverPlanned = res.PlannedN > 0
@@ -275,17 +282,28 @@ func printInfo(w io.Writer, r *infoResult) {
 	case "counting":
 		row("counters (m)", commas(r.M)+" of 4 bits")
 		row("probes (k)", fmt.Sprint(r.K))
+	case format.TypeName(format.TypeCMS):
+		// The header's m is the width, n the depth, count the sum of the
+		// increments (RedisBloom's CMS.INFO).
+		row("counters", fmt.Sprintf("%s × %s of 32 bits (width × depth)", commas(r.M), commas(r.PlannedN)))
+		row("count", commas(r.SketchCount)+" (the sum of every increment)")
+	case format.TypeName(format.TypeTopK):
+		// m is the width, k the depth, n the k and p the decay.
+		row("top", fmt.Sprintf("%s items", commas(r.PlannedN)))
+		row("buckets", fmt.Sprintf("%s × %d (width × depth), decay %g", commas(r.M), r.K, r.PlannedP))
 	default:
 		row("bits (m)", commas(r.M))
 		row("probes (k)", fmt.Sprint(r.K))
 	}
-	switch r.Type {
-	case typeGuava, typeBitsAndBlooms, typeRBBloom, typeRBCuckoo:
+	switch {
+	case r.Type == typeGuava || r.Type == typeBitsAndBlooms || r.Type == typeRBBloom || r.Type == typeRBCuckoo || isSketch(r.Type):
 		// Their hash has no seed to show.
 	default:
 		row("seed", fmt.Sprintf("%d", r.Seed))
 	}
-	if r.Type == typeRBBloom {
+	if isSketch(r.Type) {
+		// Sized by their dimensions: nothing planned to show.
+	} else if r.Type == typeRBBloom {
 		row("planned", fmt.Sprintf("%s keys in all links, first link at %s", commas(r.PlannedN), formatPlanned(r.PlannedP)))
 	} else if r.Type == "frozen" {
 		row("planned", "every key given at build time; the rate is fixed by the fingerprint size")
@@ -339,4 +357,10 @@ func printInfo(w io.Writer, r *infoResult) {
 	default:
 		row("checksum", "not verified: "+r.Error)
 	}
+}
+
+// isSketch reports whether a type name is a Count-Min Sketch's or a
+// Top-K's.
+func isSketch(typ string) bool {
+	return typ == format.TypeName(format.TypeCMS) || typ == format.TypeName(format.TypeTopK)
 }

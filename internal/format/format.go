@@ -46,10 +46,18 @@ const (
 	// its product with the block count and the probes from the hash as id
 	// 1 takes them from the low half of XXH3-128 (docs/format.md).
 	HashXXH3x64 = 4
+	// HashMurmur2 is hash id 5, RedisBloom's Count-Min Sketch's and
+	// Top-K's: the 32-bit MurmurHash2 of the item with the row number as
+	// seed picks its counter in each row (Top-K's fingerprint is the same
+	// hash with seed 1919).
+	HashMurmur2 = 5
 )
 
 // HashKnown reports whether a file of type typ may carry hash id id.
 func HashKnown(typ, id uint8) bool {
+	if typ == TypeCMS || typ == TypeTopK || id == HashMurmur2 {
+		return (typ == TypeCMS || typ == TypeTopK) && id == HashMurmur2
+	}
 	if typ == TypeSplitBlock || id == HashXXH64 {
 		return typ == TypeSplitBlock && id == HashXXH64
 	}
@@ -78,6 +86,8 @@ const (
 	// TypeSplitBlock is bloom.SplitBlock, Parquet's split-block Bloom
 	// filter.
 	TypeSplitBlock = 8
+	TypeCMS        = 9  // cms.Sketch, a Count-Min Sketch
+	TypeTopK       = 10 // topk.TopK, a HeavyKeeper Top-K
 	// TypeTDigest is tdigest.Digest, a merging t-digest (not a filter:
 	// it carries no hash; its header names hash id 1).
 	TypeTDigest = 11
@@ -104,6 +114,10 @@ func TypeName(t uint8) string {
 		return "split-block"
 	case TypeTDigest:
 		return "t-digest"
+	case TypeCMS:
+		return "count-min sketch"
+	case TypeTopK:
+		return "top-k"
 	}
 	return fmt.Sprintf("unknown type %d", t)
 }
@@ -176,7 +190,7 @@ func ParseHeader(b []byte) (Header, error) {
 // checkHash fails when a filter of a known type carries a hash id that type
 // does not have.
 func (h Header) checkHash() error {
-	known := h.Type >= TypeClassic && h.Type <= TypeSplitBlock
+	known := h.Type >= TypeClassic && h.Type <= TypeTopK
 	if known && !HashKnown(h.Type, h.Hash) {
 		return fmt.Errorf("%w: hash id %d for a %s filter", ErrHash, h.Hash, TypeName(h.Type))
 	}
@@ -197,7 +211,7 @@ func parseHeader(b []byte) (Header, error) {
 	if got, want := binary.LittleEndian.Uint32(b[72:]), crc32.Checksum(b[:72], Castagnoli); got != want {
 		return h, fmt.Errorf("%w: header CRC-32C is %#08x, want %#08x", ErrChecksum, got, want)
 	}
-	if b[11] < HashXXH3 || b[11] > HashXXH3x64 {
+	if b[11] < HashXXH3 || b[11] > HashMurmur2 {
 		return h, fmt.Errorf("%w: hash id %d", ErrHash, b[11])
 	}
 	if flags := binary.LittleEndian.Uint32(b[12:]); flags != 0 {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"unsafe"
 
 	"github.com/bloomkit/bloomkit/redisbloom"
 )
@@ -37,10 +36,13 @@ func (db *DB) Copy(src, dst string, replace bool) (copied, fits bool, err error)
 	if !db.RoomFor(n, []byte(dst)) {
 		return false, false, nil
 	}
-	c := &Entry{Kind: e.Kind, ExpireAt: e.ExpireAt}
-	if e.Kind == KindTDigest {
-		c.val = unsafe.Pointer(e.TD().Clone())
+	if e.Kind == KindCMS || e.Kind == KindTopK || e.Kind == KindTDigest {
+		c := &Entry{Kind: e.Kind, ExpireAt: e.ExpireAt, val: e.val.clone()} // without the guard
+		db.used += n
+		db.Put(dst, c)
+		return true, true, nil
 	}
+	c := &Entry{Kind: e.Kind, ExpireAt: e.ExpireAt}
 	none := func(uint64) error { return nil } // sizes come from a live filter
 	var from, to [][]byte
 	switch e.Kind {

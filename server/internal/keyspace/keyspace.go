@@ -29,6 +29,11 @@ const (
 	// KindTDigest is RedisBloom's t-digest (TDIGEST.*), held in the
 	// entry's value pointer (Entry.TD).
 	KindTDigest Kind = 5
+	// KindCMS is RedisBloom's Count-Min Sketch (CMS.*), KindTopK its
+	// Top-K (TOPK.*): values that are neither filters nor strings, held
+	// in the entry's value (sketch.go).
+	KindCMS  Kind = 6
+	KindTopK Kind = 7
 )
 
 // String is the name TYPE reports for the kind.
@@ -44,6 +49,10 @@ func (k Kind) String() string {
 		return "BKbloom--"
 	case KindTDigest:
 		return "TDIS-TYPE"
+	case KindCMS:
+		return "CMSk-TYPE"
+	case KindTopK:
+		return "TopK-TYPE"
 	}
 	return "none"
 }
@@ -59,12 +68,11 @@ type Entry struct {
 	BF   *redisbloom.Bloom
 	CF   *redisbloom.Cuckoo
 	NF   *NativeFilter
-	// val is the value of the kinds that have no field of their own, as
-	// Kind says: a string's (*string: rare among filters, so one pointer
-	// here, not a string's two words; never changed in place — a write
-	// replaces the entry — so a snapshot's image can share it) or a
-	// t-digest's (*tdigest.Digest). One pointer keeps Entry at 80 bytes.
-	val      unsafe.Pointer
+	// val is a string's value or a sketch's or a t-digest's (rare among
+	// filters: one pointer here, not a string's two words; sketch.go).
+	// A string is never changed in place (a write replaces the entry), so
+	// a snapshot's image can share it.
+	val      *value
 	ExpireAt int64 // unix milliseconds; 0 = no expiry
 	// img is the entry's point-in-time image while a snapshot still needs
 	// it; epoch is the newest snapshot that no longer needs the entry (it
@@ -89,26 +97,25 @@ func (e *Entry) StrBytes() []byte {
 	if e.Kind != KindString || e.val == nil {
 		return nil
 	}
-	str := (*string)(e.val)
-	return unsafe.Slice(unsafe.StringData(*str), len(*str))
+	return unsafe.Slice(unsafe.StringData(e.val.str), len(e.val.str))
 }
 
 // NewString is a string value's entry.
 func NewString(val string, expireAt int64) *Entry {
-	return &Entry{Kind: KindString, val: unsafe.Pointer(&val), ExpireAt: expireAt}
+	return &Entry{Kind: KindString, val: &value{str: val}, ExpireAt: expireAt}
 }
 
 // TD is a t-digest entry's digest, or nil for another kind.
 func (e *Entry) TD() *tdigest.Digest {
-	if e.Kind != KindTDigest {
+	if e.Kind != KindTDigest || e.val == nil {
 		return nil
 	}
-	return (*tdigest.Digest)(e.val)
+	return e.val.td
 }
 
 // NewTDigest is a t-digest's entry.
 func NewTDigest(d *tdigest.Digest, expireAt int64) *Entry {
-	return &Entry{Kind: KindTDigest, val: unsafe.Pointer(d), ExpireAt: expireAt}
+	return &Entry{Kind: KindTDigest, val: &value{td: d}, ExpireAt: expireAt}
 }
 
 // KeyOverhead approximates the per-key bookkeeping cost counted against
@@ -127,6 +134,8 @@ func (e *Entry) DataBytes() uint64 {
 		return e.NF.MemUsage()
 	case KindTDigest:
 		return uint64(e.TD().MemoryUsage())
+	case KindCMS, KindTopK:
+		return e.sketchBytes()
 	}
 	return 0
 }
@@ -460,6 +469,8 @@ func dataArrays(e *Entry) uint64 {
 		return e.NF.DataBytes()
 	case KindTDigest:
 		return uint64(e.TD().MemoryUsage()) // counted by Allow when created
+	case KindCMS, KindTopK:
+		return e.sketchArrays()
 	}
 	return 0
 }

@@ -12,7 +12,6 @@ import (
 	"math"
 	"runtime"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/bloomkit/bloomkit/redisbloom"
 	"github.com/bloomkit/bloomkit/server/internal/aof"
@@ -218,6 +217,8 @@ func (snap *Snapshot) freeze(e *Entry) *image {
 		// A digest is small and a query rearranges it: its image is a
 		// copy, its bloomkit file (exact, buffer included).
 		im.header, _ = e.TD().MarshalBinary()
+	case KindCMS, KindTopK:
+		e.sketchImage(im)
 	case KindNative:
 		im.header = e.NF.snapshotHeader()
 		im.arrays, _ = e.NF.Ordered()
@@ -240,6 +241,8 @@ func (snap *Snapshot) done(e *Entry) {
 		e.CF.Guard = nil
 	case KindNative:
 		e.NF.Guard = nil
+	case KindCMS:
+		e.val.guard = nil
 	}
 	copies, released := im.copies, im.released
 	im.copies, im.released = nil, nil
@@ -552,13 +555,14 @@ func (db *DB) ReadSnapshot(f aof.ReadFile, path string) (uint64, int, error) {
 				arrays = e.CF.Filters
 			}
 		case KindString:
-			v := string(hdr)
-			e.val = unsafe.Pointer(&v)
+			e.val = &value{str: string(hdr)}
 		case KindTDigest:
 			var d *tdigest.Digest
 			if d, err = tdigest.Read(bytes.NewReader(hdr)); err == nil {
-				e.val = unsafe.Pointer(d)
+				e.val = &value{td: d}
 			}
+		case KindCMS, KindTopK:
+			e.val, arrays, err = loadSketch(kind, hdr, fits)
 		case KindNative:
 			e.NF, err = loadSnapshotHeader(hdr, fits)
 			if err == nil {

@@ -2,6 +2,7 @@ package keyspace
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"math"
 
 	"github.com/bloomkit/bloomkit/redisbloom"
+	"github.com/bloomkit/bloomkit/tdigest"
 )
 
 // EachSnapshotEntry reads a snapshot that WriteSnapshot wrote (size bytes
@@ -91,8 +93,14 @@ func EachSnapshotEntry(r io.Reader, size int64, fn func(key string, e *Entry) er
 				arrays = e.CF.Filters
 			}
 		case KindString:
-			v := string(hdr)
-			e.str = &v
+			e.val = &value{str: string(hdr)}
+		case KindTDigest:
+			var d *tdigest.Digest
+			if d, err = tdigest.Read(bytes.NewReader(hdr)); err == nil {
+				e.val = &value{td: d}
+			}
+		case KindCMS, KindTopK:
+			e.val, arrays, err = loadSketch(e.Kind, hdr, fits)
 		case KindNative:
 			e.NF, err = loadSnapshotHeader(hdr, fits)
 			if err == nil {

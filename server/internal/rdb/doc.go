@@ -28,7 +28,10 @@
 // RedisBloom's filters (module types MBbloom-- and MBbloomCF) are
 // decoded by RedisBloomDecoders into *redisbloom.Bloom and
 // *redisbloom.Cuckoo and written through BloomValue and CuckooValue; the
-// field layouts themselves live in the redisbloom package.
+// field layouts themselves live in the redisbloom package. Its Count-Min
+// Sketch and Top-K (CMSk-TYPE, TopK-TYPE) are decoded by
+// AddSketchDecoders into *cms.Sketch and *topk.TopK and written through
+// CMSValue and TopKValue (sketch.go).
 //
 // Why our own code: the Go RDB libraries we weighed (hdt3213/rdb,
 // cupcake/rdb, tommy351/rdb-go) parse Redis's own data types into their

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/bloomkit/bloomkit/cms"
+	"github.com/bloomkit/bloomkit/topk"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -453,6 +455,14 @@ func FuzzParseDump(f *testing.F) {
 	c, _ := redisbloom.NewCuckoo(10, 2, 20, 2, nil)
 	p, _ = DumpModule(CuckooValue{c}, 10)
 	f.Add(p)
+	sk, _ := cms.New(5, 2)
+	sk.IncrByString("x", 3)
+	p, _ = DumpModule(CMSValue{sk}, 10)
+	f.Add(p)
+	tk, _ := topk.New(2, 4, 2, 0.9)
+	tk.AddString("x")
+	p, _ = DumpModule(TopKValue{tk}, 10)
+	f.Add(p)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, _ = ParseDump(data, fuzzOptions())
 	})
@@ -463,12 +473,14 @@ func FuzzParseDump(f *testing.F) {
 func fuzzOptions() Options {
 	var total uint64
 	opts := Options{MaxString: 1 << 16, Modules: map[string]ModuleDecoder{testModule: testDecoder{maxBig: 1 << 16}}}
-	AddRedisBloomDecoders(&opts, func(n uint64) error {
+	budget := func(n uint64) error {
 		if total += n; total > 1<<20 {
 			return errors.New("over the fuzz budget")
 		}
 		return nil
-	})
+	}
+	AddRedisBloomDecoders(&opts, budget)
+	AddSketchDecoders(&opts, budget)
 	return opts
 }
 
