@@ -74,7 +74,6 @@ var errModuleField = errors.New("rdb: module value field of another kind")
 // Errors from the stream itself are remembered: the whole read then fails.
 type ModuleReader struct {
 	in        *input
-	max       uint64
 	fatal     error
 	pending   int    // an opcode read whose field has not been consumed, or -1
 	ended     bool   // the value's EOF opcode was read
