@@ -595,3 +595,87 @@ func TestRedisReplicaRDBMadeOffTheLock(t *testing.T) {
 		t.Fatalf("payload starts %q, %v", head, err)
 	}
 }
+
+// A Redis + RedisBloom replica of bloom serve holds its Count-Min
+// Sketches, Top-Ks and t-digests too: the full sync carries them in
+// RedisBloom's encodings, the stream follows, and every query answers
+// alike on both. (The Top-K has decay 1: RedisBloom draws its decays from
+// the C library's rand(), which bloom serve's replicas do not share.)
+func TestRedisReplicaOfBloomServeSketches(t *testing.T) {
+	module := redistest.RedisBloomModule(t)
+	m := startServer(t, Config{NoPersistence: true})
+	mc := newClient(t, m.Addr(), 2)
+	ctx := context.Background()
+	do := func(args ...any) {
+		t.Helper()
+		if err := mc.Do(ctx, args...).Err(); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+	}
+	do("CMS.INITBYDIM", "cms", 200, 5)
+	do("CMS.INCRBY", "cms", "a", 3, "b", 7, "c", 1)
+	do("CMS.INITBYPROB", "cms:prob", 0.01, 0.001)
+	do("CMS.INCRBY", "cms:prob", "x", 100)
+	do("TOPK.RESERVE", "topk", 3, 50, 4, 1)
+	do("TOPK.ADD", "topk", "a", "b", "a", "c", "a", "b", "d")
+	do("TDIGEST.CREATE", "td", "COMPRESSION", 50)
+	for i := 0; i < 300; i++ {
+		do("TDIGEST.ADD", "td", float64(i%97)*1.5, float64(i))
+	}
+	do("TDIGEST.QUANTILE", "td", 0.5) // merges the buffer: logged as such
+
+	r := redistest.Start(t, "--loadmodule", module)
+	rc := newClient(t, r.Addr, 2)
+	redisFollow(t, r, m)
+	do("CMS.INCRBY", "cms", "a", 2, "d", 4)
+	do("CMS.INITBYDIM", "cms:new", 200, 5)
+	do("CMS.MERGE", "cms:new", 1, "cms", "WEIGHTS", 3)
+	do("TOPK.INCRBY", "topk", "e", 10, "a", 1)
+	do("TDIGEST.ADD", "td", 1000, -5)
+	do("TDIGEST.CREATE", "td:new")
+	do("TDIGEST.ADD", "td:new", 1, 2, 3)
+	waitOne(t, mc)
+
+	cmds := [][]any{
+		{"TYPE", "cms"}, {"TYPE", "topk"}, {"TYPE", "td"},
+		{"CMS.QUERY", "cms", "a", "b", "c", "d", "zz"}, {"CMS.INFO", "cms"},
+		{"CMS.QUERY", "cms:prob", "x", "y"}, {"CMS.INFO", "cms:prob"},
+		{"CMS.QUERY", "cms:new", "a", "b", "d"}, {"CMS.INFO", "cms:new"},
+		{"TOPK.LIST", "topk", "WITHCOUNT"}, {"TOPK.QUERY", "topk", "a", "b", "e", "zz"},
+		{"TDIGEST.RANK", "td", 50}, {"DBSIZE"},
+	}
+	sameAnswers(t, mc, rc, cmds)
+	// Doubles: the same numbers; Redis 7.0 prints them with 17 digits,
+	// bloom serve in the shortest form that reads back the same, as Redis 8.
+	for _, c := range [][]any{
+		{"TDIGEST.QUANTILE", "td", 0, 0.1, 0.5, 0.9, 1}, {"TDIGEST.CDF", "td", 10, 100, 1000},
+		{"TDIGEST.MIN", "td"}, {"TDIGEST.MAX", "td"}, {"TDIGEST.QUANTILE", "td:new", 0.5},
+	} {
+		floats := func(cl *redis.Client) []float64 {
+			v, err := cl.Do(ctx, c...).Result()
+			if err != nil {
+				t.Fatalf("%v: %v", c, err)
+			}
+			var out []float64
+			for _, x := range append([]any{}, anySlice(v)...) {
+				f, err := strconv.ParseFloat(fmt.Sprint(x), 64)
+				if err != nil {
+					t.Fatalf("%v: %v", c, err)
+				}
+				out = append(out, f)
+			}
+			return out
+		}
+		if want, got := floats(mc), floats(rc); !reflect.DeepEqual(want, got) {
+			t.Errorf("%v: bloom serve %v, Redis replica %v", c, want, got)
+		}
+	}
+}
+
+// anySlice is v's elements when it is an array reply, else v alone.
+func anySlice(v any) []any {
+	if a, ok := v.([]any); ok {
+		return a
+	}
+	return []any{v}
+}
