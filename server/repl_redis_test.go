@@ -26,10 +26,10 @@ func TestRedisMasterFilters(t *testing.T) {
 			"cf-bucket-size", "4", "cf-expansion-factor", "2", "cf-initial-size", "2048", "cf-max-expansions", "10", "cf-max-iterations", "30"}},
 			map[int]string{fpBFErrorRate: "0.001", fpBFInitialSize: "500", fpBFExpansion: "4", fpCFBucketSize: "4", fpCFInitialSize: "2048", fpCFMaxIterations: "30", fpCFExpansion: "2"}, "CONFIG GET"},
 		{"redisbloom 2.8 with arguments", map[string]respValue{"CONFIG": empty, "MODULE": []respValue{
-			[]respValue{"name", "bf", "ver", int64(20820), "path", "/x/redisbloom.so", "args", []respValue{"ERROR_RATE", "0.02", "INITIAL_SIZE", "1000"}}}},
+			[]respValue{"name", "bf", "ver", int64(20820), "path", "redisbloom.so", "args", []respValue{"ERROR_RATE", "0.02", "INITIAL_SIZE", "1000"}}}},
 			map[int]string{fpBFErrorRate: "0.02", fpBFInitialSize: "1000", fpBFExpansion: "2"}, "MODULE LIST"},
 		{"redisbloom 2.8 without", map[string]respValue{"CONFIG": empty, "MODULE": []respValue{
-			[]respValue{"name", "bf", "ver", int64(20820), "path", "/x/redisbloom.so", "args", empty}}},
+			[]respValue{"name", "bf", "ver", int64(20820), "path", "redisbloom.so", "args", empty}}},
 			map[int]string{fpBFErrorRate: "0.01", fpBFInitialSize: "100"}, "MODULE LIST"},
 		{"refused", map[string]respValue{"CONFIG": respError("NOPERM no"), "MODULE": respError("NOPERM no")},
 			map[int]string{fpBFErrorRate: "0.01", fpCFInitialSize: "1024"}, "refused to say"},
