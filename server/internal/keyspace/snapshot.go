@@ -533,7 +533,6 @@ func (db *DB) ReadSnapshot(f aof.ReadFile, path string) (uint64, int, error) {
 			return fail(fmt.Sprintf("key %q header", kb), err)
 		}
 		e := &Entry{Kind: kind, ExpireAt: exp, lru: db.clock}
-		var arrays [][]byte
 		// The header's sizes must fit in what is left of the file.
 		fits := func(n uint64) error {
 			if n > uint64(remaining) {
@@ -541,36 +540,7 @@ func (db *DB) ReadSnapshot(f aof.ReadFile, path string) (uint64, int, error) {
 			}
 			return nil
 		}
-		switch kind {
-		case KindBloom:
-			e.BF, err = redisbloom.LoadBloomHeader(hdr, fits)
-			if err == nil {
-				for j := range e.BF.NumLinks() {
-					arrays = append(arrays, e.BF.Link(j).Data)
-				}
-			}
-		case KindCuckoo:
-			e.CF, err = redisbloom.LoadCuckooHeader(hdr, math.MaxUint16, fits)
-			if err == nil {
-				arrays = e.CF.Filters
-			}
-		case KindString:
-			e.val = &value{str: string(hdr)}
-		case KindTDigest:
-			var d *tdigest.Digest
-			if d, err = tdigest.Read(bytes.NewReader(hdr)); err == nil {
-				e.val = &value{td: d}
-			}
-		case KindCMS, KindTopK:
-			e.val, arrays, err = loadSketch(kind, hdr, fits)
-		case KindNative:
-			e.NF, err = loadSnapshotHeader(hdr, fits)
-			if err == nil {
-				arrays, _ = e.NF.Ordered()
-			}
-		default:
-			err = aof.ErrCorrupt
-		}
+		arrays, err := e.loadHeader(hdr, fits)
 		if err != nil {
 			release()
 			return fail(fmt.Sprintf("key %q: bad filter header", kb), err)
@@ -628,4 +598,42 @@ func (db *DB) ReadSnapshot(f aof.ReadFile, path string) (uint64, int, error) {
 		db.keys.insert(e, h)
 	}
 	return gen, n, nil
+}
+
+// loadHeader fills e (whose Kind is set) from its snapshot header hdr and
+// returns the arrays its data is read into, in the file's order; fits
+// checks a size the header names against what is left of the file. Both
+// snapshot readers (ReadSnapshot, EachSnapshotEntry) use it.
+func (e *Entry) loadHeader(hdr []byte, fits func(uint64) error) (arrays [][]byte, err error) {
+	switch e.Kind {
+	case KindBloom:
+		e.BF, err = redisbloom.LoadBloomHeader(hdr, fits)
+		if err == nil {
+			for j := range e.BF.NumLinks() {
+				arrays = append(arrays, e.BF.Link(j).Data)
+			}
+		}
+	case KindCuckoo:
+		e.CF, err = redisbloom.LoadCuckooHeader(hdr, math.MaxUint16, fits)
+		if err == nil {
+			arrays = e.CF.Filters
+		}
+	case KindString:
+		e.val = &value{str: string(hdr)}
+	case KindTDigest:
+		var d *tdigest.Digest
+		if d, err = tdigest.Read(bytes.NewReader(hdr)); err == nil {
+			e.val = &value{td: d}
+		}
+	case KindCMS, KindTopK:
+		e.val, arrays, err = loadSketch(e.Kind, hdr, fits)
+	case KindNative:
+		e.NF, err = loadSnapshotHeader(hdr, fits)
+		if err == nil {
+			arrays, _ = e.NF.Ordered()
+		}
+	default:
+		err = fmt.Errorf("%w: unknown kind %d", aof.ErrCorrupt, e.Kind)
+	}
+	return arrays, err
 }

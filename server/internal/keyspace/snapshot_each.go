@@ -2,16 +2,11 @@ package keyspace
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
-	"math"
-
-	"github.com/bloomkit/bloomkit/redisbloom"
-	"github.com/bloomkit/bloomkit/tdigest"
 )
 
 // EachSnapshotEntry reads a snapshot that WriteSnapshot wrote (size bytes
@@ -78,37 +73,7 @@ func EachSnapshotEntry(r io.Reader, size int64, fn func(key string, e *Entry) er
 			return bad(fmt.Sprintf("key %q header", kb), err)
 		}
 		e := &Entry{Kind: Kind(meta[0]), ExpireAt: int64(binary.LittleEndian.Uint64(meta[1:]))}
-		var arrays [][]byte
-		switch e.Kind {
-		case KindBloom:
-			e.BF, err = redisbloom.LoadBloomHeader(hdr, fits)
-			if err == nil {
-				for j := range e.BF.NumLinks() {
-					arrays = append(arrays, e.BF.Link(j).Data)
-				}
-			}
-		case KindCuckoo:
-			e.CF, err = redisbloom.LoadCuckooHeader(hdr, math.MaxUint16, fits)
-			if err == nil {
-				arrays = e.CF.Filters
-			}
-		case KindString:
-			e.val = &value{str: string(hdr)}
-		case KindTDigest:
-			var d *tdigest.Digest
-			if d, err = tdigest.Read(bytes.NewReader(hdr)); err == nil {
-				e.val = &value{td: d}
-			}
-		case KindCMS, KindTopK:
-			e.val, arrays, err = loadSketch(e.Kind, hdr, fits)
-		case KindNative:
-			e.NF, err = loadSnapshotHeader(hdr, fits)
-			if err == nil {
-				arrays, _ = e.NF.Ordered()
-			}
-		default:
-			err = fmt.Errorf("unknown kind %d", e.Kind)
-		}
+		arrays, err := e.loadHeader(hdr, fits)
 		if err != nil {
 			return bad(fmt.Sprintf("key %q: bad filter header", kb), err)
 		}
