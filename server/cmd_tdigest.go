@@ -455,14 +455,9 @@ func cmdTDCDF(s *Server, c *Session, args [][]byte, r *Reply) {
 	if d == nil {
 		return
 	}
-	xs := make([]float64, len(args)-2)
-	for i, a := range args[2:] {
-		x, ok := resp.ParseFloat(a)
-		if !ok {
-			r.Error("ERR T-Digest: error parsing cdf")
-			return
-		}
-		xs[i] = x
+	xs, ok := tdFloats(args[2:], "ERR T-Digest: error parsing cdf", r)
+	if !ok {
+		return
 	}
 	q := s.tdQuery(c, args[1], d)
 	r.Array(len(xs))
@@ -482,14 +477,9 @@ func cmdTDRank(s *Server, c *Session, args [][]byte, r *Reply) {
 	if d == nil {
 		return
 	}
-	xs := make([]float64, len(args)-2)
-	for i, a := range args[2:] {
-		x, ok := resp.ParseFloat(a)
-		if !ok {
-			r.Error("ERR T-Digest: error parsing value")
-			return
-		}
-		xs[i] = x
+	xs, ok := tdFloats(args[2:], "ERR T-Digest: error parsing value", r)
+	if !ok {
+		return
 	}
 	q := s.tdQuery(c, args[1], d)
 	r.Array(len(xs))
@@ -610,4 +600,19 @@ func (s *Server) copyRefused(src, dst []byte, replace bool) string {
 		return ""
 	}
 	return "ERR not supported for this module key"
+}
+
+// tdFloats parses a TDIGEST command's numbers, answering msg for the first
+// that is not one.
+func tdFloats(args [][]byte, msg string, r *Reply) ([]float64, bool) {
+	xs := make([]float64, len(args))
+	for i, a := range args {
+		x, ok := resp.ParseFloat(a)
+		if !ok {
+			r.Error(msg)
+			return nil, false
+		}
+		xs[i] = x
+	}
+	return xs, true
 }
