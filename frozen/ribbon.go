@@ -143,6 +143,9 @@ type RibbonBuilder struct {
 	seed   uint64
 	rate   float64
 	hashes []uint64
+	// slotsFor sizes the first banding of n keys (ribbonSlots when nil;
+	// tests make it tight to force retries).
+	slotsFor func(n int) uint64
 }
 
 // NewRibbonBuilder starts a ribbon filter with false-positive rate rate
@@ -216,8 +219,12 @@ func (b *RibbonBuilder) Build() (*Ribbon, error) {
 	// positions, and the free slots are filled in slot order).
 	var bd bander
 	xs, tmp := make([]uint64, len(b.hashes)), make([]uint64, len(b.hashes))
+	slotsFor := b.slotsFor
+	if slotsFor == nil {
+		slotsFor = ribbonSlots
+	}
 	distinct, resized := len(b.hashes), false
-	slots := ribbonSlots(distinct)
+	slots := slotsFor(distinct)
 	for attempt := uint64(0); ; attempt++ {
 		if attempt == 64 {
 			return nil, fmt.Errorf("frozen: the ribbon of %d keys did not band in %d attempts", distinct, attempt)
@@ -242,15 +249,17 @@ func (b *RibbonBuilder) Build() (*Ribbon, error) {
 			// others): size again for the distinct ones, from the
 			// first remix seed, as a list without repeats is.
 			resized, distinct = true, distinct-redundant
-			slots, attempt = ribbonSlots(distinct), ^uint64(0)
+			slots, attempt = slotsFor(distinct), ^uint64(0)
 			continue
 		}
 		break
 	}
 	blocks := f.slots / ribbonWidth
-	wide := uint64(math.Round(frac * float64(f.starts) / ribbonWidth))
+	// Whole blocks of r+1 bits, enough that the rate is at most p (the
+	// last block holds one start).
+	wide := uint64(0)
 	if frac > 0 {
-		wide = max(wide, 1)
+		wide = uint64(math.Ceil((frac*float64(f.starts) + ribbonWidth - 1) / ribbonWidth))
 	}
 	f.upper = blocks - min(wide, blocks)
 	f.words = make([]uint64, ribbonWords(f.slots, f.upper, f.r))
@@ -495,8 +504,11 @@ func (f *Ribbon) ReadFrom(r io.Reader) (int64, error) {
 	if err != nil || uint32(rb) != h.K {
 		return cr.N, fmt.Errorf("%w: a ribbon of %d result bits at rate %g", ErrCorrupt, h.K, h.P)
 	}
-	if h.M%ribbonWidth != 0 || h.M > maxRibbonSlots || (h.M == 0) != (h.PayloadLen == 0) || h.Count > MaxKeys {
+	if h.M%ribbonWidth != 0 || h.M > maxRibbonSlots || (h.M == 0) != (h.PayloadLen == 0) {
 		return cr.N, fmt.Errorf("%w: a ribbon of %d slots in a payload of %d bytes", ErrCorrupt, h.M, h.PayloadLen)
+	}
+	if h.Count > MaxKeys || h.N != h.Count {
+		return cr.N, fmt.Errorf("%w: a ribbon of %d keys (header n %d)", ErrCorrupt, h.Count, h.N)
 	}
 	g := Ribbon{seed: h.Seed, rate: h.P, count: h.Count, r: rb, slots: h.M}
 	if h.M == 0 {
