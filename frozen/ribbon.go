@@ -394,28 +394,31 @@ func (f *Ribbon) TestHash(h uint64) bool {
 	s, lo, hi, fp := row(remix(h, f.rseed), f.starts)
 	b, o := s/ribbonWidth, s%ribbonWidth
 	// The coefficients shifted to the key's offset in its block: p0, p1
-	// against block b's column word, p2, p3 against block b+1's.
-	var p0, p1, p2, p3 uint64
-	if o < 64 {
-		p0, p1, p2 = lo<<o, hi<<o|lo>>(64-o), hi>>(64-o)
-	} else {
-		o -= 64
-		p1, p2, p3 = lo<<o, hi<<o|lo>>(64-o), hi>>(64-o)
+	// against block b's column word, p2, p3 against block b+1's. Without
+	// branches: the offset is random.
+	sh := o % 64
+	t0, t1, t2 := lo<<sh, hi<<sh|lo>>(64-sh), hi>>(64-sh)
+	m := -(o / 64) // all ones from offset 64
+	p0, p1, p2, p3 := t0&^m, t1&^m|t0&m, t2&^m|t1&m, t2&m
+	// Blocks from f.upper on have r+1 result bits.
+	var wide uint64
+	if b >= f.upper {
+		wide = 1
 	}
-	cols := f.cols(b)
-	w := f.words[f.base(b):]
+	r := uint64(f.r)
+	cols := r + wide
+	base := 2 * (b*r + (b-f.upper)*wide)
 	next := 2 * cols // block b+1's words; there is none when o is 0
-	if s%ribbonWidth == 0 {
+	if o == 0 {
 		next = 0
 	}
-	w = w[:next+2*cols]
+	w := f.words[base : base+next+2*cols]
+	var got uint32
 	for j := range cols {
 		x := p0&w[2*j] ^ p1&w[2*j+1] ^ p2&w[next+2*j] ^ p3&w[next+2*j+1]
-		if uint32(bits.OnesCount64(x)&1) != fp>>j&1 {
-			return false
-		}
+		got |= uint32(bits.OnesCount64(x)&1) << j
 	}
-	return true
+	return got == fp&(1<<cols-1) // 1<<32 is 0 in uint32: all 32 bits
 }
 
 // Seed is the key hash seed.
