@@ -24,16 +24,18 @@ import (
 // slots cost 1.03–1.05 × log2(1/p) bits a key for a rate p = 2^-r.
 //
 // Rates that are not a power of two mix two widths: the slots are cut
-// into blocks of 128, and the first blocks hold r result bits a slot, the
-// last ones r+1 (r = floor(log2(1/p))). A key uses the width of the block
-// its start falls in; the wider blocks come last, so a key's 128 slots
-// never reach a narrower block. The share of wide blocks is chosen so the
-// mixed rate is p.
+// into segments of 64, and the first segments hold r result bits a slot,
+// the last ones r+1 (r = floor(log2(1/p))). A key uses the width of the
+// segment its start falls in; the wider segments come last, so a key's
+// 128 slots never reach a narrower one. The share of wide segments is
+// chosen so the mixed rate is at most p.
 //
-// S is stored block by block, each block column by column: column j of
-// block b is one 128-bit word holding bit j of its 128 slots (RocksDB's
-// "interleaved" layout), and a lookup reads at most two blocks' words,
-// next to each other in memory.
+// S is stored segment by segment, each segment column by column: column j
+// of segment b is one 64-bit word holding bit j of its 64 slots (the
+// "interleaved" layout of RocksDB's ribbon filters, with 64-slot rather
+// than 128-slot segments). A lookup reads three segments' words, next to
+// each other in memory: the 128 slots from its start and up to 63 before
+// them in the first segment.
 
 // Rate limits: a ribbon filter stores 1 to 32 result bits a slot.
 const (
@@ -44,11 +46,15 @@ const (
 	MaxRibbonRate = 0.5
 )
 
-// ribbonWidth is the coefficient row width w and the block size.
-const ribbonWidth = 128
+// ribbonWidth is the coefficient row width w; ribbonSeg is the slots of a
+// segment, the unit of the solution's layout and of its widths.
+const (
+	ribbonWidth = 128
+	ribbonSeg   = 64
+)
 
 // ribbonParamsSize is the ribbon payload's fixed part: the hash remix
-// seed and the first block with r+1 result bits.
+// seed and the first segment with r+1 result bits.
 const ribbonParamsSize = 16
 
 // maxRibbonSlots bounds the slots a file may announce (more than MaxKeys
@@ -65,11 +71,11 @@ type Ribbon struct {
 	seed  uint64  // key hash seed
 	rate  float64 // the rate asked for
 	count uint64  // keys given to Build (duplicates included)
-	r     int     // result bits of the narrow blocks
+	r     int     // result bits of the narrow segments
 	// Zero slots: an empty set (or a zero Ribbon, when r is 0).
-	slots  uint64 // m, a multiple of 128
+	slots  uint64 // m, a multiple of 64, at least 128
 	starts uint64 // m - 127: where a key's row may start
-	upper  uint64 // the first block with r+1 result bits
+	upper  uint64 // the first segment with r+1 result bits
 	rseed  uint64 // remix seed, chosen at build time so banding succeeds
 	words  []uint64
 }
@@ -114,26 +120,18 @@ func row(x, starts uint64) (start, lo, hi uint64, fp uint32) {
 	return
 }
 
-// cols is the number of result bits of block b.
-func (f *Ribbon) cols(b uint64) int {
-	if b < f.upper {
-		return f.r
-	}
-	return f.r + 1
-}
-
-// base is the index in words of block b's first column word.
+// base is the index in words of segment b's first column word.
 func (f *Ribbon) base(b uint64) uint64 {
 	if b < f.upper {
-		return 2 * b * uint64(f.r)
+		return b * uint64(f.r)
 	}
-	return 2 * (f.upper*uint64(f.r) + (b-f.upper)*uint64(f.r+1))
+	return f.upper*uint64(f.r) + (b-f.upper)*uint64(f.r+1)
 }
 
 // ribbonWords is the number of 64-bit words of a solution.
 func ribbonWords(slots, upper uint64, r int) uint64 {
-	blocks := slots / ribbonWidth
-	return 2 * (upper*uint64(r) + (blocks-upper)*uint64(r+1))
+	segs := slots / ribbonSeg
+	return upper*uint64(r) + (segs-upper)*uint64(r+1)
 }
 
 // RibbonBuilder collects the keys of a ribbon filter: 8 bytes a key
@@ -185,14 +183,14 @@ func BuildRibbon(keys [][]byte, rate float64, seed uint64) (*Ribbon, error) {
 }
 
 // ribbonSlots is the number of slots tried first for n distinct keys,
-// whole blocks of 128: enough that banding fails about once in 20 builds
-// (a failure costs a retry with another remix seed). The overhead m/n
+// whole segments, at least 128: enough that banding fails about once in
+// 20 builds (a failure costs a retry with another remix seed). The overhead m/n
 // grows by about 0.4% each time n doubles (measured: 1.03 up to 2^16
 // keys, 1.04 at 2^18, 1.048 at 2^20).
 func ribbonSlots(n int) uint64 {
 	over := max(1.03, 1.04+0.0038*math.Log2(float64(n)/(1<<18)))
 	m := uint64(math.Ceil(float64(n) * over))
-	return max(1, (m+ribbonWidth-1)/ribbonWidth) * ribbonWidth
+	return max(ribbonWidth/ribbonSeg, (m+ribbonSeg-1)/ribbonSeg) * ribbonSeg
 }
 
 // Build makes the filter of every key added so far. Duplicate keys are
@@ -232,7 +230,7 @@ func (b *RibbonBuilder) Build() (*Ribbon, error) {
 		if attempt > 0 && attempt%4 == 0 {
 			// Four failures in a row: the size is too tight for
 			// these keys; 1% more slots.
-			slots = (slots + slots/100 + 2*ribbonWidth - 1) / ribbonWidth * ribbonWidth
+			slots = (slots + slots/100 + 2*ribbonSeg - 1) / ribbonSeg * ribbonSeg
 		}
 		f.slots, f.starts = slots, slots-ribbonWidth+1
 		f.rseed = remix(attempt+1, 0x6a09e667f3bcc909)
@@ -254,14 +252,14 @@ func (b *RibbonBuilder) Build() (*Ribbon, error) {
 		}
 		break
 	}
-	blocks := f.slots / ribbonWidth
-	// Whole blocks of r+1 bits, enough that the rate is at most p (the
-	// last block holds one start).
+	segs := f.slots / ribbonSeg
+	// Whole segments of r+1 bits, enough that the rate is at most p (the
+	// last two segments hold one start: w wide ones hold 64w-127).
 	wide := uint64(0)
 	if frac > 0 {
-		wide = uint64(math.Ceil((frac*float64(f.starts) + ribbonWidth - 1) / ribbonWidth))
+		wide = uint64(math.Ceil((frac*float64(f.starts) + ribbonWidth - 1) / ribbonSeg))
 	}
-	f.upper = blocks - min(wide, blocks)
+	f.upper = segs - min(wide, segs)
 	f.words = make([]uint64, ribbonWords(f.slots, f.upper, f.r))
 	bd.solve(f)
 	return f, nil
@@ -361,7 +359,7 @@ func (d *bander) solve(f *Ribbon) {
 		}
 		// The coefficients after the pivot.
 		cl, ch := lo>>1|hi<<63, hi>>1
-		b := i / ribbonWidth
+		b := i / ribbonSeg
 		if b < f.upper {
 			cols = f.r
 		}
@@ -370,10 +368,10 @@ func (d *bander) solve(f *Ribbon) {
 			stHi[j] = stHi[j]<<1 | stLo[j]>>63
 			stLo[j] = stLo[j]<<1 | bit
 		}
-		if i%ribbonWidth == 0 {
+		if i%ribbonSeg == 0 {
 			w := f.words[f.base(b):]
 			for j := range cols {
-				w[2*j], w[2*j+1] = stLo[j], stHi[j]
+				w[j] = stLo[j]
 			}
 		}
 	}
@@ -392,30 +390,31 @@ func (f *Ribbon) TestHash(h uint64) bool {
 		return false
 	}
 	s, lo, hi, fp := row(remix(h, f.rseed), f.starts)
-	b, o := s/ribbonWidth, s%ribbonWidth
-	// The coefficients shifted to the key's offset in its block: p0, p1
-	// against block b's column word, p2, p3 against block b+1's. Without
-	// branches: the offset is random.
-	sh := o % 64
-	t0, t1, t2 := lo<<sh, hi<<sh|lo>>(64-sh), hi>>(64-sh)
-	m := -(o / 64) // all ones from offset 64
-	p0, p1, p2, p3 := t0&^m, t1&^m|t0&m, t2&^m|t1&m, t2&m
-	// Blocks from f.upper on have r+1 result bits.
-	var wide uint64
-	if b >= f.upper {
-		wide = 1
-	}
+	// The coefficients shifted to the key's offset in its segment b: q0
+	// against segment b's column words, q1 against b+1's, q2 against
+	// b+2's (none when the offset is 0).
+	b, o := s/ribbonSeg, s%ribbonSeg
+	q0, q1, q2 := lo<<o, hi<<o|lo>>(64-o), hi>>(64-o)
+	// Segments from f.upper on have r+1 result bits.
 	r := uint64(f.r)
-	cols := r + wide
-	base := 2 * (b*r + (b-f.upper)*wide)
-	next := 2 * cols // block b+1's words; there is none when o is 0
-	if o == 0 {
-		next = 0
+	var wide0, wide1 uint64
+	if b >= f.upper {
+		wide0 = 1
 	}
-	w := f.words[base : base+next+2*cols]
+	if b+1 >= f.upper {
+		wide1 = 1
+	}
+	cols := r + wide0
+	w0 := b*r + (b-f.upper)*wide0
+	w1 := w0 + cols
+	w2 := w1 + r + wide1
+	if o == 0 {
+		w2 = w0
+	}
+	w := f.words[:max(w1, w2)+cols]
 	var got uint32
 	for j := range cols {
-		x := p0&w[2*j] ^ p1&w[2*j+1] ^ p2&w[next+2*j] ^ p3&w[next+2*j+1]
+		x := q0&w[w0+j] ^ q1&w[w1+j] ^ q2&w[w2+j]
 		got |= uint32(bits.OnesCount64(x)&1) << j
 	}
 	return got == fp&(1<<cols-1) // 1<<32 is 0 in uint32: all 32 bits
@@ -435,17 +434,20 @@ func (f *Ribbon) Len() uint64 { return f.count }
 // a frozen set.
 func (f *Ribbon) ApproxCount() uint64 { return f.count }
 
-// Slots is the number of rows of the solution, m: a multiple of 128.
+// Slots is the number of rows of the solution, m: a multiple of 64, at
+// least 128.
 func (f *Ribbon) Slots() uint64 { return f.slots }
 
 // EstimatedFPR is the false-positive rate of the filter as built (0 when
-// empty): 2^-r for the keys that start in a block of r result bits,
-// 2^-(r+1) for the others. It is within a fraction of a percent of Rate.
+// empty): 2^-r for the keys that start in a segment of r result bits,
+// 2^-(r+1) for the others. It is at most Rate: within a fraction of a
+// percent from about 100,000 keys, lower for small sets, whose few
+// segments mix the two widths coarsely.
 func (f *Ribbon) EstimatedFPR() float64 {
 	if f.slots == 0 {
 		return 0
 	}
-	wideStarts := f.starts - min(f.starts, f.upper*ribbonWidth)
+	wideStarts := f.starts - min(f.starts, f.upper*ribbonSeg)
 	share := float64(wideStarts) / float64(f.starts)
 	return math.Ldexp(1, -f.r) * (1 - share/2)
 }
@@ -454,7 +456,7 @@ func (f *Ribbon) EstimatedFPR() float64 {
 // a key.
 func (f *Ribbon) SizeBits() uint64 { return uint64(len(f.words)) * 64 }
 
-// header is the envelope header: M the slots, K the narrow blocks' result
+// header is the envelope header: M the slots, K the narrow segments' result
 // bits, N the keys, P the rate asked for.
 func (f *Ribbon) header() format.Header {
 	var payload uint64
@@ -507,7 +509,7 @@ func (f *Ribbon) ReadFrom(r io.Reader) (int64, error) {
 	if err != nil || uint32(rb) != h.K {
 		return cr.N, fmt.Errorf("%w: a ribbon of %d result bits at rate %g", ErrCorrupt, h.K, h.P)
 	}
-	if h.M%ribbonWidth != 0 || h.M > maxRibbonSlots || (h.M == 0) != (h.PayloadLen == 0) {
+	if h.M%ribbonSeg != 0 || h.M > maxRibbonSlots || (h.M == 0) != (h.PayloadLen == 0) || (h.M != 0 && h.M < ribbonWidth) {
 		return cr.N, fmt.Errorf("%w: a ribbon of %d slots in a payload of %d bytes", ErrCorrupt, h.M, h.PayloadLen)
 	}
 	if h.Count > MaxKeys || h.N != h.Count {
@@ -530,9 +532,9 @@ func (f *Ribbon) ReadFrom(r io.Reader) (int64, error) {
 	}
 	g.rseed, g.upper = binary.LittleEndian.Uint64(p[0:]), binary.LittleEndian.Uint64(p[8:])
 	g.starts = g.slots - ribbonWidth + 1
-	blocks := g.slots / ribbonWidth
-	if g.upper > blocks || (g.r == 32 && g.upper != blocks) {
-		return cr.N, fmt.Errorf("%w: ribbon blocks of %d result bits from block %d of %d", ErrCorrupt, g.r+1, g.upper, blocks)
+	segs := g.slots / ribbonSeg
+	if g.upper > segs || (g.r == 32 && g.upper != segs) {
+		return cr.N, fmt.Errorf("%w: ribbon segments of %d result bits from segment %d of %d", ErrCorrupt, g.r+1, g.upper, segs)
 	}
 	n := ribbonWords(g.slots, g.upper, g.r)
 	if h.PayloadLen != ribbonParamsSize+8*n {

@@ -350,8 +350,8 @@ func TestRibbonGolden(t *testing.T) {
 func TestRibbonReadErrors(t *testing.T) {
 	f, _ := BuildRibbon(keys(0, 5000), 0.01, 3) // mixed widths
 	good, _ := f.MarshalBinary()
-	if f.upper == 0 || f.upper == f.slots/ribbonWidth {
-		t.Fatalf("want a ribbon of two widths, have wide blocks from %d of %d", f.upper, f.slots/ribbonWidth)
+	if f.upper == 0 || f.upper == f.slots/ribbonSeg {
+		t.Fatalf("want a ribbon of two widths, have wide segments from %d of %d", f.upper, f.slots/ribbonSeg)
 	}
 	edit := func(off int, v uint64) []byte {
 		c := bytes.Clone(good)
@@ -383,12 +383,13 @@ func TestRibbonReadErrors(t *testing.T) {
 			binary.LittleEndian.PutUint64(c[48:], math.Float64bits(MinRibbonRate))
 			return resign(c)
 		}(), ErrCorrupt},
-		{"slots not whole blocks", edit(24, h.M+1), ErrCorrupt},
-		{"one block more", edit(24, h.M+ribbonWidth), ErrCorrupt},
+		{"slots not whole segments", edit(24, h.M+1), ErrCorrupt},
+		{"one segment more", edit(24, h.M+ribbonSeg), ErrCorrupt},
+		{"one segment", edit(24, ribbonSeg), ErrCorrupt},
 		{"slots absurd", edit(24, 1<<50), ErrCorrupt},
 		{"no slots, a payload", edit(24, 0), ErrCorrupt},
-		{"wide blocks from past the end", edit(p+8, h.M/ribbonWidth+1), ErrCorrupt},
-		{"one wide block more", edit(p+8, f.upper-1), ErrCorrupt},
+		{"wide segments from past the end", edit(p+8, h.M/ribbonSeg+1), ErrCorrupt},
+		{"one wide segment more", edit(p+8, f.upper-1), ErrCorrupt},
 		{"payload longer than the file", edit(64, h.PayloadLen+8), ErrTruncated},
 		{"payload shorter than the words", edit(64, h.PayloadLen-8), ErrCorrupt},
 		{"count above MaxKeys", func() []byte {
@@ -413,15 +414,15 @@ func TestRibbonReadErrors(t *testing.T) {
 }
 
 // TestRibbonForgedSize: a header announcing a ribbon of 2^40 slots (a
-// payload of 256 GiB) on a short stream fails as truncated, whether the
+// payload of 128 GiB) on a short stream fails as truncated, whether the
 // reader can tell its length or not, having allocated little.
 func TestRibbonForgedSize(t *testing.T) {
 	const slots = 1 << 40
-	words := ribbonWords(slots, slots/ribbonWidth, 1)
+	words := ribbonWords(slots, slots/ribbonSeg, 1)
 	h := format.Header{Type: format.TypeRibbon, M: slots, K: 1, N: 1, P: 0.5, Count: 1,
 		PayloadLen: ribbonParamsSize + 8*words}
 	file := append(h.Marshal(), make([]byte, ribbonParamsSize+4096)...)
-	binary.LittleEndian.PutUint64(file[format.HeaderSize+8:], slots/ribbonWidth)
+	binary.LittleEndian.PutUint64(file[format.HeaderSize+8:], slots/ribbonSeg)
 	for _, known := range []bool{true, false} {
 		var r io.Reader = bytes.NewReader(file)
 		if !known {
