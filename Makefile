@@ -207,6 +207,8 @@ fuzz:
 	$(GO) test ./bloom -run '^$$' -fuzz '^FuzzWindowDecode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./bloom -run '^$$' -fuzz '^FuzzSizing$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cuckoo -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./frozen -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./frozen -run '^$$' -fuzz '^FuzzReadRibbon$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cuckoo -run '^$$' -fuzz '^FuzzOperations$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./tdigest -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cms -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
