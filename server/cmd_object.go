@@ -272,6 +272,7 @@ func (s *Server) debugReload() error {
 		s.db.Lock()
 		same := s.db.Dirty() == dirty
 		if same {
+			s.touchAllWatched()
 			s.db.FinishMerges(nil)
 			s.db.TakeOver(fresh)
 			p.dirtyAtSave.Store(s.db.Dirty()) // the keyspace is the snapshot

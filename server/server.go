@@ -219,6 +219,9 @@ type Server struct {
 	loading loadState
 	// failover is a FAILOVER in progress (failover.go).
 	failover failoverState
+	// watching is which sessions WATCH which keys (watch.go; guarded by
+	// the keyspace lock).
+	watching watchState
 }
 
 // New creates a server: it loads the snapshot and replays the append-only
