@@ -252,7 +252,7 @@ func cmdDebug(s *Server, c *Session, args [][]byte, r *Reply) {
 func (s *Server) debugReload() error {
 	p := &s.persist
 	for range 5 {
-		if err := s.Save(); err != nil {
+		if err := s.saveInForeground(); err != nil {
 			return fmt.Errorf("save: %w", err)
 		}
 		p.saveMu.Lock()

@@ -426,7 +426,7 @@ func (s *Server) Shutdown() error {
 	s.closeListeners()
 	var err error
 	if !s.cfg.NoPersistence && !loading {
-		if err = s.Save(); err != nil {
+		if err = s.saveInForeground(); err != nil {
 			s.log.Error("save on shutdown failed; the append-only log still holds every write", "err", err)
 		}
 	}

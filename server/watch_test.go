@@ -51,7 +51,7 @@ var watchScenarios = []watchScenario{
 		between: [][]string{{"BF.ADD", "s", "a"}}, block: [][]string{{"SET", "x", "1"}}, want: "nil"},
 	{name: "a RedisBloom argument that does not parse", setup: [][]string{{"SET", "s", "v"}}, keys: []string{"s", "t"},
 		between: [][]string{{"BF.RESERVE", "s", "x", "100"}, {"CF.RESERVE", "s", "x"}, {"TDIGEST.MERGE", "t", "x", "s"}, {"CMS.INCRBY", "s", "a"}},
-		block: [][]string{{"SET", "x", "1"}}, want: "[+OK]"},
+		block:   [][]string{{"SET", "x", "1"}}, want: "[+OK]"},
 	{name: "a Count-Min Sketch argument that does not parse", keys: []string{"c"},
 		between: [][]string{{"CMS.INITBYDIM", "c", "x", "2"}}, block: [][]string{{"SET", "x", "1"}}, want: "nil"},
 	{name: "CMS.MERGE's source", setup: [][]string{{"CMS.INITBYDIM", "s1", "10", "2"}, {"CMS.INITBYDIM", "d", "10", "2"}}, keys: []string{"s1"},
