@@ -1,12 +1,16 @@
 package server
 
 import (
+	"context"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/bloomkit/bloomkit/internal/poll"
 	"github.com/bloomkit/bloomkit/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // watchScenario is one WATCH ... EXEC: setup runs on another connection,
@@ -116,11 +120,14 @@ func runWatchScenarios(t *testing.T, addr string) []string {
 // leave the transaction to run; UNWATCH, DISCARD and EXEC forget the keys.
 // With a RedisBloom module, real Redis answers every step alike.
 func TestWatch(t *testing.T) {
-	s := startServer(t, Config{NoPersistence: true})
-	got := runWatchScenarios(t, s.Addr())
-	if n := func() int { s.db.Lock(); defer s.db.Unlock(); return len(s.watching.keys) }(); n != 0 {
-		t.Errorf("%d keys still watched after every EXEC and DISCARD", n)
-	}
+	var got []string
+	bothPaths(t, func(t *testing.T, goroutinePerConn bool) {
+		s := startServer(t, Config{NoPersistence: true, goroutinePerConn: goroutinePerConn})
+		got = runWatchScenarios(t, s.Addr())
+		if n := func() int { s.db.Lock(); defer s.db.Unlock(); return len(s.watching.keys) }(); n != 0 {
+			t.Errorf("%d keys still watched after every EXEC and DISCARD", n)
+		}
+	})
 	t.Run("RedisBloom", func(t *testing.T) {
 		module := redistest.RedisBloomModule(t)
 		rs := redistest.Start(t, "--loadmodule", module)
@@ -134,8 +141,10 @@ func TestWatch(t *testing.T) {
 }
 
 // A watching client that goes away leaves nothing watched behind.
-func TestWatchForgottenOnDisconnect(t *testing.T) {
-	s := startServer(t, Config{NoPersistence: true})
+func TestWatchForgottenOnDisconnect(t *testing.T) { bothPaths(t, testWatchForgottenOnDisconnect) }
+
+func testWatchForgottenOnDisconnect(t *testing.T, goroutinePerConn bool) {
+	s := startServer(t, Config{NoPersistence: true, goroutinePerConn: goroutinePerConn})
 	c := dialRaw(t, s.Addr())
 	if got := c.do("WATCH", "a", "b"); got != "+OK" {
 		t.Fatalf("WATCH: %s", got)
@@ -184,4 +193,59 @@ func TestWatchOnReplica(t *testing.T) {
 	if got := c.do("EXEC"); got != "nil" {
 		t.Fatalf("EXEC after the master wrote the watched key: %s", got)
 	}
+}
+
+// Check-and-set with go-redis's Watch: clients each add one to a counter
+// (GET, then SET in MULTI/EXEC, retried when EXEC fails) concurrently; no
+// increment is lost, as none could be if EXEC checked the watched key
+// apart from running the queue.
+func TestWatchCheckAndSet(t *testing.T) {
+	s := startServer(t, Config{NoPersistence: true})
+	ctx := context.Background()
+	const clients, each = 8, 40
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	var retries atomic.Int64
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+			defer c.Close()
+			for range each {
+				for {
+					err := c.Watch(ctx, func(tx *redis.Tx) error {
+						n, err := tx.Get(ctx, "n").Int()
+						if err != nil && err != redis.Nil {
+							return err
+						}
+						_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+							p.Set(ctx, "n", n+1, 0)
+							return nil
+						})
+						return err
+					}, "n")
+					if err == redis.TxFailedErr {
+						retries.Add(1)
+						continue
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+					break
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	c := newClient(t, s.Addr(), 2)
+	if n, err := c.Get(ctx, "n").Int(); err != nil || n != clients*each {
+		t.Fatalf("counter %d (%v), want %d (%d EXECs failed and were retried)", n, err, clients*each, retries.Load())
+	}
+	t.Logf("%d EXECs failed on a changed key and were retried", retries.Load())
 }
