@@ -154,17 +154,18 @@ func (s *Server) saveInForeground() error {
 // would merge, logging each merge as a query's is (TDIGEST.CDF key 0) so
 // that replay and replicas stay exact. A replica leaves its digests as its
 // master's stream made them, and a failed log takes no record, as for a
-// query (tdQuery).
+// query (tdQuery). The keyspace is walked a chunk per hold of its lock, so
+// that other clients are served meanwhile, as they are during the save.
 func (s *Server) mergeDigestsForSave() {
-	if s.isReplica() || s.aof != nil && s.aof.Failed() {
-		return
-	}
-	s.db.Lock()
-	defer s.db.Unlock()
-	if s.db.Loading() {
-		return
-	}
 	for cursor := uint64(0); ; {
+		if s.isReplica() || s.aof != nil && s.aof.Failed() {
+			return
+		}
+		s.db.Lock()
+		if s.db.Loading() {
+			s.db.Unlock()
+			return
+		}
 		cursor = s.db.Scan(cursor, 1024, func(key string, e *keyspace.Entry) {
 			if e.Kind != keyspace.KindTDigest || !tdNeedsMerge(e.TD()) {
 				return
@@ -180,6 +181,7 @@ func (s *Server) mergeDigestsForSave() {
 			s.db.Changed()
 			s.record([][]byte{[]byte("TDIGEST.CDF"), k, []byte("0")})
 		})
+		s.db.Unlock()
 		if cursor == 0 {
 			return
 		}
