@@ -149,7 +149,8 @@ func (s *Server) signalWrites(cmd *command, args [][]byte, r *Reply, changed boo
 // commands that come after the key was opened for writing (lower case):
 // their other errors, an argument that does not parse, come before it.
 var bloomErrorsAfterOpen = []string{"wrongtype", "not found", "item exists", "invalid position",
-	"invalid header", "is full", "maximum expansions", "cannot expand"}
+	"invalid header", "is full", "maximum expansions", "cannot expand", "problem inserting",
+	"bad data", "invalid offset", "invalid chunk", "load chunk"}
 
 // moduleErrorAfterOpen reports whether RedisBloom answers the error msg
 // (a RESP error) to the write command name after opening its key, and so

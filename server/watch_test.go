@@ -53,6 +53,8 @@ var watchScenarios = []watchScenario{
 		between: [][]string{{"EXPIRE", "s", "x"}, {"RENAME", "missing", "s"}}, block: [][]string{{"SET", "x", "1"}}, want: "[+OK]"},
 	{name: "a RedisBloom error after opening the key", setup: [][]string{{"SET", "s", "v"}}, keys: []string{"s"},
 		between: [][]string{{"BF.ADD", "s", "a"}}, block: [][]string{{"SET", "x", "1"}}, want: "nil"},
+	{name: "BF.LOADCHUNK of bad data", setup: [][]string{{"BF.RESERVE", "b", "0.01", "100"}}, keys: []string{"b"},
+		between: [][]string{{"BF.LOADCHUNK", "b", "1", "xxxx"}}, block: [][]string{{"SET", "x", "1"}}, want: "nil"},
 	{name: "a RedisBloom argument that does not parse", setup: [][]string{{"SET", "s", "v"}}, keys: []string{"s", "t"},
 		between: [][]string{{"BF.RESERVE", "s", "x", "100"}, {"CF.RESERVE", "s", "x"}, {"TDIGEST.MERGE", "t", "x", "s"}, {"CMS.INCRBY", "s", "a"}},
 		block:   [][]string{{"SET", "x", "1"}}, want: "[+OK]"},
