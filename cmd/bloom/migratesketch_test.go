@@ -158,6 +158,23 @@ func TestMigrateSketches(t *testing.T) {
 	}
 	bloomIn(t, dir, "", "migrate", "--replace", "--match", "s:*", srcAddr, dstAddr).want(t, exitOK, "migrate --replace")
 	sameSketches(t, src, dst, sketchNames)
+
+	// What is compared is the decoded sketch: a string's or a filter's
+	// DUMP, or a damaged one, is no sketch.
+	src.Set(ctx, "plain", "x", 0)
+	payload, err := src.Dump(ctx, "s:topk").Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sketchSum(payload); err != nil {
+		t.Errorf("sketchSum of a Top-K: %v", err)
+	}
+	payload[len(payload)/2] ^= 1
+	for name, p := range map[string]string{"string": src.Dump(ctx, "plain").Val(), "BF": src.Dump(ctx, "s:bf").Val(), "damaged": string(payload)} {
+		if _, err := sketchSum([]byte(p)); err == nil {
+			t.Errorf("sketchSum of a %s's DUMP: no error", name)
+		}
+	}
 }
 
 // TestMigrateSketchesRedisBloom copies sketches from Redis with the real
