@@ -21,6 +21,11 @@
 //     longest gap between two acknowledged writes, the pause on the source,
 //     and every acknowledged item looked up on the target (lost must be 0).
 //
+// With -persist (the default) both targets log every write (appendonly
+// yes, appendfsync everysec) and the CPU is counted until their own
+// background saves after the sync have ended; -persist=false runs both
+// without persistence.
+//
 // Before the move, with the writers stopped and the offsets equal, the
 // key counts are compared and a sample of keys read from both servers
 // (values, TTLs, filter answers) must agree.
@@ -59,6 +64,7 @@ type config struct {
 	rate         int
 	lagSecs      int
 	pause        time.Duration
+	persist      bool
 	module       string
 	out          string
 	repo         string
@@ -72,6 +78,7 @@ func main() {
 	flag.IntVar(&cfg.reps, "reps", 2, "repetitions for each target (interleaved)")
 	flag.IntVar(&cfg.rate, "rate", 400, "writes a second of the paced writer (during the sync and the lag measurements)")
 	flag.IntVar(&cfg.lagSecs, "lag-seconds", 8, "seconds of each lag measurement (paced, then saturated)")
+	flag.BoolVar(&cfg.persist, "persist", true, "targets log every write (appendonly yes, appendfsync everysec); false: no persistence on either target")
 	flag.DurationVar(&cfg.pause, "pause", 10*time.Second, "the longest the source's writes may be paused by the move")
 	flag.StringVar(&cfg.module, "module", firstEnv("BLOOMKIT_REDISBLOOM_MODULE", "REDISBLOOM_SO"), "RedisBloom's module file (default $BLOOMKIT_REDISBLOOM_MODULE, else $REDISBLOOM_SO)")
 	flag.StringVar(&cfg.out, "out", "MIGRATION.md", "report file")
@@ -138,13 +145,16 @@ func run(cfg config) error {
 		{
 			name: "bloom serve",
 			start: func(dir string, port int) (*proc, error) {
-				return startProc(exec.Command(bin, "serve", "--addr", addr(port), "--dir", dir, "--log-level", "warn"), port, filepath.Join(dir, "..", "bloom.log"))
+				return startProc(exec.Command(bin, "serve", "--addr", addr(port), "--dir", dir, "--log-level", "warn",
+					"--appendonly", yesNo(cfg.persist), "--appendfsync", "everysec"), port, filepath.Join(dir, "..", "bloom.log"))
 			},
 			move: func(ctx context.Context, sp, dp int) (moveOut, error) { return bloomMove(ctx, bin, sp, dp, cfg.pause) },
 		},
 		{
-			name:  "redis-server + RedisBloom",
-			start: func(dir string, port int) (*proc, error) { return startRedis(cfg.module, dir, port) },
+			name: "redis-server + RedisBloom",
+			start: func(dir string, port int) (*proc, error) {
+				return startRedis(cfg.module, dir, port, "--appendonly", yesNo(cfg.persist), "--appendfsync", "everysec")
+			},
 			move: func(ctx context.Context, sp, dp int) (moveOut, error) {
 				return redisMove(ctx, sp, dp, cfg.pause)
 			},
@@ -173,6 +183,13 @@ func run(cfg config) error {
 		}
 	}
 	return report(cfg, sd, strings.TrimSpace(string(redisVer)), targets, results)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
 
 func numCPU() int { return runtime.NumCPU() }

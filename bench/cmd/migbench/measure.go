@@ -42,6 +42,7 @@ type moveResult struct {
 
 type result struct {
 	sync           time.Duration
+	durable        time.Duration // to the end of the target's own background save, if any
 	cpuSrc, cpuDst float64
 	rssSrc, rssDst int64
 	catchup        time.Duration
@@ -105,14 +106,23 @@ func measure(ctx context.Context, cfg config, sd seedInfo, tg target, dir string
 		return r, fmt.Errorf("%w (target's master_sync_last_error: %q)", err, last)
 	}
 	r.sync = time.Since(t0)
-	// The source's fork has ended and been waited for: its CPU is counted.
-	err = waitFor("the source's sync child ending", time.Minute, 10*time.Millisecond, func() (bool, error) {
-		n, err := infoInt(ctx, src, "persistence", "rdb_bgsave_in_progress")
-		return n == 0, err
-	})
-	if err != nil {
-		return r, err
+	// The source's fork for the sync, and the target's own background
+	// save or log rewrite after it (Redis rewrites its log once it has
+	// loaded the master's data), have ended and been waited for: their
+	// CPU is counted.
+	r.durable = r.sync
+	for _, c := range []*redis.Client{src, dst} {
+		err = waitFor("background saves ending", 2*time.Minute, 10*time.Millisecond, func() (bool, error) {
+			n1, err1 := infoInt(ctx, c, "persistence", "rdb_bgsave_in_progress")
+			n2, err2 := infoInt(ctx, c, "persistence", "aof_rewrite_in_progress")
+			n3, err3 := infoInt(ctx, c, "persistence", "aof_rewrite_scheduled")
+			return n1+n2+n3 == 0, errors.Join(err1, err2, err3)
+		})
+		if err != nil {
+			return r, err
+		}
 	}
+	r.durable = time.Since(t0)
 	cs1, err1 := cpuSeconds(sproc.pid())
 	cd1, err2 := cpuSeconds(dproc.pid())
 	if err := errors.Join(err1, err2); err != nil {

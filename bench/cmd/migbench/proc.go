@@ -65,15 +65,17 @@ func startProc(cmd *exec.Cmd, port int, log string) (*proc, error) {
 	}
 }
 
-// startRedis starts redis-server with RedisBloom, no persistence of its
-// own (a replica still writes the RDB it receives), diskless sync with no
-// delay (Redis 7's default method, without the wait for more replicas),
-// loading dir/dump.rdb if there is one.
-func startRedis(module, dir string, port int) (*proc, error) {
-	return startProc(exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+// startRedis starts redis-server with RedisBloom, no save points and no
+// log unless extra says otherwise (a replica still writes the RDB it
+// receives), diskless sync with no delay (Redis 7's default method,
+// without the wait for more replicas), loading dir/dump.rdb if there is
+// one.
+func startRedis(module, dir string, port int, extra ...string) (*proc, error) {
+	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--dir", dir, "--dbfilename", "dump.rdb", "--save", "", "--appendonly", "no", "--protected-mode", "no",
 		"--loadmodule", module, "--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0",
-		"--loglevel", "warning", "--logfile", ""), port, filepath.Join(dir, "redis.log"))
+		"--loglevel", "warning", "--logfile", ""}, extra...)
+	return startProc(exec.Command("redis-server", args...), port, filepath.Join(dir, "redis.log"))
 }
 
 func freePort() int {

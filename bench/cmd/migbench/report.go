@@ -67,18 +67,24 @@ func report(cfg config, sd seedInfo, redisVer string, targets []target, res map[
 	p("A redis-server with RedisBloom holding %d keys: %s. Loaded in %.1f s by pipelines of go-redis over one connection, then saved: an RDB of %.1f MB, used_memory %.1f MB. ",
 		sd.dbsize, sd.mix.describe(), sd.took.Seconds(), float64(sd.rdbBytes)/1e6, float64(sd.usedMemory)/1e6)
 	p("Every repetition starts a fresh source from that file and a fresh, empty target. ")
-	p("Redis (source and target) runs with `--save \"\" --appendonly no --repl-diskless-sync yes --repl-diskless-sync-delay 0` (Redis 7's default method, without the wait for more replicas; a Redis replica writes the RDB it receives to its disk before loading it); ")
-	p("bloom serve runs with `--dir` (it writes what it receives as its snapshot, then loads it). Repetitions interleaved: bloom serve, Redis, bloom serve, …\n\n")
+	p("Redis runs with `--save \"\" --repl-diskless-sync yes --repl-diskless-sync-delay 0` (Redis 7's default method, without the wait for more replicas; a Redis replica writes the RDB it receives to its disk, then loads it), the source with `--appendonly no`. ")
+	if cfg.persist {
+		p("Both targets log every write: the Redis target with `--appendonly yes --appendfsync everysec` (after loading the master's data it rewrites its log in a forked child), bloom serve with `--dir D --appendonly yes --appendfsync everysec` (it writes what it loaded as its snapshot before serving it). ")
+	} else {
+		p("Neither target persists anything of its own: the Redis target with `--appendonly no`, bloom serve with `--appendonly no` (it loads what it receives into memory and writes no snapshot). ")
+	}
+	p("Repetitions interleaved: bloom serve, Redis, bloom serve, …\n\n")
 
 	p("## Full sync\n\n")
 	p("A writer sends %d mixed writes a second to the source (SET with and without a TTL, BF.ADD and CF.ADD creating filters) from before `REPLICAOF` until after the lag measurements. ", cfg.rate)
 	p("Sync time: from `REPLICAOF` on the target to its INFO showing `master_link_status:up` and `master_sync_in_progress:0` (polled every 10 ms). ")
-	p("CPU: user + system time of each server process over the sync, from /proc/<pid>/stat (the source's fork for the sync included, read once it has been waited for). ")
+	p("Durable: until, further, no background save or log rewrite runs on either server (INFO persistence). ")
+	p("CPU: user + system time of each server process from `REPLICAOF` to that point, from /proc/<pid>/stat (forked children included: the source's for the sync, the Redis target's log rewrite). ")
 	p("RSS after the sync. Catch-up: then until the target's offset reaches the source's.\n\n")
-	p("| target | rep | sync time | CPU source | CPU target | RSS source | RSS target | catch-up | load average |\n|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	p("| target | rep | sync time | durable | CPU source | CPU target | RSS source | RSS target | catch-up | load average |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, tg := range targets {
 		for i, r := range res[tg.name] {
-			p("| %s | %d | **%s** | %.2f s | %.2f s | %.0f MB | %.0f MB | %s | %s |\n", tg.name, i+1, secs(r.sync), r.cpuSrc, r.cpuDst,
+			p("| %s | %d | **%s** | %s | %.2f s | **%.2f s** | %.0f MB | %.0f MB | %s | %s |\n", tg.name, i+1, secs(r.sync), secs(r.durable), r.cpuSrc, r.cpuDst,
 				float64(r.rssSrc)/1e6, float64(r.rssDst)/1e6, ms(r.catchup), r.loadSync)
 		}
 	}
@@ -134,6 +140,7 @@ func report(cfg config, sd seedInfo, redisVer string, targets []target, res map[
 		return func(r result) float64 { return float64(g(r)) / 1e6 }
 	}
 	line("Full sync time", func(r result) float64 { return r.sync.Seconds() }, fs)
+	line("Sync and background saves done", func(r result) float64 { return r.durable.Seconds() }, fs)
 	line("CPU of the source during the sync", func(r result) float64 { return r.cpuSrc }, fs)
 	line("CPU of the target during the sync", func(r result) float64 { return r.cpuDst }, fs)
 	line("RSS of the target after the sync", func(r result) float64 { return float64(r.rssDst) / 1e6 }, fmb)
