@@ -39,7 +39,7 @@ func (p *proc) logTail() string {
 }
 
 // startProc starts a server, its output to log, and waits until it
-// accepts connections.
+// answers.
 func startProc(cmd *exec.Cmd, port int, log string) (*proc, error) {
 	f, err := os.Create(log)
 	if err != nil {
@@ -51,15 +51,18 @@ func startProc(cmd *exec.Cmd, port int, log string) (*proc, error) {
 		return nil, err
 	}
 	p := &proc{cmd: cmd, port: port, log: log}
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		c, err := net.Dial("tcp", addr(port))
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		// Up: it answers PING (not LOADING, as a server reading its data
+		// directory does).
+		c := client(port)
+		err := c.Ping(context.Background()).Err()
+		c.Close()
 		if err == nil {
-			c.Close()
 			return p, nil
 		}
 		if time.Now().After(deadline) {
 			p.stop()
-			return nil, fmt.Errorf("%s did not accept connections on %d in 30 s:\n%s", cmd.Path, port, p.logTail())
+			return nil, fmt.Errorf("%s did not answer PING on %d in 2 minutes (%v):\n%s", cmd.Path, port, err, p.logTail())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
