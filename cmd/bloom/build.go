@@ -81,7 +81,7 @@ func runBuild(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fb := addFeedbackFlags(fs)
 	h := buildHelp
 	for _, k := range kinds {
-		h.about += fmt.Sprintf("\n  %-9s %s", k.name, k.about)
+		h.about += fmt.Sprintf("\n  %-11s %s", k.name, k.about)
 		if k.make == nil {
 			h.about += " (not in this build)"
 		}

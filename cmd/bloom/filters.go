@@ -109,6 +109,11 @@ var kinds = []kind{
 			return uint64(2 * float64(n) * math.Ceil(math.Log2(8/p)) / 0.95)
 		},
 		rate: func(m, n uint64) float64 { return 8 / math.Pow(2, float64(m)*0.95/2/float64(max(n, 1))) }},
+	{name: "split-block", about: "Parquet's split-block filter, the bitset Parquet engines read; more bits than blocked", make: makeSplitBlock,
+		bits: func(n uint64, p float64) uint64 { return bloom.EstimateSplitBlock(n, p).M },
+		rate: func(m, n uint64) float64 {
+			return bloom.SplitBlockFalsePositiveRate(m/bloom.SplitBlockBits*bloom.SplitBlockBits, n)
+		}},
 }
 
 func classicRate(m, n uint64) float64 {
@@ -167,9 +172,31 @@ func makeBlocked(n uint64, p float64, seed uint64) (*newFilter, error) {
 	return nf, nil
 }
 
-// batchFilter wraps a filter with a batch add (bloom.Filter, bloom.Blocked).
+// makeSplitBlock builds Parquet's split-block filter: a power of two of
+// bytes, as Parquet's writers size it, and no seed (Parquet hashes keys
+// with XXH64 and seed 0, so that every engine finds them).
+func makeSplitBlock(n uint64, p float64, seed uint64) (*newFilter, error) {
+	if seed != 0 {
+		return nil, errors.New("--seed: a split-block filter has no seed (Parquet hashes keys with XXH64, seed 0)")
+	}
+	ps := bloom.EstimateSplitBlock(n, p)
+	if ps.M == 0 {
+		return nil, fmt.Errorf("no split-block filter holds %s keys at %s: the largest is %s (give a smaller -n, or a larger -p)",
+			commas(n), formatPlanned(p), humanBytes(bloom.SplitBlockMaxBytes))
+	}
+	f, err := bloom.NewSplitBlockFromParams(ps)
+	if err != nil {
+		return nil, err
+	}
+	nf := batchFilter(f)
+	nf.stats, nf.params, nf.blocked = bloomStats{f}, f.Params(), true
+	return nf, nil
+}
+
+// batchFilter wraps a filter with a batch add (bloom.Filter, bloom.Blocked,
+// bloom.SplitBlock).
 func batchFilter[F interface {
-	*bloom.Filter | *bloom.Blocked
+	*bloom.Filter | *bloom.Blocked | *bloom.SplitBlock
 	Add([]byte)
 	io.WriterTo
 }](f F) *newFilter {

@@ -1,6 +1,7 @@
 // Command bloom is bloomkit's command line: it sizes, builds, queries,
 // inspects and merges Bloom filter files, removes duplicate lines from a
-// stream in constant memory, and runs the server.
+// stream in constant memory, finds a stream's most frequent lines and
+// quantiles in fixed memory, and runs the server.
 //
 //	bloom calc  -n 100M -p 1%                  how many bits, probes and bytes
 //	bloom build -n 1M -p 0.1% -o urls.bf urls.txt
@@ -8,6 +9,8 @@
 //	bloom dedup --state seen.bf < new.txt > fresh.txt
 //	bloom info  urls.bf [--json]
 //	bloom merge -o all.bf a.bf b.bf
+//	bloom topk -k 20 access.log                the 20 most frequent lines
+//	bloom quantile -q 0.5,0.99 latencies.txt
 //
 // Exit status, as for grep: 0 success, 1 a negative answer (bloom test found
 // nothing), 2 an error. Errors go to stderr and name the file they concern.
@@ -82,7 +85,7 @@ func lookup(name string) *command {
 
 // order is how `bloom help` lists subcommands; ones not named here follow,
 // sorted by name.
-var order = []string{"calc", "build", "test", "dedup", "info", "merge", "serve"}
+var order = []string{"calc", "build", "test", "dedup", "info", "merge", "topk", "quantile", "serve"}
 
 func sortedCommands() []command {
 	cs := slices.Clone(commands)

@@ -88,6 +88,8 @@ func runMerge(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			err = a.Union(l.f.(*bloom.Filter))
 		case *bloom.Blocked:
 			err = a.Union(l.f.(*bloom.Blocked))
+		case *bloom.SplitBlock:
+			err = a.Union(l.f.(*bloom.SplitBlock))
 		default:
 			return failf(stderr, name, "%s: merging %s filters is not supported", acc.path, acc.typeName())
 		}

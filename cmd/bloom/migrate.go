@@ -19,30 +19,34 @@ import (
 )
 
 func init() {
-	register(command{name: "migrate", summary: "copy BF/CF keys between servers (bloom serve, Redis 8, Redis Cluster), verified", run: runMigrate})
+	register(command{name: "migrate", summary: "copy filters and sketches (BF, CF, CMS, TOPK, TDIGEST keys) between servers, verified", run: runMigrate})
 }
 
 var migrateHelp = help{
 	name:     "migrate",
 	synopsis: `migrate [--match PATTERN] [--replace] [--jobs N] [--samples N] [--json] SRC DST`,
-	about: `Copies every Bloom (BF.*) and cuckoo (CF.*) key whose name matches PATTERN
-from server SRC to server DST. Both may be anything that speaks RedisBloom's
-commands: bloom serve, Redis with the RedisBloom module, Redis 8, or a Redis
-Cluster (recognised by INFO; keys are routed by hash slot with go-redis's
-cluster client). SRC and DST are host:port or redis:// URLs.
+	about: `Copies every Bloom (BF.*), cuckoo (CF.*), Count-Min Sketch (CMS.*), Top-K
+(TOPK.*) and t-digest (TDIGEST.*) key whose name matches PATTERN from server
+SRC to server DST. Both may be anything that speaks RedisBloom's commands:
+bloom serve, Redis with the RedisBloom module, Redis 8, or a Redis Cluster
+(recognised by INFO; keys are routed by hash slot with go-redis's cluster
+client). SRC and DST are host:port or redis:// URLs.
 
-Each key travels as its SCANDUMP stream into LOADCHUNK, under a scratch key
-in the same hash slot that is then renamed onto the key, with its TTL. A key
-that DST already holds with the same contents is left alone, so a migration
-that was interrupted can simply be run again; one DST holds with other
-contents is a conflict, reported and left alone unless --replace.
+A filter travels as its SCANDUMP stream into LOADCHUNK, under a scratch key
+in the same hash slot that is then renamed onto the key; a sketch, which
+has no SCANDUMP, as its DUMP payload into RESTORE. Each key is copied as it
+was at one moment, with its TTL. A key that DST already holds with the same
+contents is left alone, so a migration that was interrupted can simply be
+run again; one DST holds with other contents is a conflict, reported and
+left alone unless --replace.
 
-A verification pass then compares, for every key, BF.INFO (CF.INFO) on both
-sides, their SCANDUMP streams (by CRC-32C) and the answers of both to
---samples random queries. The report gives
-the keys matched, left out (not filters), copied, unchanged, in conflict,
-failed and verified; the exit status
-is 0 only when every matched key is on DST and verified.`,
+A verification pass then compares, for every key, its INFO on both sides,
+their SCANDUMP streams or DUMP payloads (by CRC-32C) and the answers of
+both to queries: --samples random items (BF.MEXISTS, CF.MEXISTS,
+CMS.QUERY, TOPK.QUERY), TOPK.LIST with counts, and a t-digest's min, max
+and quantiles. The report gives the keys matched, left out (neither
+filters nor sketches), copied, unchanged, in conflict, failed and verified;
+the exit status is 0 only when every matched key is on DST and verified.`,
 	examples: `bloom migrate 127.0.0.1:6479 redis8:6379
 bloom migrate --match 'seen:*' 127.0.0.1:6479 10.0.0.5:7000     # a Redis Cluster node
 bloom migrate --json redis://:pw@old:6379 127.0.0.1:6479 > report.json`,
@@ -56,8 +60,11 @@ type migrateReport struct {
 	Matched     int64  `json:"matched"`
 	Bloom       int64  `json:"bf_keys"`
 	Cuckoo      int64  `json:"cf_keys"`
-	// Other counts the keys matching the pattern that are not Bloom or
-	// cuckoo filters, left out; OtherTypes by their TYPE.
+	CMS         int64  `json:"cms_keys"`
+	TopK        int64  `json:"topk_keys"`
+	TDigest     int64  `json:"tdigest_keys"`
+	// Other counts the keys matching the pattern that are neither filters
+	// nor sketches, left out; OtherTypes by their TYPE.
 	Other      int64            `json:"other_keys"`
 	OtherTypes map[string]int64 `json:"other_types,omitempty"`
 	Copied     int64            `json:"copied"`
@@ -124,10 +131,17 @@ func runMigrate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	rep.Matched = int64(len(keys))
 	for _, k := range keys {
-		if k.fam.prefix == "BF" {
+		switch k.fam.prefix {
+		case "BF":
 			rep.Bloom++
-		} else {
+		case "CF":
 			rep.Cuckoo++
+		case "CMS":
+			rep.CMS++
+		case "TOPK":
+			rep.TopK++
+		case "TDIGEST":
+			rep.TDigest++
 		}
 	}
 	m := &migration{src: src, dst: dst, replace: *replace, rep: rep, queries: sampleQueries(*samples)}
@@ -163,15 +177,24 @@ func runMigrate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func printMigrateReport(w io.Writer, r *migrateReport) {
 	fmt.Fprintf(w, "bloom migrate %s → %s (keys matching %q)\n", r.Source, r.Destination, r.Match)
 	row := func(k, v string) { fmt.Fprintf(w, "  %-10s %s\n", k+":", v) }
-	row("matched", fmt.Sprintf("%s (%s BF, %s CF)", commas(uint64(r.Matched)), commas(uint64(r.Bloom)), commas(uint64(r.Cuckoo))))
-	left := commas(uint64(r.Other)) + " (not Bloom or cuckoo filters)"
+	kinds := fmt.Sprintf("%s BF, %s CF", commas(uint64(r.Bloom)), commas(uint64(r.Cuckoo)))
+	for _, s := range []struct {
+		n    int64
+		name string
+	}{{r.CMS, "CMS"}, {r.TopK, "TOPK"}, {r.TDigest, "TDIGEST"}} {
+		if s.n > 0 {
+			kinds += fmt.Sprintf(", %s %s", commas(uint64(s.n)), s.name)
+		}
+	}
+	row("matched", fmt.Sprintf("%s (%s)", commas(uint64(r.Matched)), kinds))
+	left := commas(uint64(r.Other)) + " (neither filters nor sketches)"
 	if r.Other > 0 {
 		var types []string
 		for typ, n := range r.OtherTypes {
 			types = append(types, fmt.Sprintf("%s %s", typ, commas(uint64(n))))
 		}
 		slices.Sort(types)
-		left = fmt.Sprintf("%s (not Bloom or cuckoo filters: %s)", commas(uint64(r.Other)), strings.Join(types, ", "))
+		left = fmt.Sprintf("%s (neither filters nor sketches: %s)", commas(uint64(r.Other)), strings.Join(types, ", "))
 	}
 	row("left out", left)
 	row("copied", fmt.Sprintf("%s (%s)", commas(uint64(r.Copied)), humanBytes(uint64(r.Bytes))))
@@ -195,8 +218,9 @@ type filterKey struct {
 	fam  family
 }
 
-// listFilters returns the BF and CF keys matching pattern, and how many
-// other keys match, by TYPE: SCAN on every master, then TYPE of each key.
+// listFilters returns the filter and sketch keys matching pattern, and how
+// many other keys match, by TYPE: SCAN on every master, then TYPE of each
+// key.
 func (s *remote) listFilters(ctx context.Context, pattern string) ([]filterKey, map[string]int64, error) {
 	var mu sync.Mutex
 	var names []string
@@ -237,6 +261,8 @@ func (s *remote) listFilters(ctx context.Context, pattern string) ([]filterKey, 
 			typ := c.(*redis.StatusCmd).Val()
 			if f, ok := familyOfType(typ); ok {
 				out = append(out, filterKey{batch[j], f})
+			} else if f, ok := sketchOfType(typ); ok {
+				out = append(out, filterKey{batch[j], f})
 			} else if typ != "none" { // "none": deleted since the SCAN
 				other[typ]++
 			}
@@ -252,7 +278,7 @@ type migration struct {
 	rep      *migrateReport
 	queries  []string
 	bytes    atomic.Int64
-	sent     sync.Map   // key → CRC of the SCANDUMP stream copied (uint32)
+	sent     sync.Map   // key → CRC of the SCANDUMP stream copied (uint32), or sketchSum of a sketch ([32]byte)
 	mu       sync.Mutex // guards rep's counters and Problems
 }
 
@@ -311,6 +337,9 @@ func (m *migration) count(p *int64) {
 
 // copyKey copies one key unless DST already holds it identically.
 func (m *migration) copyKey(ctx context.Context, k filterKey) result2 {
+	if k.fam.sketch {
+		return m.copySketch(ctx, k)
+	}
 	fail := func(format string, args ...any) result2 {
 		m.count(&m.rep.Failed)
 		return result2{problem: fmt.Sprintf("%s %q: ", k.fam.prefix, k.name) + fmt.Sprintf(format, args...)}
@@ -415,6 +444,9 @@ func infoMap(ctx context.Context, s *remote, prefix, key string) (map[string]int
 // sides, and for a key copied in this run the SCANDUMP stream DST now gives
 // with the one SRC sent.
 func (m *migration) verifyKey(ctx context.Context, k filterKey) result2 {
+	if k.fam.sketch {
+		return m.verifySketch(ctx, k)
+	}
 	bad := func(format string, args ...any) result2 {
 		return result2{problem: fmt.Sprintf("%s %q: verification: ", k.fam.prefix, k.name) + fmt.Sprintf(format, args...)}
 	}

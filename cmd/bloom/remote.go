@@ -68,21 +68,40 @@ func dial(ctx context.Context, addr string) (*remote, error) {
 
 func (s *remote) close() { s.c.Close() }
 
-// family is BF or CF: the command prefix and TYPE name of a key.
+// family is the kind of a key: the command prefix and TYPE name of a
+// filter (BF or CF), or of a sketch (CMS, TOPK or TDIGEST).
 type family struct {
-	prefix   string // "BF" or "CF"
+	prefix   string // "BF", "CF", "CMS", "TOPK" or "TDIGEST"
 	typeName string // what TYPE answers
 	dumpKind byte   // redisbloom.DumpBloom or DumpCuckoo
+	// sketch marks the families RedisBloom has no SCANDUMP for: migrate
+	// copies them with DUMP and RESTORE.
+	sketch bool
 }
 
 var (
-	familyBF = family{"BF", "MBbloom--", redisbloom.DumpBloom}
-	familyCF = family{"CF", "MBbloomCF", redisbloom.DumpCuckoo}
+	familyBF = family{prefix: "BF", typeName: "MBbloom--", dumpKind: redisbloom.DumpBloom}
+	familyCF = family{prefix: "CF", typeName: "MBbloomCF", dumpKind: redisbloom.DumpCuckoo}
 	// familyNative is a bloomkit filter kept by bloom serve (BF.RESERVE …
 	// LAYOUT or WINDOW): BF commands, and its SCANDUMP stream is a bloomkit
 	// file without the trailer.
-	familyNative = family{"BF", "BKbloom--", 0}
+	familyNative = family{prefix: "BF", typeName: "BKbloom--"}
+
+	// RedisBloom's sketches, under their module type names.
+	familyCMS     = family{prefix: "CMS", typeName: "CMSk-TYPE", sketch: true}
+	familyTopK    = family{prefix: "TOPK", typeName: "TopK-TYPE", sketch: true}
+	familyTDigest = family{prefix: "TDIGEST", typeName: "TDIS-TYPE", sketch: true}
 )
+
+// sketchOfType returns the sketch family of a TYPE name.
+func sketchOfType(t string) (family, bool) {
+	for _, f := range []family{familyCMS, familyTopK, familyTDigest} {
+		if t == f.typeName {
+			return f, true
+		}
+	}
+	return family{}, false
+}
 
 func familyOfType(t string) (family, bool) {
 	switch t {

@@ -152,7 +152,7 @@ func TestMigrate(t *testing.T) {
 	names = append(names, "m:empty-cf")
 	dir := t.TempDir()
 	r := bloomIn(t, dir, "", "migrate", "--progress", "always", "--samples", "32", "--match", "m:*", srcAddr, dstAddr).want(t, 0, "migrate")
-	for _, want := range []string{"matched:   3,001 (2,700 BF, 301 CF)", "left out:  0 (not Bloom or cuckoo filters)", "copied:    3,001", "verified:  3,001 of 3,001", "failed:    0"} {
+	for _, want := range []string{"matched:   3,001 (2,700 BF, 301 CF)", "left out:  0 (neither filters nor sketches)", "copied:    3,001", "verified:  3,001 of 3,001", "failed:    0"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("report lacks %q:\n%s", want, r.stdout)
 		}
