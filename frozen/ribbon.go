@@ -139,7 +139,8 @@ func ribbonWords(slots, upper uint64, r int) uint64 {
 
 // RibbonBuilder collects the keys of a ribbon filter: 8 bytes a key
 // (their hashes). It keeps them across Build: more keys may be added and
-// Build called again.
+// Build called again. Make one with NewRibbonBuilder: the zero value has
+// no rate, and its Build returns ErrZero.
 type RibbonBuilder struct {
 	seed   uint64
 	rate   float64
@@ -187,9 +188,9 @@ func BuildRibbon(keys [][]byte, rate float64, seed uint64) (*Ribbon, error) {
 
 // ribbonSlots is the number of slots tried first for n distinct keys,
 // whole segments, at least 128: enough that banding fails about once in
-// 20 builds (a failure costs a retry with another remix seed). The overhead m/n
-// grows by about 0.4% each time n doubles (measured: 1.03 up to 2^16
-// keys, 1.04 at 2^18, 1.048 at 2^20).
+// 20 builds (a failure costs a retry with another remix seed). The
+// overhead m/n grows by about 0.4% each time n doubles (measured: 1.03 up
+// to 2^16 keys, 1.04 at 2^18, 1.048 at 2^20).
 func ribbonSlots(n int) uint64 {
 	over := max(1.03, 1.04+0.0038*math.Log2(float64(n)/(1<<18)))
 	m := uint64(math.Ceil(float64(n) * over))
