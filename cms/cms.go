@@ -229,6 +229,33 @@ func (s *Sketch) Merge(srcs []*Sketch, weights []int64) error {
 			return fmt.Errorf("%w: %d × %d into %d × %d", ErrMismatch, src.width, src.depth, s.width, s.depth)
 		}
 	}
+	ws := make([]int64, len(srcs))
+	var sumW uint64 // Σ |weights[k]|, capped
+	for k := range srcs {
+		ws[k] = w(k)
+		a := uint64(ws[k])
+		if ws[k] < 0 {
+			a = -a
+		}
+		sumW = min(sumW+min(a, 1<<32), 1<<32)
+	}
+	total, err := mergedCount(srcs, ws)
+	if err != nil {
+		return err
+	}
+	if sumW < 1<<31 {
+		// No partial sum can leave int64 (each counter is below 2^32 and
+		// Σ |weights| below 2^31): the checked loop below reduces to the
+		// final range check, done a block of counters at a time, every
+		// source's row read in order. Check every block first, so that a
+		// failure changes nothing; then write.
+		if !s.mergeBlocks(srcs, ws, false) {
+			return ErrOverflow
+		}
+		s.mergeBlocks(srcs, ws, true)
+		s.count = uint64(total)
+		return nil
+	}
 	// Check every counter first, as RedisBloom does, so that a failure
 	// changes nothing.
 	for j := range s.counters {
@@ -246,19 +273,6 @@ func (s *Sketch) Merge(srcs []*Sketch, weights []int64) error {
 			return ErrOverflow
 		}
 	}
-	var total int64
-	for k, src := range srcs {
-		p, ok := mulCount(src.count, w(k))
-		if !ok {
-			return ErrOverflow
-		}
-		if total, ok = add64(total, p); !ok {
-			return ErrOverflow
-		}
-	}
-	if total < 0 {
-		return ErrOverflow
-	}
 	for j := range s.counters {
 		var sum int64
 		for k, src := range srcs {
@@ -268,6 +282,57 @@ func (s *Sketch) Merge(srcs []*Sketch, weights []int64) error {
 	}
 	s.count = uint64(total)
 	return nil
+}
+
+// mergedCount is Σ weights[k] × srcs[k].Count(), or ErrOverflow outside
+// [0, 2^63 − 1] at any step.
+func mergedCount(srcs []*Sketch, ws []int64) (int64, error) {
+	var total int64
+	for k, src := range srcs {
+		p, ok := mulCount(src.count, ws[k])
+		if !ok {
+			return 0, ErrOverflow
+		}
+		if total, ok = add64(total, p); !ok {
+			return 0, ErrOverflow
+		}
+	}
+	if total < 0 {
+		return 0, ErrOverflow
+	}
+	return total, nil
+}
+
+// mergeBlocks computes the weighted sums of srcs' counters a block at a
+// time (weights small enough that no sum leaves int64). Without write it
+// reports whether every sum fits a counter; with write it stores them in
+// s, each block after reading it from every source (s may be among them).
+func (s *Sketch) mergeBlocks(srcs []*Sketch, ws []int64, write bool) bool {
+	var acc [2048]int64
+	n := len(s.counters)
+	for j0 := 0; j0 < n; j0 += len(acc) {
+		a := acc[:min(len(acc), n-j0)]
+		clear(a)
+		for k, src := range srcs {
+			c, wk := src.counters[j0:j0+len(a)], ws[k]
+			for i, v := range c {
+				a[i] += int64(v) * wk
+			}
+		}
+		if !write {
+			for _, v := range a {
+				if uint64(v) > math.MaxUint32 { // negative or too large
+					return false
+				}
+			}
+			continue
+		}
+		d := s.counters[j0 : j0+len(a)]
+		for i, v := range a {
+			d[i] = uint32(v)
+		}
+	}
+	return true
 }
 
 func mul64(a, b int64) (int64, bool) {

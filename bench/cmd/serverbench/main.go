@@ -282,6 +282,10 @@ func commandLine() string {
 		}
 		switch {
 		case f.Name == "out":
+		case f.Name == "module":
+			// The module's path is this machine's: the report names it
+			// as the variable the instructions use.
+			parts = append(parts, `-module "$REDISBLOOM_SO"`)
 		case f.Value.String() == "true":
 			parts = append(parts, "-"+f.Name)
 		case f.Value.String() == "false":
@@ -291,7 +295,7 @@ func commandLine() string {
 		}
 	})
 	if m := os.Getenv("REDISBLOOM_MODULE"); !moduleSet && m != "" {
-		parts = append(parts, "-module "+m)
+		parts = append(parts, `-module "$REDISBLOOM_SO"`)
 	}
 	return strings.Join(parts, " ")
 }
@@ -742,7 +746,7 @@ func (r *report) markdown() string {
 	ours, ref := r.targets[0], r.targets[1]
 	host, _ := os.Hostname()
 	rv := redisVersion(cfg.redisServer)
-	refDesc := "RedisBloom " + r.refModule + " (`--loadmodule " + cfg.module + "`)"
+	refDesc := "RedisBloom " + r.refModule + " (`--loadmodule \"$REDISBLOOM_SO\"`)"
 	if r.proxy {
 		refDesc = "plain Redis as a proxy (no -module given): SET for BF.ADD/CF.ADD, GET for BF.EXISTS/CF.EXISTS, MSET of 10 keys for BF.MADD"
 	}
