@@ -79,6 +79,8 @@ type accuracy struct {
 	topkSameList            bool   // TOPK.LIST WITHCOUNT identical
 	topkRecall              [2]int // of the true top k
 	topkCommon              int    // items on both lists
+	topkSameCount           int    // of those, with the same count
+	topkSameOrder           int    // positions holding the same item on both lists
 	topkCountErr            [2]float64
 	tdSame, tdAsked         int // TDIGEST.QUANTILE/CDF replies the same double, of those asked
 	tdSameText              int // of those, the same text
@@ -206,13 +208,20 @@ func measureAccuracy(ctx context.Context, ts []*target) (accuracy, error) {
 		}
 	}
 	a.topkSameList = fmt.Sprint(lists[0]) == fmt.Sprint(lists[1])
-	on := map[string]bool{}
-	for i := 0; i < len(lists[0]); i += 2 {
-		on[fmt.Sprint(lists[0][i])] = true
+	on := map[string]string{}
+	for i := 0; i+1 < len(lists[0]); i += 2 {
+		on[fmt.Sprint(lists[0][i])] = fmt.Sprint(lists[0][i+1])
 	}
-	for i := 0; i < len(lists[1]); i += 2 {
-		if on[fmt.Sprint(lists[1][i])] {
+	for i := 0; i+1 < len(lists[1]); i += 2 {
+		n, ok := on[fmt.Sprint(lists[1][i])]
+		if ok {
 			a.topkCommon++
+			if n == fmt.Sprint(lists[1][i+1]) {
+				a.topkSameCount++
+			}
+		}
+		if i < len(lists[0]) && fmt.Sprint(lists[0][i]) == fmt.Sprint(lists[1][i]) {
+			a.topkSameOrder++
 		}
 	}
 
@@ -376,9 +385,9 @@ func (r *report) sketchSection(prefixes []string, acc accuracy) string {
 		if !acc.topkSameList {
 			same = "not identical"
 		}
-		fmt.Fprintf(&b, "* TOPK.LIST WITHCOUNT: %s (%d of 50 items on both lists). Not identical by design: HeavyKeeper decays a shared bucket with a random draw, RedisBloom's from the C library's rand(), bloom serve's from a generator saved with the key (so a replay or replica repeats it); the lists agree where no draw decides. "+
-			"Recall of the true top 50: %d/50 (bloom serve), %d/50 (RedisBloom); mean relative count error of the listed items %.3f / %.3f.\n\n",
-			same, acc.topkCommon, acc.topkRecall[0], acc.topkRecall[1], acc.topkCountErr[0], acc.topkCountErr[1])
+		fmt.Fprintf(&b, "* TOPK.LIST WITHCOUNT: %s: %d of 50 items on both lists, %d of them with the same count, %d at the same position. Not identical by design: HeavyKeeper decays a shared bucket with a random draw, RedisBloom's from the C library's rand(), bloom serve's from a generator saved with the key (so a replay or replica repeats it); the lists agree where no draw decides. "+
+			"Recall of the true top 50: %d/50 (bloom serve), %d/50 (RedisBloom); mean relative count error of the listed items %.4f / %.4f.\n\n",
+			same, acc.topkCommon, acc.topkSameCount, acc.topkSameOrder, acc.topkRecall[0], acc.topkRecall[1], acc.topkCountErr[0], acc.topkCountErr[1])
 	} else {
 		fmt.Fprintf(&b, "Accuracy, same run: %d lognormal values (seeded, printed shortest round-trip) sent to both servers as `TDIGEST.ADD acc:td v …` (100 a command) into `TDIGEST.CREATE acc:td COMPRESSION 100`, then TDIGEST.QUANTILE at 117 quantiles from 0.001 to 0.999 and TDIGEST.CDF at the true values of the same quantiles.\n\n", acc.values)
 		fmt.Fprintf(&b, "* **%d of %d replies the same double** on both servers (by design: the same scale function, buffer and merge rules, in the same floating-point order); %d of them the same text too: in RESP2 Redis 7.0 prints a double with %%.17g, Redis 7.2 and later (and bloom serve) with its shortest round-trip form, the same number either way.", acc.tdSame, acc.tdAsked, acc.tdSameText)
