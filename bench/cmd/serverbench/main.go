@@ -14,6 +14,12 @@
 //
 //	cd bench && go run ./cmd/serverbench -module "$REDISBLOOM_SO"   # writes SERVER.md
 //	cd bench && go run ./cmd/serverbench -module ... -quick               # fewer requests and reps
+//	cd bench && go run ./cmd/serverbench -module ... -sketch              # CMS, TOPK, TDIGEST
+//
+// -sketch measures CMS.INCRBY, CMS.QUERY, TOPK.ADD, TOPK.QUERY, TOPK.LIST,
+// TDIGEST.ADD, TDIGEST.QUANTILE and TDIGEST.CDF the same way, then sends one
+// seeded stream to both servers and compares their answers; it writes its
+// section of SKETCH.md and TDIGEST.md ("Over the wire, beside RedisBloom").
 //
 // RedisBloom is not part of this repository: build redisbloom.so from its
 // public source elsewhere and pass its path with -module (redis-server 7.x
@@ -803,7 +809,7 @@ func (r *report) markdown() string {
 		}
 	}
 	b.WriteString("\nGoal: at least 1.0x at -P 1 and 1.2x at -P 16, p99 no worse.\n")
-	b.WriteString("\nbloomkit's own filter keys (`BF.RESERVE … LAYOUT blocked|classic`, `WINDOW`) against RedisBloom-layout keys on the same bloom serve — requests/s, bits per item, measured rate, a 10M-item window's memory: [NATIVE.md](NATIVE.md) (`go run ./cmd/nativebench`).\n")
+	b.WriteString("\nbloomkit's own filter keys (`BF.RESERVE … LAYOUT blocked|classic`, `WINDOW`) against RedisBloom-layout keys on the same bloom serve — requests/s, bits per item, measured rate, a 10M-item window's memory: [NATIVE.md](NATIVE.md) (`go run ./cmd/nativebench`). The Count-Min Sketch, Top-K and t-digest commands, the same way: [SKETCH.md](SKETCH.md) and [TDIGEST.md](TDIGEST.md) (`go run ./cmd/serverbench -sketch`).\n")
 	if len(r.mems) > 0 {
 		b.WriteString("\n## Memory per filter\n\n")
 		b.WriteString("A fresh server of each kind; five filters reserved for 10M items, each filled with 300,000 random adds (-P 64) so every page is resident. " +
