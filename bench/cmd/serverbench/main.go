@@ -303,7 +303,29 @@ func commandLine() string {
 	if m := os.Getenv("REDISBLOOM_MODULE"); !moduleSet && m != "" {
 		parts = append(parts, `-module "$REDISBLOOM_SO"`)
 	}
+	if n := niceness(); n != 0 {
+		parts = append([]string{"nice -n " + strconv.Itoa(n)}, parts...)
+	}
 	return strings.Join(parts, " ")
+}
+
+// niceness is the process's nice value (field 19 of /proc/self/stat), 0
+// when unknown.
+func niceness() int {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 17 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[16])
+	return n
 }
 
 func contains(s []string, x string) bool {
