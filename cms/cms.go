@@ -212,77 +212,109 @@ func (s *Sketch) QueryString(item string) uint32 { return s.Query(sbytes(item)) 
 // (ErrMismatch). A counter outside [0, 2^32 − 1], or a count outside
 // [0, 2^63 − 1], at any step fails with ErrOverflow and changes nothing.
 func (s *Sketch) Merge(srcs []*Sketch, weights []int64) error {
+	m, err := s.PrepareMerge(srcs, weights)
+	if err != nil {
+		return err
+	}
+	m.Write(0, m.Cells())
+	m.Finish()
+	return nil
+}
+
+// A Merger is a Merge that passed its checks, done in steps: Write sets
+// a range of counters, Finish the count. Until Finish, nothing may change
+// the sketches involved, and no one may read the destination.
+type Merger struct {
+	s     *Sketch // the destination
+	srcs  []*Sketch
+	ws    []int64
+	small bool // Σ |weights| below 2^31: no sum can leave int64
+	count uint64
+}
+
+// PrepareMerge makes every check Merge makes, changing nothing, and
+// returns the Merger that does the merge.
+func (s *Sketch) PrepareMerge(srcs []*Sketch, weights []int64) (*Merger, error) {
 	if s.counters == nil {
-		return format.ErrZero
+		return nil, format.ErrZero
 	}
 	if weights != nil && len(weights) != len(srcs) {
-		return fmt.Errorf("%w: %d weights for %d sketches", ErrInvalidParams, len(weights), len(srcs))
-	}
-	w := func(k int) int64 {
-		if weights == nil {
-			return 1
-		}
-		return weights[k]
+		return nil, fmt.Errorf("%w: %d weights for %d sketches", ErrInvalidParams, len(weights), len(srcs))
 	}
 	for _, src := range srcs {
 		if src.width != s.width || src.depth != s.depth {
-			return fmt.Errorf("%w: %d × %d into %d × %d", ErrMismatch, src.width, src.depth, s.width, s.depth)
+			return nil, fmt.Errorf("%w: %d × %d into %d × %d", ErrMismatch, src.width, src.depth, s.width, s.depth)
 		}
 	}
-	ws := make([]int64, len(srcs))
+	m := &Merger{s: s, srcs: srcs, ws: make([]int64, len(srcs))}
 	var sumW uint64 // Σ |weights[k]|, capped
 	for k := range srcs {
-		ws[k] = w(k)
-		a := uint64(ws[k])
-		if ws[k] < 0 {
+		m.ws[k] = 1
+		if weights != nil {
+			m.ws[k] = weights[k]
+		}
+		a := uint64(m.ws[k])
+		if m.ws[k] < 0 {
 			a = -a
 		}
 		sumW = min(sumW+min(a, 1<<32), 1<<32)
 	}
-	total, err := mergedCount(srcs, ws)
+	total, err := mergedCount(srcs, m.ws)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if sumW < 1<<31 {
-		// No partial sum can leave int64 (each counter is below 2^32 and
-		// Σ |weights| below 2^31): the checked loop below reduces to the
-		// final range check, done a block of counters at a time, every
-		// source's row read in order. Check every block first, so that a
-		// failure changes nothing; then write.
-		if !s.mergeBlocks(srcs, ws, false) {
-			return ErrOverflow
-		}
-		s.mergeBlocks(srcs, ws, true)
-		s.count = uint64(total)
-		return nil
-	}
+	m.count = uint64(total)
 	// Check every counter first, as RedisBloom does, so that a failure
 	// changes nothing.
+	m.small = sumW < 1<<31
+	if m.small {
+		// No partial sum can leave int64 (each counter is below 2^32 and
+		// Σ |weights| below 2^31): only the result's range needs checking,
+		// a block of counters at a time, every source's row read in order.
+		if !m.blocks(0, len(s.counters), false) {
+			return nil, ErrOverflow
+		}
+		return m, nil
+	}
 	for j := range s.counters {
 		var sum int64
 		for k, src := range srcs {
-			p, ok := mul64(int64(src.counters[j]), w(k))
+			p, ok := mul64(int64(src.counters[j]), m.ws[k])
 			if !ok {
-				return ErrOverflow
+				return nil, ErrOverflow
 			}
 			if sum, ok = add64(sum, p); !ok {
-				return ErrOverflow
+				return nil, ErrOverflow
 			}
 		}
 		if sum < 0 || sum > math.MaxUint32 {
-			return ErrOverflow
+			return nil, ErrOverflow
 		}
 	}
-	for j := range s.counters {
-		var sum int64
-		for k, src := range srcs {
-			sum += int64(src.counters[j]) * w(k)
-		}
-		s.counters[j] = uint32(sum)
-	}
-	s.count = uint64(total)
-	return nil
+	return m, nil
 }
+
+// Cells is the number of counters the merge sets.
+func (m *Merger) Cells() int { return len(m.s.counters) }
+
+// Write sets the destination's counters from to to (exclusive) to their
+// weighted sums. Each counter must be written once.
+func (m *Merger) Write(from, to int) {
+	if m.small {
+		m.blocks(from, to, true)
+		return
+	}
+	for j := from; j < to; j++ {
+		var sum int64
+		for k, src := range m.srcs {
+			sum += int64(src.counters[j]) * m.ws[k]
+		}
+		m.s.counters[j] = uint32(sum)
+	}
+}
+
+// Finish sets the destination's count, once every counter is written.
+func (m *Merger) Finish() { m.s.count = m.count }
 
 // mergedCount is Σ weights[k] × srcs[k].Count(), or ErrOverflow outside
 // [0, 2^63 − 1] at any step.
@@ -303,18 +335,18 @@ func mergedCount(srcs []*Sketch, ws []int64) (int64, error) {
 	return total, nil
 }
 
-// mergeBlocks computes the weighted sums of srcs' counters a block at a
-// time (weights small enough that no sum leaves int64). Without write it
-// reports whether every sum fits a counter; with write it stores them in
-// s, each block after reading it from every source (s may be among them).
-func (s *Sketch) mergeBlocks(srcs []*Sketch, ws []int64, write bool) bool {
+// blocks computes the weighted sums of the sources' counters from to to
+// (exclusive), a block at a time (m.small: no sum leaves int64). Without
+// write it reports whether every sum fits a counter; with write it stores
+// them, each block after reading it from every source (the destination
+// may be among them).
+func (m *Merger) blocks(from, to int, write bool) bool {
 	var acc [2048]int64
-	n := len(s.counters)
-	for j0 := 0; j0 < n; j0 += len(acc) {
-		a := acc[:min(len(acc), n-j0)]
+	for j0 := from; j0 < to; j0 += len(acc) {
+		a := acc[:min(len(acc), to-j0)]
 		clear(a)
-		for k, src := range srcs {
-			c, wk := src.counters[j0:j0+len(a)], ws[k]
+		for k, src := range m.srcs {
+			c, wk := src.counters[j0:j0+len(a)], m.ws[k]
 			for i, v := range c {
 				a[i] += int64(v) * wk
 			}
@@ -327,7 +359,7 @@ func (s *Sketch) mergeBlocks(srcs []*Sketch, ws []int64, write bool) bool {
 			}
 			continue
 		}
-		d := s.counters[j0 : j0+len(a)]
+		d := m.s.counters[j0 : j0+len(a)]
 		for i, v := range a {
 			d[i] = uint32(v)
 		}
