@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math"
 	"os"
@@ -685,5 +686,39 @@ func BenchmarkNativeIdleWindowMove(b *testing.B) {
 		clock.Add(time.Hour)
 		b.StartTimer()
 		doArgs(s, c, "BF.ADD", "w", "x")
+	}
+}
+
+// A classic, blocked or window filter counts no keys, so its file header's
+// count is 0: a header chunk with another count is refused as the file is
+// by bloom.Read (accepted, the count was dropped when the key was dumped
+// back), and no key is created.
+func TestNativeLoadChunkCountRefused(t *testing.T) {
+	s := startServer(t, Config{NoPersistence: true})
+	c := &Session{authed: true}
+	header := func(typ uint8, count uint64) []byte {
+		if typ == format.TypeWindow {
+			b := windowHeader(512, 1e9, 1, 1e9, 2e9)
+			binary.LittleEndian.PutUint64(b[56:], count)
+			binary.LittleEndian.PutUint32(b[72:], crc32.Checksum(b[:72], format.Castagnoli))
+			return b
+		}
+		h := format.Header{Type: typ, Hash: format.HashXXH3, Seed: 1, M: 512, K: 3, N: 10, P: 0.01, Count: count, PayloadLen: 64}
+		return h.Marshal()
+	}
+	for _, typ := range []uint8{format.TypeClassic, format.TypeBlocked, format.TypeWindow} {
+		name := format.TypeName(typ)
+		want := "-ERR bloomkit: corrupt filter data: a " + name + " filter with count 7 "
+		if got := doArgs(s, c, "BF.LOADCHUNK", "f", "1", string(header(typ, 7))); !strings.HasPrefix(got, want) {
+			t.Errorf("%s, count 7: %q, want %q…", name, got, want)
+		}
+		if got := doArgs(s, c, "EXISTS", "f"); got != ":0\r\n" {
+			t.Errorf("%s, count 7: EXISTS f after the refused header: %q", name, got)
+		}
+		doArgs(s, c, "DEL", "f")
+		if got := doArgs(s, c, "BF.LOADCHUNK", "f", "1", string(header(typ, 0))); got != "+OK\r\n" {
+			t.Errorf("%s, count 0: %q", name, got)
+		}
+		doArgs(s, c, "DEL", "f")
 	}
 }
