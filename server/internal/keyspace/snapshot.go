@@ -162,15 +162,16 @@ func (snap *Snapshot) next(db *DB) (snapKey, bool) {
 	if snap.keys != nil {
 		keys = snap.keys
 	}
-	visit := func(e *Entry, h uint64) bool {
-		sk := ScanKey{h, e.key}
-		if snap.started && sk == snap.cursor {
+	visit := func(e *Entry) bool {
+		if snap.started && e.key == snap.cursor.k {
 			return true // the key the walk stopped at last time
 		}
-		snap.cursor, snap.started = sk, true
 		if e.epoch >= snap.epoch || (e.img != nil && e.img.claimed) {
 			return true
 		}
+		// The walk goes on from here next time: only the key it stops
+		// at needs its scan hash.
+		snap.cursor, snap.started = ScanKey{scanHash(e.key), e.key}, true
 		if e.img == nil {
 			snap.freeze(e)
 		}
@@ -180,7 +181,7 @@ func (snap *Snapshot) next(db *DB) (snapKey, bool) {
 		return false
 	}
 	if !snap.walked {
-		keys.ascend(snap.cursor.h, snap.cursor.k, visit)
+		keys.from(snap.cursor.h, snap.cursor.k, visit)
 		if !ok {
 			snap.walked = true
 		}
@@ -506,6 +507,7 @@ func (db *DB) ReadSnapshot(f aof.ReadFile, path string) (uint64, int, error) {
 		return fail("impossible key count", nil)
 	}
 	keys := newTable()
+	keys.reserve(int(nkeys))
 	release := func() {
 		keys.all(func(e *Entry) { e.Free() })
 	}

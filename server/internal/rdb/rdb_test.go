@@ -723,3 +723,30 @@ func TestReaderKeyAttributes(t *testing.T) {
 		t.Errorf("c: %+v", c)
 	}
 }
+
+// The RESIZEDB hints reach Options.ResizeDB with their database, and the
+// records read are the same with it as without.
+func TestReaderResizeDBHint(t *testing.T) {
+	data := writeSample(t, 10, false)
+	type hint struct {
+		db            int
+		keys, expires uint64
+	}
+	var got []hint
+	opts := Options{ResizeDB: func(db int, keys, expires uint64) { got = append(got, hint{db, keys, expires}) }}
+	with, err := readAll(t, data, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []hint{{0, uint64(len(stringCases) + 1), 1}}
+	if len(got) != len(want) || got[0] != want[0] {
+		t.Fatalf("hints %v, want %v", got, want)
+	}
+	without, err := readAll(t, data, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(with) != len(without) {
+		t.Fatalf("%d records with the hint callback, %d without", len(with), len(without))
+	}
+}
