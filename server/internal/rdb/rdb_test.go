@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/bloomkit/bloomkit/cms"
 	"github.com/bloomkit/bloomkit/topk"
+	"hash/crc64"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -26,6 +27,23 @@ func TestChecksumJones(t *testing.T) {
 	data := []byte(strings.Repeat("bloomkit", 100))
 	if Checksum(Checksum(0, data[:333]), data[333:]) != Checksum(0, data) {
 		t.Fatal("incremental checksum differs")
+	}
+	// Eight bytes at a time equals Go's crc64 with the same table (which
+	// inverts before and after), at every length and split.
+	rng := rand.New(rand.NewPCG(3, 4))
+	buf := make([]byte, 3000)
+	for i := range buf {
+		buf[i] = byte(rng.Uint32())
+	}
+	for n := 0; n <= len(buf); n += 1 + n/8 {
+		want := ^crc64.Update(^uint64(0), jonesTable, buf[:n])
+		if got := Checksum(0, buf[:n]); got != want {
+			t.Fatalf("%d bytes: %016x, want %016x", n, got, want)
+		}
+		cut := rng.IntN(n + 1)
+		if got := Checksum(Checksum(0, buf[:cut]), buf[cut:n]); got != want {
+			t.Fatalf("%d bytes split at %d: %016x, want %016x", n, cut, got, want)
+		}
 	}
 }
 
