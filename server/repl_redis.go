@@ -308,7 +308,7 @@ func (s *Server) loadRedisSync(l *masterLink, br *bufio.Reader, replid string, m
 // (another type, another module's, another database) is counted in
 // skipped by kind.
 func (s *Server) readRedisRDB(l *masterLink, src *bufio.Reader, fresh *keyspace.DB, skipped map[string]int) error {
-	opts := rdb.Options{MaxString: uint64(s.cfg.MaxBulk)}
+	opts := rdb.Options{MaxString: uint64(s.cfg.MaxBulk), Reuse: true}
 	opts.ResizeDB = func(db int, keys, _ uint64) {
 		if db == 0 {
 			fresh.Reserve(int(min(keys, math.MaxInt32)))

@@ -102,7 +102,18 @@ func (e *Entry) StrBytes() []byte {
 
 // NewString is a string value's entry.
 func NewString(val string, expireAt int64) *Entry {
-	return &Entry{Kind: KindString, val: &value{str: val}, ExpireAt: expireAt}
+	s := &stringEntry{Entry{Kind: KindString, ExpireAt: expireAt}, value{str: val}}
+	s.e.val = &s.v
+	return &s.e
+}
+
+// stringEntry is a string's entry and its value in one allocation: 144
+// bytes, the size class the two take apart (80 and 64), so a key costs
+// the same memory and one allocation fewer, and reading the value after
+// the entry touches memory next to it.
+type stringEntry struct {
+	e Entry
+	v value
 }
 
 // TD is a t-digest entry's digest, or nil for another kind.

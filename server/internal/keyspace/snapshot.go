@@ -89,6 +89,11 @@ type Snapshot struct {
 	// processed counts keys written out.
 	Copied    atomic.Int64
 	Processed atomic.Int64
+	// str is the image of the string the writer takes from the walk: a
+	// string has no arrays, so the writer is done with it in the hold of
+	// the lock it took it in, and its image needs no allocation of its
+	// own (one per key, most keys being strings).
+	str image
 }
 
 type snapKey struct {
@@ -172,7 +177,12 @@ func (snap *Snapshot) next(db *DB) (snapKey, bool) {
 		// The walk goes on from here next time: only the key it stops
 		// at needs its scan hash.
 		snap.cursor, snap.started = ScanKey{scanHash(e.key), e.key}, true
-		if e.img == nil {
+		switch {
+		case e.img != nil:
+		case e.Kind == KindString:
+			snap.str = image{snap: snap, Kind: KindString, ExpireAt: e.ExpireAt, header: e.StrBytes()}
+			e.img = &snap.str
+		default:
 			snap.freeze(e)
 		}
 		e.img.claimed = true
@@ -249,6 +259,9 @@ func (snap *Snapshot) done(e *Entry) {
 	im.copies, im.released = nil, nil
 	if im.dropped {
 		e.release(snap.lazy)
+	}
+	if im == &snap.str {
+		snap.str = image{}
 	}
 	// The copies and the arrays the filter gave up meanwhile can be as
 	// large as the filter: unmapping them waits for no one.

@@ -768,3 +768,45 @@ func TestReaderResizeDBHint(t *testing.T) {
 		t.Fatalf("%d records with the hint callback, %d without", len(with), len(without))
 	}
 }
+
+// With Options.Reuse, Next returns one Entry overwritten each time, whose
+// contents are each time those of the new Entry it returns without.
+func TestReaderReuse(t *testing.T) {
+	data := writeSample(t, 10, true)
+	want, err := readAll(t, data, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReader(bytes.NewReader(data), Options{Reuse: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first *Entry
+	keys := 0
+	for i := 0; ; i++ {
+		e, err := r.Next()
+		if err == io.EOF {
+			if i != len(want) {
+				t.Fatalf("%d records with Reuse, %d without", i, len(want))
+			}
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i >= len(want) || !reflect.DeepEqual(*e, *want[i]) {
+			t.Fatalf("record %d with Reuse: %+v; without: %+v", i, *e, want[min(i, len(want)-1)])
+		}
+		if e.Kind == KindKey {
+			if first == nil {
+				first = e
+			} else if e != first {
+				t.Fatalf("record %d: a new Entry with Reuse", i)
+			}
+			keys++
+		}
+	}
+	if keys < 2 {
+		t.Fatalf("the sample holds %d keys", keys)
+	}
+}

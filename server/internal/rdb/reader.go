@@ -69,6 +69,10 @@ type Options struct {
 	// from it before loading). A hint, unchecked: the stream may hold
 	// other numbers.
 	ResizeDB func(db int, keys, expires uint64)
+	// Reuse makes Next return the same *Entry for every key, overwritten
+	// by the next call, instead of a new one (an allocation per key
+	// saved, for a caller that keeps no Entry).
+	Reuse bool
 }
 
 func (o *Options) maxString() uint64 {
@@ -149,6 +153,7 @@ type Reader struct {
 	db      int
 	done    bool
 	err     error
+	entry   Entry // the one Next returns with Options.Reuse
 }
 
 // NewReader reads and checks the RDB header ("REDIS" and a version
@@ -204,7 +209,13 @@ func (r *Reader) next() (*Entry, error) {
 		return nil, io.EOF
 	}
 	in := &r.in
-	e := &Entry{Idle: -1, Freq: -1}
+	var e *Entry
+	if r.opts.Reuse {
+		e = &r.entry
+		*e = Entry{Idle: -1, Freq: -1}
+	} else {
+		e = &Entry{Idle: -1, Freq: -1}
+	}
 	for {
 		t, err := in.byte("opcode")
 		if err != nil {
