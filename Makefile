@@ -26,12 +26,18 @@ STATICCHECK_VERSION := v0.8.2
 STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
 
 # The race detector watches the packages with concurrent code: the server
-# and its internal packages, redisfilter, bloom's Sync views, cmd/bloom's
+# and its internal packages with locks or goroutines, redisfilter, cmd/bloom's
 # serve, push/pull and signals, and the test harnesses that start servers.
 # Every other package runs without it (it proves nothing where there is one
 # goroutine, and costs 2-20 times the CPU): a new package with goroutines,
-# locks or atomics belongs in this list.
-RACE := ./server/... ./redisfilter ./bloom ./cmd/bloom ./internal/redistest ./internal/doctest ./internal/testcert ./internal/poll
+# locks or atomics belongs in this list. server/internal/glob, resp and rdb
+# are pure functions of their input; the server's tests, which run under
+# -race, exercise them from every goroutine that calls them.
+RACE := ./server ./server/internal/acl ./server/internal/aof ./server/internal/backlog ./server/internal/keyspace ./redisfilter ./cmd/bloom ./internal/redistest ./internal/doctest ./internal/testcert ./internal/poll
+# bloom is one goroutine's code but for its Sync views: their tests (and
+# the examples that use them) run under -race, every test of the package
+# runs without it with the other packages.
+BLOOM_RACE_RUN := Sync|Concurrent
 # In examples/ (its own module: the library's go.mod does not carry what
 # only the examples need): the concurrent crawler, the sibling caches and
 # the seen-set's server. examples/cacheguard (SQLite translated to Go,
@@ -54,6 +60,7 @@ EXAMPLES_RACE := ./crawler ./summaries ./seen
 # and the examples (tests build their own when it is unset).
 test: deps vet testbin
 	$(TESTENV) $(TESTRUN) -rerun-norace -- -race $(TESTFLAGS) $(RACE)
+	$(TESTENV) $(TESTRUN) -- -race $(TESTFLAGS) -run='$(BLOOM_RACE_RUN)' ./bloom
 	$(TESTENV) $(TESTRUN) -- $(TESTFLAGS) $$($(GO) list ./... | grep -v -x -F "$$($(GO) list $(RACE))")
 	cd examples && $(TESTENV) $(TESTRUN) -- -race $(TESTFLAGS) $(EXAMPLES_RACE)
 	cd examples && $(TESTENV) $(TESTRUN) -- $(TESTFLAGS) $$($(GO) list ./... | grep -v -x -F "$$($(GO) list $(EXAMPLES_RACE))")
@@ -70,8 +77,12 @@ testbin:
 ## test-short: every package once without the race detector, the long and
 ## slow forms skipped (go test -short), for the edit-compile loop (2-3
 ## minutes on 2 cores with a warm build cache). make test before a commit.
+# The packages whose tests take longest start first (go test runs them in
+# the order given, two at a time on two cores), so that none is left
+# running alone at the end.
+SLOWFIRST := ./server ./cmd/bloom ./redisfilter ./bloom
 test-short: testbin
-	$(TESTENV) $(TESTRUN) -- -short $(TESTFLAGS) ./...
+	$(TESTENV) $(TESTRUN) -- -short $(TESTFLAGS) $(SLOWFIRST) ./...
 	cd examples && $(TESTENV) $(TESTRUN) -- -short $(TESTFLAGS) ./...
 
 ## test-long: the long forms of the statistical, end-to-end and release
@@ -207,6 +218,8 @@ fuzz:
 	$(GO) test ./bloom -run '^$$' -fuzz '^FuzzWindowDecode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./bloom -run '^$$' -fuzz '^FuzzSizing$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cuckoo -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./frozen -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./frozen -run '^$$' -fuzz '^FuzzReadRibbon$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cuckoo -run '^$$' -fuzz '^FuzzOperations$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./tdigest -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cms -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)

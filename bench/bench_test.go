@@ -119,10 +119,11 @@ func build(b *testing.B, l *lib, p float64) inst {
 var sinkCount int
 
 // BenchmarkInsert adds keys one call each into a fresh filter (a new filter
-// after every n keys). Static filters are skipped: they have no insert.
+// after every n keys). Static filters (and the ribbon, built at a rate)
+// are skipped: they have no insert.
 func BenchmarkInsert(b *testing.B) {
 	forEach(b, false, func(b *testing.B, l *lib, p float64) {
-		if l.static {
+		if l.static || l.built {
 			b.Skip("static filter: see BenchmarkBuild")
 		}
 		in, _ := l.make(*benchN, p)
@@ -131,19 +132,30 @@ func BenchmarkInsert(b *testing.B) {
 }
 
 // BenchmarkBuild builds a static filter from all n keys (hashing included);
-// ns/op is per key.
+// ns/op is per key. A filter built at a rate (the ribbon) is built at each
+// of benchRates.
 func BenchmarkBuild(b *testing.B) {
 	setup(b)
 	for _, l := range libs {
-		if !l.static {
+		if !l.static && !l.built {
 			continue
 		}
-		b.Run(l.id, func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				build(b, l, 0)
+		rates := []float64{0}
+		if l.built {
+			rates = benchRates
+		}
+		for _, p := range rates {
+			name := l.id
+			if l.built {
+				name += "/p=" + rateStr(p)
 			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(*benchN), "ns/key")
-		})
+			b.Run(name, func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					build(b, l, p)
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(*benchN), "ns/key")
+			})
+		}
 	}
 }
 

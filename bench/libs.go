@@ -34,6 +34,7 @@ type lib struct {
 	name   string // in the table
 	batch  bool   // has a batch lookup API
 	static bool   // built once from the whole set; its rate is fixed
+	built  bool   // built once from the whole set at the rate asked for
 	big    bool   // also run at the big n
 	make   func(n uint64, p float64) (inst, error)
 }

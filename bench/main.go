@@ -158,7 +158,7 @@ func parseFlags() (*config, error) {
 	flag.IntVar(&cfg.chunk, "chunk", 1<<20, "insert keys are generated and timed in chunks of this many")
 	flag.Uint64Var(&cfg.streamAbove, "stream-above", 20_000_000, "for n above this, insert keys are regenerated chunk by chunk on every pass instead of kept")
 	flag.Uint64Var(&cfg.goalN, "goal-n", 10_000_000, "n at which goals (a) and (b) are evaluated (falls back to the largest -n)")
-	flag.StringVar(&libsFlag, "libs", "", "comma-separated subset of: filter,blocked,bab,blobloom,xor8,fuse8,frozen8,frozen16 (default all)")
+	flag.StringVar(&libsFlag, "libs", "", "comma-separated subset of: filter,blocked,bab,blobloom,xor8,fuse8,frozen8,frozen16,ribbon (default all)")
 	flag.Uint64Var(&cfg.seed, "seed", 1, "seed of the key sampling")
 	flag.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()

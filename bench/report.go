@@ -200,7 +200,7 @@ func render(cfg *config, env *environment, rows []*row, stats []keyStats) string
 	w("- **insert ns/op**: a fresh filter per repetition, all n keys added one call per key (`AddString`; blobloom `Add(xxh3.HashString(key))`), in index order; timed per chunk of %d keys and summed. ", cfg.chunk)
 	w("When n is below %d, each repetition builds ceil(%d / n) fresh filters this way and reports the mean, so that every timing covers at least that many keys (see *passes* below). ", cfg.hits, cfg.hits)
 	w("For n <= %s the insert keys are generated once and kept; above, they are regenerated chunk by chunk into one reused buffer on every pass (only the insert loop over each ready chunk is timed), so that 100M keys are never in memory at once. ", human(cfg.streamAbove))
-	w("For the static xor/fuse filters the column is the build: hashing all n keys with `xxh3.HashString` plus `Populate`/`PopulateBinaryFuse8`, per key.\n")
+	w("For the static xor/fuse filters the column is the build: hashing all n keys with `xxh3.HashString` plus `Populate`/`PopulateBinaryFuse8`, per key; for bloomkit's frozen sets and ribbon, `AddString` for every key plus `Build`.\n")
 	w("- **hit ns/op**: `TestString` (blobloom `Has(xxh3.HashString(key))`, xor `Contains(xxh3.HashString(key))`) on added keys sampled without replacement and shuffled (random order, so a big filter is visited as randomly as a real workload would), stored contiguously in that order, min(n, %d) of them, looked up *passes* times in one timed loop. All of them must test present; this is checked.\n", cfg.hits)
 	w("- **miss ns/op** and **FPR measured**: the same on the absent keys, in random order; FPR = absent keys that test present / absent keys.\n")
 	w("- **batch ns/key**: bloomkit `bloom.TestMany` on the hit keys, %d keys a call, reusing the result slice; blank for libraries without a batch API.\n", batchSize)
@@ -277,7 +277,7 @@ func writeTable(b *strings.Builder, rows []*row, cpu bool) {
 			k = fmt.Sprint(r.k)
 		}
 		ins := f1(median(r.ins.get(cpu)))
-		if r.lib.static {
+		if r.lib.static || r.lib.built {
 			ins += " (build)"
 		}
 		batch := ""

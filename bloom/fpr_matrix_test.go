@@ -184,6 +184,16 @@ var fprTypes = []fprType{
 		}
 		return f, math.Ldexp(1, -bits)
 	}},
+	{name: "ribbon", build: func(t *testing.T, c fprCell, i int, keys [][]byte) (tester, float64) {
+		f, err := frozen.BuildRibbon(keys, c.p, uint64(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.EstimatedFPR() > c.p {
+			t.Fatalf("ribbon built for %g reports %g", c.p, f.EstimatedFPR())
+		}
+		return f, f.EstimatedFPR()
+	}},
 }
 
 func TestFalsePositiveMatrix(t *testing.T) {

@@ -38,13 +38,15 @@ var (
 	_ Interface = (*Window)(nil)
 	_ Interface = (*SplitBlock)(nil)
 	_ Tester    = (*frozen.Filter)(nil)
+	_ Tester    = (*frozen.Ribbon)(nil)
 )
 
 // Read reads one filter of any Bloom type from r and returns it: a
 // *Filter, *Blocked, *Counting, *Scalable, *Window or *SplitBlock (an
 // Interface: keys
 // can be added; a Window reads the time from time.Now until given another
-// clock with SetClock), or a *frozen.Filter, which can only be tested.
+// clock with SetClock), or a *frozen.Filter or *frozen.Ribbon, which can
+// only be tested.
 // Errors are as for Filter.ReadFrom; a filter of a type that is not a Bloom
 // filter or frozen set (a cuckoo filter, say) gives ErrType.
 func Read(r io.Reader) (Tester, error) {
@@ -75,6 +77,8 @@ func Read(r io.Reader) (Tester, error) {
 		f = new(SplitBlock)
 	case format.TypeFrozen:
 		f = new(frozen.Filter)
+	case format.TypeRibbon:
+		f = new(frozen.Ribbon)
 	default:
 		return nil, fmt.Errorf("%w: the bloom package does not read %s filters", ErrType, format.TypeName(h.Type))
 	}

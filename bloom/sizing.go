@@ -440,19 +440,28 @@ func blockRates(k uint32) []float64 {
 		}
 		dist := make([]float64, BlockBits+1) // P(X = x) after t throws
 		dist[0] = 1
+		lo := 0 // dist[x] is 0 below lo
 		for t := 1; t <= blockThrows; t++ {
 			// X can be at most t: update only what is reachable.
 			top := min(t, BlockBits)
-			for x := top; x >= 1; x-- {
+			for x := top; x >= max(lo, 1); x-- {
 				dist[x] = dist[x]*float64(x)/BlockBits + dist[x-1]*float64(BlockBits-x+1)/BlockBits
 			}
 			dist[0] = 0
+			// The low tail shrinks geometrically towards subnormal numbers,
+			// on which every multiplication is a hundred times slower: a
+			// chance below 1e-300 weighs nothing in any rate (the smallest
+			// value tabulated is about 1e-59), so it is 0 from there on.
+			for lo < top && dist[lo] < 1e-300 {
+				dist[lo] = 0
+				lo++
+			}
 			for k := 1; k <= MaxK; k++ {
 				if t%k != 0 {
 					continue
 				}
 				var e float64
-				for x := 1; x <= top; x++ {
+				for x := max(lo, 1); x <= top; x++ {
 					e += dist[x] * pow[k][x]
 				}
 				blockRatesTable[k] = append(blockRatesTable[k], e)

@@ -6,11 +6,18 @@
 // price: every key must be known at build time, and nothing can be added
 // afterwards.
 //
-// The fuse construction is github.com/FastFilter/xorfilter's; this package
-// hashes keys (XXH3-64 with the filter's seed) and saves filters in
-// bloomkit's file envelope (versioned, checksummed; docs/format.md), so
-// bloom.Read, `bloom info` and `bloom test` read them like any other
-// bloomkit filter.
+// Ribbon is the other frozen set: a standard ribbon filter (Dillinger and
+// Walzer, 2021) at any rate p from 1/2 down to 2^-32, for about
+// 1.05 × log2(1/p) bits a key from a million keys on (7.0 bits at 1%,
+// 10.4 at 0.1%; the bound is log2(1/p): 6.6 and 10.0), within 10% of the
+// bound from 1e-1 to 1e-7. Its lookups cost about twice the fuse filter's
+// (bench/RIBBON.md). Build it with NewRibbonBuilder or BuildRibbon.
+//
+// The fuse construction is github.com/FastFilter/xorfilter's; the ribbon
+// is this package's own. Both hash keys with XXH3-64 and the filter's seed
+// and are saved in bloomkit's file envelope (versioned, checksummed;
+// docs/format.md, types 7 and 12), so bloom.Read, `bloom info` and `bloom
+// test` read them like any other bloomkit filter.
 package frozen
 
 import (

@@ -83,6 +83,9 @@ func (s *Server) apply(src source, c *Session, cmd *command, args [][]byte, r *R
 		s.db.CountReads(!cmd.write) // keyspace_hits/misses count the lookups of reads
 	}
 	dirty := s.db.Dirty()
+	if cmd.write {
+		s.signalFlush(cmd)
+	}
 	cmd.fn(s, c, args, r)
 	if counted {
 		s.db.CountReads(false)
@@ -111,6 +114,9 @@ func (s *Server) apply(src source, c *Session, cmd *command, args [][]byte, r *R
 				c.logPos = s.aof.Appended()
 			}
 		}
+	}
+	if cmd.write {
+		s.signalWrites(cmd, args, r, la != nil || s.db.Dirty() != dirty)
 	}
 	if src == srcClient || src == srcExec {
 		s.replyWaits(c, cmd, args, la, r)

@@ -258,7 +258,7 @@ func cmdSave(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error("ERR Background save already in progress")
 		return
 	}
-	if err := s.Save(); err != nil {
+	if err := s.saveInForeground(); err != nil {
 		r.Error("ERR " + err.Error())
 		return
 	}
@@ -339,7 +339,7 @@ func cmdShutdown(s *Server, c *Session, args [][]byte, r *Reply) {
 		nosave = true
 	}
 	if !nosave && !s.cfg.NoPersistence {
-		if err := s.Save(); err != nil && !force {
+		if err := s.saveInForeground(); err != nil && !force {
 			s.log.Error("SHUTDOWN: the snapshot failed; not shutting down", "err", err)
 			r.Error("ERR Errors trying to SHUTDOWN. Check logs.")
 			return

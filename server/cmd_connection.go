@@ -177,6 +177,7 @@ func cmdReset(s *Server, c *Session, args [][]byte, r *Reply) {
 	}
 	s.db.Lock() // other sessions' CLIENT LIST reads these fields
 	s.endMulti(c)
+	s.unwatch(c)
 	c.replyOff, c.skipReplies = false, 0
 	c.Name = ""
 	c.noEvict = false

@@ -252,7 +252,7 @@ func cmdDebug(s *Server, c *Session, args [][]byte, r *Reply) {
 func (s *Server) debugReload() error {
 	p := &s.persist
 	for range 5 {
-		if err := s.Save(); err != nil {
+		if err := s.saveInForeground(); err != nil {
 			return fmt.Errorf("save: %w", err)
 		}
 		p.saveMu.Lock()
@@ -272,6 +272,7 @@ func (s *Server) debugReload() error {
 		s.db.Lock()
 		same := s.db.Dirty() == dirty
 		if same {
+			s.touchAllWatched()
 			s.db.FinishMerges(nil)
 			s.db.TakeOver(fresh)
 			p.dirtyAtSave.Store(s.db.Dirty()) // the keyspace is the snapshot

@@ -139,6 +139,55 @@ func (s *Server) tdQuery(c *Session, key []byte, d *tdigest.Digest) *tdigest.Dig
 	return d
 }
 
+// saveInForeground is a save that Redis makes in its own process (SAVE,
+// SHUTDOWN, DEBUG RELOAD; not BGSAVE, whose child saves a copy): as
+// RedisBloom's RDB save merges the buffer of the live digest it saves,
+// the buffers of the t-digests are merged first (mergeDigestsForSave), so
+// that TDIGEST.INFO after the save, and after a restart from it, is what
+// Redis with RedisBloom reports.
+func (s *Server) saveInForeground() error {
+	s.mergeDigestsForSave()
+	return s.Save()
+}
+
+// mergeDigestsForSave merges the buffer of every t-digest that a query
+// would merge, logging each merge as a query's is (TDIGEST.CDF key 0) so
+// that replay and replicas stay exact. A replica leaves its digests as its
+// master's stream made them, and a failed log takes no record, as for a
+// query (tdQuery). The keyspace is walked a chunk per hold of its lock, so
+// that other clients are served meanwhile, as they are during the save.
+func (s *Server) mergeDigestsForSave() {
+	for cursor := uint64(0); ; {
+		if s.isReplica() || s.aof != nil && s.aof.Failed() {
+			return
+		}
+		s.db.Lock()
+		if s.db.Loading() {
+			s.db.Unlock()
+			return
+		}
+		cursor = s.db.Scan(cursor, 1024, func(key string, e *keyspace.Entry) {
+			if e.Kind != keyspace.KindTDigest || !tdNeedsMerge(e.TD()) {
+				return
+			}
+			if s.db.Snapshotting() {
+				s.db.Preserve(e)
+			}
+			k := []byte(key)
+			if s.db.Recounting() {
+				s.db.Touch(k)
+			}
+			_ = e.TD().Compress()
+			s.db.Changed()
+			s.record([][]byte{[]byte("TDIGEST.CDF"), k, []byte("0")})
+		})
+		s.db.Unlock()
+		if cursor == 0 {
+			return
+		}
+	}
+}
+
 // tdNeedsMerge reports whether a query would change d: values wait in its
 // buffer and it holds more than one (RedisBloom's library leaves a lone
 // value unmerged).

@@ -21,20 +21,28 @@ func cmdDiscard(s *Server, c *Session, args [][]byte, r *Reply) {
 		return
 	}
 	s.endMulti(c)
+	s.unwatchLocked(c)
 	r.OK()
 }
 
-// WATCH is refused: optimistic locking is not implemented.
+// WATCH key [key ...]: EXEC runs the next MULTI block only if none of the
+// keys changed meanwhile (watch.go).
 func cmdWatch(s *Server, c *Session, args [][]byte, r *Reply) {
-	if lowerName(args[0]) == "unwatch" {
-		r.OK()
-		return
-	}
 	if c.multi != nil {
 		r.Error("ERR WATCH inside MULTI is not allowed")
 		return
 	}
-	r.Error("ERR WATCH is not supported by bloomkit")
+	unlock := s.lockDB(c)
+	s.watch(c, args[1:])
+	unlock()
+	r.OK()
+}
+
+// UNWATCH forgets the watched keys. Inside MULTI it is queued, as in
+// Redis, and so does nothing: EXEC has already forgotten them.
+func cmdUnwatch(s *Server, c *Session, args [][]byte, r *Reply) {
+	s.unwatchLocked(c)
+	r.OK()
 }
 
 // endMulti forgets c's queue and the memory it counted.
@@ -124,6 +132,7 @@ func (s *Server) exec(c *Session, r *Reply) {
 	q, failed := c.multi, c.multiErr
 	s.endMulti(c)
 	if failed {
+		s.unwatchLocked(c)
 		r.Error("EXECABORT Transaction discarded because of previous errors.")
 		return
 	}
@@ -135,16 +144,27 @@ func (s *Server) exec(c *Session, r *Reply) {
 				msg = s.replicaRefuses(c, e.cmd)
 			}
 			if msg != "" {
+				s.unwatchLocked(c)
 				r.Error("EXECABORT Transaction discarded because of: " + msg)
 				return
 			}
 			break
 		}
 	}
-	r.Array(len(q) - 1) // q[0] is the MULTI marker
 	var sub Reply
 	s.db.Lock()
 	defer s.db.Unlock()
+	if c.watch.keys != nil {
+		// Checked with the keyspace locked until the queue has run: no
+		// watched key can change in between.
+		failed := s.watchFailed(c)
+		s.unwatch(c)
+		if failed {
+			r.NullArray()
+			return
+		}
+	}
+	r.Array(len(q) - 1) // q[0] is the MULTI marker
 	now := s.db.Now()
 	clock := s.db.Now
 	s.db.Now = func() time.Time { return now }

@@ -154,7 +154,7 @@ func init() {
 		{name: "exec", arity: 1, flags: []string{"noscript", "loading", "stale", "skip_slowlog"}, unlocked: true, txnControl: true, noSlowlog: true, fn: cmdExec},
 		{name: "discard", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"}, unlocked: true, txnControl: true, fn: cmdDiscard},
 		{name: "watch", arity: -2, flags: []string{"noscript", "loading", "stale", "fast"}, first: 1, last: -1, step: 1, unlocked: true, txnControl: true, fn: cmdWatch},
-		{name: "unwatch", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"}, unlocked: true, txnControl: true, fn: cmdWatch},
+		{name: "unwatch", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"}, unlocked: true, fn: cmdUnwatch},
 		// Keyspace commands.
 		{name: "del", arity: -2, flags: []string{"write"}, first: 1, last: -1, step: 1, write: true, fn: cmdDel},
 		{name: "unlink", arity: -2, flags: []string{"write", "fast"}, first: 1, last: -1, step: 1, write: true, fn: cmdDel},

@@ -300,6 +300,9 @@ func (s *Server) endSession(c *Session) {
 	delete(s.sessions, c.ID)
 	s.smu.Unlock()
 	s.endMulti(c) // a queue left behind no longer counts
+	if c.watch.keys != nil {
+		s.unwatchLocked(c)
+	}
 	s.endMonitor(c)
 	s.endSubscriber(c)
 	if c.gone != nil {

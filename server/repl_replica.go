@@ -668,6 +668,7 @@ func (s *Server) swapIn(l *masterLink, fresh *keyspace.DB, replid string, moff i
 		return errLinkStopped
 	}
 	s.db.FinishMerges(nil)
+	s.touchAllWatched()
 	s.db.TakeOver(fresh)
 	if lf != nil {
 		s.aof.Rotate(lf)

@@ -219,6 +219,9 @@ type Server struct {
 	loading loadState
 	// failover is a FAILOVER in progress (failover.go).
 	failover failoverState
+	// watching is which sessions WATCH which keys (watch.go; guarded by
+	// the keyspace lock).
+	watching watchState
 }
 
 // New creates a server: it loads the snapshot and replays the append-only
@@ -423,7 +426,7 @@ func (s *Server) Shutdown() error {
 	s.closeListeners()
 	var err error
 	if !s.cfg.NoPersistence && !loading {
-		if err = s.Save(); err != nil {
+		if err = s.saveInForeground(); err != nil {
 			s.log.Error("save on shutdown failed; the append-only log still holds every write", "err", err)
 		}
 	}

@@ -77,6 +77,8 @@ type Session struct {
 	// marker, so an empty transaction is non-nil); multiErr aborts EXEC.
 	multi    []queued
 	multiErr bool
+	// watch is what WATCH watches (watch.go; keyspace lock held).
+	watch sessionWatch
 	// txnLen mirrors len(multi) (0: not in MULTI) for CLIENT LIST,
 	// which other sessions run.
 	txnLen atomic.Int64

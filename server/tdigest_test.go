@@ -479,3 +479,90 @@ func TestTDigestSnapshotPointInTime(t *testing.T) {
 		t.Fatalf("the live digest did not change: %+v", in)
 	}
 }
+
+// A save in the server's own process (SAVE, DEBUG RELOAD, SHUTDOWN)
+// merges the buffer of each t-digest first, as RedisBloom's RDB save
+// does to the live digest: TDIGEST.INFO after it, and after a restart
+// from it, reports every value merged (RedisBloom's flow test
+// test_save_load reads "Merged weight" after a restart). With a
+// RedisBloom module, real Redis goes through the same steps and answers
+// alike.
+func TestTDigestSaveMergesBuffer(t *testing.T) {
+	ctx := context.Background()
+	const unmerged = "[Compression 100 Capacity 610 Merged nodes 0 Unmerged nodes 5 Merged weight 0 Unmerged weight 5 Observations 5 Total compressions 0 Memory usage 9768 ]"
+	const merged = "[Compression 100 Capacity 610 Merged nodes 5 Unmerged nodes 0 Merged weight 5 Unmerged weight 0 Observations 5 Total compressions 1 Memory usage 9768 ]"
+	run := func(t *testing.T, c *redis.Client, save func()) {
+		t.Helper()
+		var got []string
+		for _, args := range [][]any{{"TDIGEST.CREATE", "d"}, {"TDIGEST.ADD", "d", 1, 2, 3, 4, 5}, {"TDIGEST.INFO", "d"}} {
+			got = append(got, norm(c.Do(ctx, args...).Result()))
+		}
+		save()
+		for _, args := range [][]any{{"TDIGEST.INFO", "d"}, {"TDIGEST.MIN", "d"}, {"TDIGEST.MAX", "d"}, {"TDIGEST.QUANTILE", "d", 0.5}} {
+			got = append(got, norm(c.Do(ctx, args...).Result()))
+		}
+		want := []string{"OK", "OK", unmerged, merged, "1", "5", "[3 ]"}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+	do := func(c *redis.Client, how string) func() {
+		var args []any
+		for _, w := range strings.Fields(how) {
+			args = append(args, w)
+		}
+		return func() {
+			if err := c.Do(ctx, args...).Err(); err != nil {
+				t.Fatalf("%v: %v", args, err)
+			}
+		}
+	}
+	for _, how := range []string{"SAVE", "DEBUG RELOAD"} {
+		t.Run(how, func(t *testing.T) {
+			s := startServer(t, Config{EnableDebugCommand: "yes"})
+			c := newClient(t, s.Addr(), 2)
+			run(t, c, do(c, how))
+		})
+	}
+	t.Run("restart", func(t *testing.T) {
+		s := startServer(t, Config{})
+		c := newClient(t, s.Addr(), 2)
+		run(t, c, func() {
+			s = restart(t, s, true)
+			*c = *newClient(t, s.Addr(), 2)
+		})
+	})
+	t.Run("RedisBloom", func(t *testing.T) {
+		module := redistest.RedisBloomModule(t)
+		rs := redistest.Start(t, "--loadmodule", module, "--enable-debug-command", "yes")
+		for _, how := range []string{"SAVE", "DEBUG RELOAD"} {
+			c := newClient(t, rs.Addr, 2)
+			c.FlushAll(ctx)
+			run(t, c, do(c, how))
+		}
+	})
+}
+
+// The merges a save makes are logged: a replica's digests stay equal bit
+// for bit to its master's, and so do the master's after a crash replays
+// its log, although values keep being added after the save.
+func TestTDigestSaveMergeLogged(t *testing.T) {
+	s := startServer(t, Config{AppendFsync: "always"})
+	r := startReplica(t, s, Config{NoPersistence: true})
+	mc, rc := dialRaw(t, s.Addr()), dialRaw(t, r.Addr())
+	waitSynced(t, mc, rc)
+	runSteps(t, mc, []step{
+		{"TDIGEST.CREATE t0", "+OK"}, {"TDIGEST.ADD t0 5 1 4 2 3", "+OK"},
+		{"TDIGEST.CREATE t1 COMPRESSION 90", "+OK"}, {"TDIGEST.ADD t1 9 8", "+OK"},
+		{"SAVE", "+OK"},
+		{"TDIGEST.ADD t0 7 6", "+OK"}, {"TDIGEST.CREATE t2", "+OK"}, {"TDIGEST.ADD t2 1", "+OK"},
+	})
+	want := tdigests(t, s)
+	if in := want["t0"].Info(); in.MergedNodes != 5 || in.UnmergedNodes != 2 {
+		t.Fatalf("t0 after SAVE and two more values: %+v, want 5 merged and 2 buffered", in)
+	}
+	waitSynced(t, mc, rc)
+	sameDigests(t, "replica", want, tdigests(t, r))
+	s2 := crashRestart(t, s, Config{})
+	sameDigests(t, "after restart", want, tdigests(t, s2))
+}

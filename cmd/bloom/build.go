@@ -42,8 +42,10 @@ and a summary are drawn on stderr (--progress, --quiet).
 
 --static builds a frozen set: a binary fuse filter of every key read, for
 sets that never change between rebuilds (about 9.0 bits a key at 0.39% with
---bits 8, where a classic filter needs 11.5). It needs no -n: its size
-follows the keys.
+--bits 8, where a classic filter needs 11.5). With -p it builds a ribbon
+filter at that rate instead (1/2 down to 2^-32; about 1.05 × log2(1/p) bits
+a key: 7.0 at 1%, where a classic filter needs 9.6), which costs slower
+lookups. It needs no -n: its size follows the keys.
 
 --format guava or bitsandblooms writes a classic Bloom filter that Java's
 Guava (BloomFilter.readFrom with a stringFunnel(UTF_8) or byteArrayFunnel)
@@ -56,6 +58,7 @@ zcat urls.gz | bloom build -n 100M -p 1% --type blocked -o urls.bf
 bloom build -p 1% --field 2 -o emails.bf users.csv       # column 2, counted first
 bloom build -n 50K --field 1 --delim tab --header -o ids.bf ids.tsv
 bloom build --static -o blacklist.frozen blacklist.txt
+bloom build --static -p 0.1% -o blacklist.ribbon blacklist.txt
 bloom build -n 1M -p 1% --format guava -o for-java.bin emails.txt`,
 }
 
@@ -72,7 +75,7 @@ func runBuild(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	header := fs.Bool("header", false, "skip the first line of each input (a CSV header)")
 	seedFlag := fs.String("seed", "0", "hash `SEED`: a number, or random (filters merge only with equal seeds)")
 	formatFlag := fs.String("format", "bloomkit", "file `FORMAT`: bloomkit, guava (Java's BloomFilter.writeTo) or bitsandblooms (Go's bits-and-blooms/bloom/v3)")
-	static := fs.Bool("static", false, "build a frozen set (a binary fuse filter): fewer bits and faster lookups, but no key can be added later; -p is replaced by --bits")
+	static := fs.Bool("static", false, "build a frozen set (a binary fuse filter, or with -p a ribbon filter): fewer bits, but no key can be added later")
 	fpBits := fs.Int("bits", 8, "fingerprint `BITS` of --static: 8 (rate 0.39%, about 9 bits a key) or 16 (0.0015%, about 18)")
 	strict := fs.Bool("strict", false, "fail (exit 2, no file written) when the keys overfill N or a line lacks the --field column")
 	fb := addFeedbackFlags(fs)
@@ -98,8 +101,14 @@ func runBuild(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	switch {
-	case *static && (given["type"] || given["format"] || given["p"]):
-		return usageErr(stderr, name, "--static builds a frozen set in bloomkit's format: --type, --format and -p do not apply (--bits sets the rate)")
+	case *static && (given["type"] || given["format"]):
+		return usageErr(stderr, name, "--static builds a frozen set in bloomkit's format: --type and --format do not apply (-p or --bits sets the rate)")
+	case *static && given["p"] && given["bits"]:
+		return usageErr(stderr, name, "--static takes -p (a ribbon filter at that rate) or --bits (a binary fuse filter), not both")
+	case *static && given["p"]:
+		if k, err = ribbonKind(p.v); err != nil {
+			return usageErr(stderr, name, "%v", err)
+		}
 	case *static:
 		if *fpBits != 8 && *fpBits != 16 {
 			return usageErr(stderr, name, "--bits %d: want 8 or 16", *fpBits)

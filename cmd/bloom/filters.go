@@ -405,6 +405,8 @@ func decodeFilter(hdr format.Header, r io.Reader) (any, error) {
 		return cuckoo.Read(r)
 	case format.TypeFrozen:
 		return frozen.Read(r)
+	case format.TypeRibbon:
+		return frozen.ReadRibbon(r)
 	case format.TypeCMS:
 		return cms.Read(r)
 	case format.TypeTopK:

@@ -19,8 +19,8 @@ import (
 // This file holds the filter files that are not bloomkit's own format:
 // Guava's writeTo, bits-and-blooms' WriteTo and RedisBloom dump files
 // (saved SCANDUMP streams), which info and test read by their first bytes,
-// and the frozen sets and foreign formats build writes (--static,
-// --format). docs/formats-interop.md describes the formats.
+// and the frozen sets (binary fuse and ribbon filters) and foreign
+// formats build writes (--static, --format). docs/formats-interop.md describes the formats.
 
 // Names of the foreign file types, as info reports them.
 const (
@@ -112,6 +112,39 @@ func frozenKind(bits int) *kind {
 		bits: func(n uint64, p float64) uint64 { return satMul(n, 8*32+uint64(bits)*5/4) },
 		rate: func(m, n uint64) float64 { return math.Ldexp(1, -bits) },
 	}
+}
+
+// ribbonKind is build --static -p: a ribbon filter at rate p.
+func ribbonKind(p float64) (*kind, error) {
+	if _, err := frozen.NewRibbonBuilder(p, 0); err != nil {
+		return nil, fmt.Errorf("-p %s: a ribbon filter's rate is from 1/2 down to 2^-32", formatPlanned(p))
+	}
+	return &kind{name: "ribbon",
+		make: func(n uint64, p float64, seed uint64) (*newFilter, error) {
+			b, err := frozen.NewRibbonBuilder(p, seed)
+			if err != nil {
+				return nil, err
+			}
+			return &newFilter{
+				add:     func(k []byte) error { b.Add(k); return nil },
+				addMany: func(k [][]byte) error { addEach(b.Add, k); return nil },
+				WriterTo: writerFunc(func(w io.Writer) (int64, error) {
+					f, err := b.Build()
+					if err != nil {
+						return 0, err
+					}
+					return f.WriteTo(w)
+				}),
+				grows: true,
+			}, nil
+		},
+		// While building: 8 bytes a key hash, two remixed copies and
+		// the banding's rows (20 bytes a slot) beside the solution.
+		bits: func(n uint64, p float64) uint64 {
+			return satMul(n, 8*45+uint64(math.Ceil(1.05*math.Log2(1/p))))
+		},
+		rate: func(m, n uint64) float64 { return p },
+	}, nil
 }
 
 type writerFunc func(io.Writer) (int64, error)

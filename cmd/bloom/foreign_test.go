@@ -76,7 +76,9 @@ func TestBuildStatic(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"--static", "--bits", "12"},
-		{"--static", "-p", "1%"},
+		{"--static", "-p", "1%", "--bits", "8"},
+		{"--static", "-p", "60%"},
+		{"--static", "-p", "1e-10"},
 		{"--static", "--type", "blocked"},
 		{"--bits", "16"},
 		{"--format", "guava", "--type", "blocked"},
@@ -87,6 +89,49 @@ func TestBuildStatic(t *testing.T) {
 		if r.code != 2 || r.stderr == "" {
 			t.Errorf("build %v: exit %d, stderr %q", args, r.code, r.stderr)
 		}
+	}
+}
+
+// TestBuildStaticRibbon: build --static -p writes a ribbon filter at that
+// rate that info describes (type, exact count, bits a key, the rate), test
+// finds every key in, and that the frozen package reads.
+func TestBuildStaticRibbon(t *testing.T) {
+	outputOnly(t)
+	dir := t.TempDir()
+	keys := writeKeys(t, dir, 0, 20000)
+	absent := writeKeys(t, dir, 20000, 20000)
+	bloomIn(t, dir, "", "build", "--static", "-p", "1%", "--seed", "7", "-o", "set.ribbon", keys).want(t, 0, "build --static -p")
+	res := infoJSON(t, dir, "set.ribbon")
+	if res.Type != "ribbon" || res.K != 6 || res.PlannedP != 0.01 || res.Items == nil || *res.Items != 20000 || !res.ItemsExact ||
+		res.Checksum != "ok" || res.EstimatedFPR == nil || *res.EstimatedFPR > 0.01 || res.Seed != 7 {
+		t.Errorf("info: %+v", res)
+	}
+	if perKey := float64(res.TotalBits) / 20000; perKey < 6.64 || perKey > 7.6 {
+		t.Errorf("info: %.2f bits a key at 1%%", perKey)
+	}
+	text := bloomIn(t, dir, "", "info", "set.ribbon").want(t, 0, "info")
+	for _, want := range []string{"type:         ribbon", "of 6 or 7 result bits", "bits/key:", "at 1%"} {
+		if !strings.Contains(text.stdout, want) {
+			t.Errorf("info does not say %q:\n%s", want, text.stdout)
+		}
+	}
+	in, _ := os.ReadFile(keys)
+	if r := bloomIn(t, dir, string(in), "test", "-v", "set.ribbon"); r.code != 1 || r.stdout != "" {
+		t.Errorf("keys built in test absent: %q", r.stdout)
+	}
+	ab, _ := os.ReadFile(absent)
+	r := bloomIn(t, dir, string(ab), "test", "set.ribbon")
+	if fp := strings.Count(r.stdout, "\n"); fp > 2*200+5 {
+		t.Errorf("%d of 20000 absent keys test present, expected about 200", fp)
+	}
+	f, err := os.Open(filepath.Join(dir, "set.ribbon"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := frozen.ReadRibbon(f)
+	f.Close()
+	if err != nil || !g.TestString("user-7@example.com") || g.Rate() != 0.01 {
+		t.Errorf("frozen.ReadRibbon: %v", err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bloomkit/bloomkit/bloom"
 	"github.com/bloomkit/bloomkit/cuckoo"
+	"github.com/bloomkit/bloomkit/frozen"
 	"github.com/bloomkit/bloomkit/internal/format"
 )
 
@@ -59,7 +60,8 @@ type infoResult struct {
 	FillRatio    *float64 `json:"fill_ratio,omitempty"`
 	EstimatedFPR *float64 `json:"estimated_fpr,omitempty"`
 	// Windows only: the period, the number of generations G and the bits
-	// of all G+1 filters (m is one generation's).
+	// of all G+1 filters (m is one generation's). Ribbon filters: the bits
+	// of the solution (total_bits; m is its slots).
 	Window      string `json:"window,omitempty"`
 	Generations int    `json:"generations,omitempty"`
 	TotalBits   uint64 `json:"total_bits,omitempty"`
@@ -159,7 +161,7 @@ func describe(path string, stdin io.Reader) (*infoResult, error) {
 	}
 	if isSketch(res.Type) {
 		res.Items, res.ItemsExact = nil, false // a sketch's count is a sum of increments, not keys
-	} else if res.Type != "scalable" && res.Type != "cuckoo" && res.Type != "frozen" && res.Type != typeRBBloom && res.Type != typeRBCuckoo {
+	} else if res.Type != "scalable" && res.Type != "cuckoo" && res.Type != "frozen" && res.Type != "ribbon" && res.Type != typeRBBloom && res.Type != typeRBCuckoo {
 		switch {
 		case res.Saturated:
 			res.OverPlanned = res.PlannedN > 0
@@ -172,6 +174,9 @@ func describe(path string, stdin io.Reader) (*infoResult, error) {
 	if c, ok := l.f.(*cuckoo.Filter); ok {
 		st := c.Stats()
 		res.LoadFactor, res.FingerprintBits, res.Tables = &st.LoadFactor, c.Config().FingerprintBits, st.Tables
+	}
+	if rb, ok := l.f.(*frozen.Ribbon); ok {
+		res.TotalBits = rb.SizeBits()
 	}
 	if w, ok := l.f.(*bloom.Window); ok {
 		c := w.Config()
@@ -263,6 +268,13 @@ func printInfo(w io.Writer, r *infoResult) {
 		if r.Items != nil && *r.Items > 0 {
 			row("bits/key", fmt.Sprintf("%.2f", float64(r.M)*float64(r.K)/float64(*r.Items)))
 		}
+	case "ribbon":
+		// The header's m is the slots and k the narrow blocks' result
+		// bits (the wide ones have one more).
+		row("slots", fmt.Sprintf("%s of %d or %d result bits (a ribbon filter)", commas(r.M), r.K, r.K+1))
+		if r.Items != nil && *r.Items > 0 && r.TotalBits > 0 {
+			row("bits/key", fmt.Sprintf("%.2f", float64(r.TotalBits)/float64(*r.Items)))
+		}
 	case typeRBBloom:
 		row("bits (m)", commas(r.M)+" in all links")
 		row("links", fmt.Sprint(r.K))
@@ -307,6 +319,8 @@ func printInfo(w io.Writer, r *infoResult) {
 		row("planned", fmt.Sprintf("%s keys in all links, first link at %s", commas(r.PlannedN), formatPlanned(r.PlannedP)))
 	} else if r.Type == "frozen" {
 		row("planned", "every key given at build time; the rate is fixed by the fingerprint size")
+	} else if r.Type == "ribbon" {
+		row("planned", "every key given at build time, at "+formatPlanned(r.PlannedP))
 	} else if r.Type == typeGuava || r.Type == typeBitsAndBlooms || r.Type == typeRBCuckoo {
 		row("planned", "not recorded by this format")
 	} else if r.Type == "scalable" {

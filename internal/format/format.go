@@ -91,6 +91,9 @@ const (
 	// TypeTDigest is tdigest.Digest, a merging t-digest (not a filter:
 	// it carries no hash; its header names hash id 1).
 	TypeTDigest = 11
+	// TypeRibbon is frozen.Ribbon, a standard ribbon filter (a static
+	// set at any rate, like type 7 built once from every key).
+	TypeRibbon = 12
 )
 
 // TypeName returns a short lower-case name for a filter type.
@@ -118,6 +121,8 @@ func TypeName(t uint8) string {
 		return "count-min sketch"
 	case TypeTopK:
 		return "top-k"
+	case TypeRibbon:
+		return "ribbon"
 	}
 	return fmt.Sprintf("unknown type %d", t)
 }
@@ -190,7 +195,7 @@ func ParseHeader(b []byte) (Header, error) {
 // checkHash fails when a filter of a known type carries a hash id that type
 // does not have.
 func (h Header) checkHash() error {
-	known := h.Type >= TypeClassic && h.Type <= TypeTopK
+	known := h.Type >= TypeClassic && h.Type <= TypeTopK || h.Type == TypeRibbon
 	if known && !HashKnown(h.Type, h.Hash) {
 		return fmt.Errorf("%w: hash id %d for a %s filter", ErrHash, h.Hash, TypeName(h.Type))
 	}
