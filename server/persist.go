@@ -232,7 +232,7 @@ func (s *Server) loadData(stop <-chan struct{}) (err error) {
 	chain.RemoveSuperseded()
 	s.loading.phase.CompareAndSwap(loadingData, notLoading)
 	if keys > 0 {
-		go returnLoadGarbage()
+		go s.returnLoadGarbage()
 	}
 	return nil
 }
