@@ -167,9 +167,15 @@ func (snap *Snapshot) next(db *DB) (snapKey, bool) {
 	if snap.keys != nil {
 		keys = snap.keys
 	}
+	// The walk starts at the key it stopped at last time, if that key is
+	// still there: only the first key visited can be it.
+	again := snap.started
 	visit := func(e *Entry) bool {
-		if snap.started && e.key == snap.cursor.k {
-			return true // the key the walk stopped at last time
+		if again {
+			again = false
+			if e.key == snap.cursor.k {
+				return true
+			}
 		}
 		if e.epoch >= snap.epoch || (e.img != nil && e.img.claimed) {
 			return true
