@@ -72,22 +72,9 @@ func paramsHeader(typ uint8, p Params) format.Header {
 
 func plainAlloc(n uint64) []uint64 { return mem.Words(n) }
 
-// checkNoCount refuses a classic or blocked header with a count: these
-// filters do not count their keys, so the count would be lost when the
-// filter is written back (and wrong after the first Add if it were kept).
-func checkNoCount(h format.Header) error {
-	if h.Count != 0 {
-		return fmt.Errorf("%w: a %s filter with count %d (it counts no keys: the field is 0)", ErrCorrupt, format.TypeName(h.Type), h.Count)
-	}
-	return nil
-}
-
 func classicWords(h format.Header) (uint64, error) {
 	p, err := headerParams(h)
 	if err != nil {
-		return 0, err
-	}
-	if err := checkNoCount(h); err != nil {
 		return 0, err
 	}
 	if _, err := p.validate(false); err != nil {
@@ -99,9 +86,6 @@ func classicWords(h format.Header) (uint64, error) {
 func blockedWords(h format.Header) (uint64, error) {
 	p, err := headerParams(h)
 	if err != nil {
-		return 0, err
-	}
-	if err := checkNoCount(h); err != nil {
 		return 0, err
 	}
 	if _, err := p.validate(true); err != nil {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/bloomkit/bloomkit/internal/format"
 )
@@ -502,6 +503,41 @@ func TestCountFieldRefused(t *testing.T) {
 		}
 		if !errors.Is(err, ErrCorrupt) || g.words != nil || h.words != nil {
 			t.Errorf("%s: ReadFrom of a file with count 1: err = %v, or the filter changed", l.name, err)
+		}
+	}
+}
+
+// The window and split-block types count no keys either: a file of one
+// with a count is refused by Read and by the type's ReadFrom.
+func TestCountFieldRefusedWindowSplitBlock(t *testing.T) {
+	w, err := NewWindow(time.Minute, 300, 0.01)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSplitBlock(300, 0.01)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		f    interface {
+			io.WriterTo
+			io.ReaderFrom
+		}
+		empty io.ReaderFrom
+	}{{"window", w, new(Window)}, {"split-block", s, new(SplitBlock)}} {
+		var buf bytes.Buffer
+		if _, err := c.f.WriteTo(&buf); err != nil {
+			t.Fatal(err)
+		}
+		b := buf.Bytes()
+		binary.LittleEndian.PutUint64(b[56:], 1)
+		b = resign(b)
+		if _, err := Read(bytes.NewReader(b)); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "count 1") {
+			t.Errorf("%s: Read of a file with count 1: err = %v, want ErrCorrupt naming the count", c.name, err)
+		}
+		if _, err := c.empty.ReadFrom(bytes.NewReader(b)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: ReadFrom of a file with count 1: err = %v, want ErrCorrupt", c.name, err)
 		}
 	}
 }

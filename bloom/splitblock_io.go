@@ -22,11 +22,6 @@ func splitBlockWords(h format.Header) (uint64, error) {
 	if _, err := p.validateSplitBlock(); err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
-	if h.Count != 0 {
-		// A split-block filter does not count its keys; a count would not
-		// survive a round trip.
-		return 0, fmt.Errorf("%w: a split-block filter with count %d", ErrCorrupt, h.Count)
-	}
 	return p.M / 64, nil
 }
 

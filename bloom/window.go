@@ -416,8 +416,8 @@ func (w *Window) ReadFrom(r io.Reader) (int64, error) {
 	if _, err := p.validate(true); err != nil {
 		return cr.N, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
-	if h.Count != 0 || !(p.P > 0) {
-		return cr.N, fmt.Errorf("%w: window with count %d or rate %v", ErrCorrupt, h.Count, p.P)
+	if !(p.P > 0) {
+		return cr.N, fmt.Errorf("%w: window with rate %v", ErrCorrupt, p.P)
 	}
 	// The number of generations is in the payload; the payload length must
 	// be what it and m call for, which is checked once it is read.

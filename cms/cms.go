@@ -212,62 +212,159 @@ func (s *Sketch) QueryString(item string) uint32 { return s.Query(sbytes(item)) 
 // (ErrMismatch). A counter outside [0, 2^32 − 1], or a count outside
 // [0, 2^63 − 1], at any step fails with ErrOverflow and changes nothing.
 func (s *Sketch) Merge(srcs []*Sketch, weights []int64) error {
+	m, err := s.PrepareMerge(srcs, weights)
+	if err != nil {
+		return err
+	}
+	m.Write(0, m.Cells())
+	m.Finish()
+	return nil
+}
+
+// A Merger is a Merge that passed its checks, done in steps: Write sets
+// a range of counters, Finish the count. Until Finish, nothing may change
+// the sketches involved, and no one may read the destination.
+type Merger struct {
+	s     *Sketch // the destination
+	srcs  []*Sketch
+	ws    []int64
+	small bool // Σ |weights| below 2^31: no sum can leave int64
+	count uint64
+}
+
+// PrepareMerge makes every check Merge makes, changing nothing, and
+// returns the Merger that does the merge.
+func (s *Sketch) PrepareMerge(srcs []*Sketch, weights []int64) (*Merger, error) {
 	if s.counters == nil {
-		return format.ErrZero
+		return nil, format.ErrZero
 	}
 	if weights != nil && len(weights) != len(srcs) {
-		return fmt.Errorf("%w: %d weights for %d sketches", ErrInvalidParams, len(weights), len(srcs))
-	}
-	w := func(k int) int64 {
-		if weights == nil {
-			return 1
-		}
-		return weights[k]
+		return nil, fmt.Errorf("%w: %d weights for %d sketches", ErrInvalidParams, len(weights), len(srcs))
 	}
 	for _, src := range srcs {
 		if src.width != s.width || src.depth != s.depth {
-			return fmt.Errorf("%w: %d × %d into %d × %d", ErrMismatch, src.width, src.depth, s.width, s.depth)
+			return nil, fmt.Errorf("%w: %d × %d into %d × %d", ErrMismatch, src.width, src.depth, s.width, s.depth)
 		}
 	}
+	m := &Merger{s: s, srcs: srcs, ws: make([]int64, len(srcs))}
+	var sumW uint64 // Σ |weights[k]|, capped
+	for k := range srcs {
+		m.ws[k] = 1
+		if weights != nil {
+			m.ws[k] = weights[k]
+		}
+		a := uint64(m.ws[k])
+		if m.ws[k] < 0 {
+			a = -a
+		}
+		sumW = min(sumW+min(a, 1<<32), 1<<32)
+	}
+	total, err := mergedCount(srcs, m.ws)
+	if err != nil {
+		return nil, err
+	}
+	m.count = uint64(total)
 	// Check every counter first, as RedisBloom does, so that a failure
 	// changes nothing.
+	m.small = sumW < 1<<31
+	if m.small {
+		// No partial sum can leave int64 (each counter is below 2^32 and
+		// Σ |weights| below 2^31): only the result's range needs checking,
+		// a block of counters at a time, every source's row read in order.
+		if !m.blocks(0, len(s.counters), false) {
+			return nil, ErrOverflow
+		}
+		return m, nil
+	}
 	for j := range s.counters {
 		var sum int64
 		for k, src := range srcs {
-			p, ok := mul64(int64(src.counters[j]), w(k))
+			p, ok := mul64(int64(src.counters[j]), m.ws[k])
 			if !ok {
-				return ErrOverflow
+				return nil, ErrOverflow
 			}
 			if sum, ok = add64(sum, p); !ok {
-				return ErrOverflow
+				return nil, ErrOverflow
 			}
 		}
 		if sum < 0 || sum > math.MaxUint32 {
-			return ErrOverflow
+			return nil, ErrOverflow
 		}
 	}
+	return m, nil
+}
+
+// Cells is the number of counters the merge sets.
+func (m *Merger) Cells() int { return len(m.s.counters) }
+
+// Write sets the destination's counters from to to (exclusive) to their
+// weighted sums. Each counter must be written once.
+func (m *Merger) Write(from, to int) {
+	if m.small {
+		m.blocks(from, to, true)
+		return
+	}
+	for j := from; j < to; j++ {
+		var sum int64
+		for k, src := range m.srcs {
+			sum += int64(src.counters[j]) * m.ws[k]
+		}
+		m.s.counters[j] = uint32(sum)
+	}
+}
+
+// Finish sets the destination's count, once every counter is written.
+func (m *Merger) Finish() { m.s.count = m.count }
+
+// mergedCount is Σ weights[k] × srcs[k].Count(), or ErrOverflow outside
+// [0, 2^63 − 1] at any step.
+func mergedCount(srcs []*Sketch, ws []int64) (int64, error) {
 	var total int64
 	for k, src := range srcs {
-		p, ok := mulCount(src.count, w(k))
+		p, ok := mulCount(src.count, ws[k])
 		if !ok {
-			return ErrOverflow
+			return 0, ErrOverflow
 		}
 		if total, ok = add64(total, p); !ok {
-			return ErrOverflow
+			return 0, ErrOverflow
 		}
 	}
 	if total < 0 {
-		return ErrOverflow
+		return 0, ErrOverflow
 	}
-	for j := range s.counters {
-		var sum int64
-		for k, src := range srcs {
-			sum += int64(src.counters[j]) * w(k)
+	return total, nil
+}
+
+// blocks computes the weighted sums of the sources' counters from to to
+// (exclusive), a block at a time (m.small: no sum leaves int64). Without
+// write it reports whether every sum fits a counter; with write it stores
+// them, each block after reading it from every source (the destination
+// may be among them).
+func (m *Merger) blocks(from, to int, write bool) bool {
+	var acc [2048]int64
+	for j0 := from; j0 < to; j0 += len(acc) {
+		a := acc[:min(len(acc), to-j0)]
+		clear(a)
+		for k, src := range m.srcs {
+			c, wk := src.counters[j0:j0+len(a)], m.ws[k]
+			for i, v := range c {
+				a[i] += int64(v) * wk
+			}
 		}
-		s.counters[j] = uint32(sum)
+		if !write {
+			for _, v := range a {
+				if uint64(v) > math.MaxUint32 { // negative or too large
+					return false
+				}
+			}
+			continue
+		}
+		d := m.s.counters[j0 : j0+len(a)]
+		for i, v := range a {
+			d[i] = uint32(v)
+		}
 	}
-	s.count = uint64(total)
-	return nil
+	return true
 }
 
 func mul64(a, b int64) (int64, bool) {

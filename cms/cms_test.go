@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -258,5 +259,105 @@ func TestNewLimits(t *testing.T) {
 	}
 	if _, err := z.MarshalBinary(); !errors.Is(err, ErrZero) {
 		t.Errorf("zero MarshalBinary = %v", err)
+	}
+}
+
+// BenchmarkMerge merges ten 20000 × 10 sketches (2,000,000 counters read).
+func BenchmarkMerge(b *testing.B) {
+	var srcs []*Sketch
+	for i := range 10 {
+		s, _ := New(20000, 10)
+		for j := range 20000 {
+			s.IncrByString(fmt.Sprint(i, j), 3)
+		}
+		srcs = append(srcs, s)
+	}
+	d, _ := New(20000, 10)
+	b.SetBytes(int64(4 * 20000 * 10 * len(srcs)))
+	b.ResetTimer()
+	for range b.N {
+		if err := d.Merge(srcs, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestMergeWeightedMatchesDirectSum checks Merge against the weighted sum
+// computed counter by counter, over sketches wider than one block, with
+// negative weights, the destination among the sources, results at the
+// edges of a counter's range, and weights large enough to take the
+// checked path.
+func TestMergeWeightedMatchesDirectSum(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	const width, depth = 3001, 3 // 9003 counters: more than four blocks
+	fill := func(max uint32) *Sketch {
+		s, _ := New(width, depth)
+		for j := range s.counters {
+			s.counters[j] = uint32(r.Uint64N(uint64(max) + 1))
+		}
+		s.count = uint64(r.Uint64N(1 << 20))
+		return s
+	}
+	var merged, refused int
+	for trial := range 60 {
+		srcs := []*Sketch{fill(1000), fill(1000), fill(1000)}
+		ws := []int64{int64(r.IntN(5)) - 1, int64(r.IntN(4)), int64(r.IntN(4)) + 1}
+		switch trial % 4 {
+		case 1: // the largest counter fits exactly, or is one too many
+			srcs[0].counters[7777] = math.MaxUint32 - uint32(trial%8/4)
+			ws = []int64{1, 0, 0}
+			if trial%8 >= 4 {
+				srcs[1].counters[7777] = 1
+				ws = []int64{1, 1, 0}
+			}
+		case 2: // a weight of 2^31 (the checked path), on zero counters
+			clear(srcs[1].counters)
+			srcs[1].count = 0
+			ws[1] = 1 << 31
+		}
+		dest := fill(5)
+		if trial%3 == 0 {
+			srcs[2] = dest // into one of its sources
+		}
+		want := make([]int64, len(dest.counters))
+		ok := true
+		for j := range want {
+			for k, s := range srcs {
+				want[j] += int64(s.counters[j]) * ws[k]
+			}
+			ok = ok && want[j] >= 0 && want[j] <= math.MaxUint32
+		}
+		var count int64
+		for k, s := range srcs {
+			count += int64(s.count) * ws[k]
+		}
+		ok = ok && count >= 0
+		before := dest.Clone()
+		err := dest.Merge(srcs, ws)
+		if !ok {
+			if !errors.Is(err, ErrOverflow) {
+				t.Fatalf("trial %d (weights %v): err %v, want ErrOverflow", trial, ws, err)
+			}
+			if !slices.Equal(before.counters, dest.counters) || before.count != dest.count {
+				t.Fatalf("trial %d: a failed merge changed the sketch", trial)
+			}
+			refused++
+			continue
+		}
+		if err != nil {
+			t.Fatalf("trial %d (weights %v): %v", trial, ws, err)
+		}
+		for j, v := range want {
+			if int64(dest.counters[j]) != v {
+				t.Fatalf("trial %d (weights %v): counter %d = %d, want %d", trial, ws, j, dest.counters[j], v)
+			}
+		}
+		if int64(dest.count) != count {
+			t.Fatalf("trial %d: count %d, want %d", trial, dest.count, count)
+		}
+		merged++
+	}
+	if merged < 10 || refused < 5 {
+		t.Fatalf("%d merges and %d refusals: the trials miss a case", merged, refused)
 	}
 }

@@ -3,8 +3,10 @@ package redisfilter
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -18,6 +20,7 @@ import (
 	"time"
 
 	"github.com/bloomkit/bloomkit/bloom"
+	"github.com/bloomkit/bloomkit/internal/format"
 	"github.com/bloomkit/bloomkit/internal/keyslot"
 	"github.com/bloomkit/bloomkit/internal/poll"
 	"github.com/bloomkit/bloomkit/internal/redistest"
@@ -769,6 +772,12 @@ func testImportDamaged(t *testing.T, b backend) {
 	flipped[80+len(flipped)/2] ^= 0x10
 	classic, _ := bloom.New(100, 0.01)
 	classicData, _ := marshal(classic)
+	// A blocked filter counts no keys: a header with a count is refused,
+	// as bloom.Read refuses it (Export would write the count back as 0).
+	counted := bytes.Clone(data)
+	binary.LittleEndian.PutUint64(counted[56:], 20_000)
+	binary.LittleEndian.PutUint32(counted[72:], crc32.Checksum(counted[:72], format.Castagnoli))
+	binary.LittleEndian.PutUint32(counted[len(counted)-4:], crc32.Checksum(counted[:len(counted)-4], format.Castagnoli))
 	for _, tc := range []struct {
 		name string
 		data []byte
@@ -779,6 +788,7 @@ func testImportDamaged(t *testing.T, b backend) {
 		{"no trailer", data[:len(data)-4], bloom.ErrTruncated},
 		{"classic filter", classicData, bloom.ErrType},
 		{"blocked filter of hash id 4", newIDData, bloom.ErrHash},
+		{"header with a count", counted, bloom.ErrCorrupt},
 		{"not a filter", bytes.Repeat([]byte("not a filter "), 20), bloom.ErrBadMagic},
 	} {
 		if err := f.Import(ctx, bytes.NewReader(tc.data)); !errors.Is(err, tc.want) {

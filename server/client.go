@@ -28,12 +28,12 @@ import (
 //   - output makes the log as durable as the replies need (endBatch; the
 //     event loops do it once per round for all their clients) and returns
 //     what is to be written; wrote records what was.
-//   - A held reply: WAIT, and a BF.MERGE finishing in the background, hold
-//     the connection's output and its further requests until their answer
-//     is known (Session.wait); released appends it. Meanwhile the client is
-//     still read, as Redis reads a blocked client, so that its going away is
-//     seen: it is then closed at once, and closing (Server.endSession)
-//     cancels what it waited for.
+//   - A held reply: WAIT, and a BF.MERGE or CMS.MERGE finishing in the
+//     background, hold the connection's output and its further requests
+//     until their answer is known (Session.wait); released appends it.
+//     Meanwhile the client is still read, as Redis reads a blocked client,
+//     so that its going away is seen: it is then closed at once, and
+//     closing (Server.endSession) cancels what it waited for.
 //   - Closing frees the client: its session, its place under maxclients,
 //     the goroutines and WAIT waiters that served it.
 type client struct {

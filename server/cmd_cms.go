@@ -235,6 +235,7 @@ func cmdCMSMerge(s *Server, c *Session, args [][]byte, r *Reply) {
 		return
 	}
 	srcs := make([]*cms.Sketch, numKeys)
+	ents := make([]*keyspace.Entry, numKeys)
 	weights := make([]int64, numKeys)
 	for i := range numKeys {
 		weights[i] = 1
@@ -244,7 +245,7 @@ func cmdCMSMerge(s *Server, c *Session, args [][]byte, r *Reply) {
 				return
 			}
 		}
-		if srcs[i], msg = s.cmsKey(rest[i]); msg != "" {
+		if ents[i], srcs[i], msg = s.cmsEntry(rest[i]); msg != "" {
 			r.Error(msg)
 			return
 		}
@@ -253,14 +254,15 @@ func cmdCMSMerge(s *Server, c *Session, args [][]byte, r *Reply) {
 			return
 		}
 	}
-	if g := de.SketchGuard(); g != nil {
-		view := keyspace.CounterBytes(dest)
-		g.Write(view, 0, len(view))
-	}
-	if err := dest.Merge(srcs, weights); err != nil {
+	m, err := dest.PrepareMerge(srcs, weights)
+	if err != nil {
 		r.Error("CMS: MERGE overflow")
 		return
 	}
+	// Checked, the merge cannot fail: it takes effect now, and its
+	// counters are written as BF.MERGE ORs its bits (in the background
+	// when large, internal/keyspace/merge.go).
+	s.runMerge(c, keyspace.CMSMergeJob(de, ents, m))
 	r.OK()
 }
 

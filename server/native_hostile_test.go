@@ -1,9 +1,12 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math"
 	"os"
@@ -17,6 +20,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/bloomkit/bloomkit/bloom"
 	"github.com/bloomkit/bloomkit/internal/format"
 	"github.com/bloomkit/bloomkit/server/internal/aof"
 )
@@ -685,5 +689,76 @@ func BenchmarkNativeIdleWindowMove(b *testing.B) {
 		clock.Add(time.Hour)
 		b.StartTimer()
 		doArgs(s, c, "BF.ADD", "w", "x")
+	}
+}
+
+// A classic, blocked or window filter counts no keys, so its file header's
+// count is 0: a header chunk with another count is refused as the file is
+// by bloom.Read (accepted, the count was dropped when the key was dumped
+// back), and no key is created.
+func TestNativeLoadChunkCountRefused(t *testing.T) {
+	s := startServer(t, Config{NoPersistence: true})
+	c := &Session{authed: true}
+	header := func(typ uint8, count uint64) []byte {
+		if typ == format.TypeWindow {
+			b := windowHeader(512, 1e9, 1, 1e9, 2e9)
+			binary.LittleEndian.PutUint64(b[56:], count)
+			binary.LittleEndian.PutUint32(b[72:], crc32.Checksum(b[:72], format.Castagnoli))
+			return b
+		}
+		h := format.Header{Type: typ, Hash: format.HashXXH3, Seed: 1, M: 512, K: 3, N: 10, P: 0.01, Count: count, PayloadLen: 64}
+		return h.Marshal()
+	}
+	for _, typ := range []uint8{format.TypeClassic, format.TypeBlocked, format.TypeWindow} {
+		name := format.TypeName(typ)
+		want := "-ERR bloomkit: corrupt filter data: a " + name + " filter with count 7 "
+		if got := doArgs(s, c, "BF.LOADCHUNK", "f", "1", string(header(typ, 7))); !strings.HasPrefix(got, want) {
+			t.Errorf("%s, count 7: %q, want %q…", name, got, want)
+		}
+		if got := doArgs(s, c, "EXISTS", "f"); got != ":0\r\n" {
+			t.Errorf("%s, count 7: EXISTS f after the refused header: %q", name, got)
+		}
+		doArgs(s, c, "DEL", "f")
+		if got := doArgs(s, c, "BF.LOADCHUNK", "f", "1", string(header(typ, 0))); got != "+OK\r\n" {
+			t.Errorf("%s, count 0: %q", name, got)
+		}
+		doArgs(s, c, "DEL", "f")
+	}
+}
+
+// A window header that bloom.Window's reader refuses — no rate, or its
+// oldest generation at the start of int64 time — is refused by
+// BF.LOADCHUNK too: accepted, the key pulled back (BF.SCANDUMP, `bloom
+// pull`) was a file bloom.Read does not read.
+func TestNativeLoadChunkWindowAsLibrary(t *testing.T) {
+	s := startServer(t, Config{NoPersistence: true})
+	c := &Session{authed: true}
+	const d = int64(1e9)
+	oldest := math.MinInt64 / d * d
+	noRate := windowHeader(512, d, 1, d, 2*d)
+	binary.LittleEndian.PutUint64(noRate[48:], 0)
+	binary.LittleEndian.PutUint32(noRate[72:], crc32.Checksum(noRate[:72], format.Castagnoli))
+	for _, tc := range []struct {
+		name string
+		hdr  []byte
+		want string
+	}{
+		{"rate 0", noRate, "-ERR window header: rate 0, want above 0"},
+		{"oldest start at MinInt64", windowHeader(512, d, 1, oldest, oldest+d), "-ERR window header: start times out of range"},
+	} {
+		// The whole file, zero bits: what the key would pull back as.
+		file := append(bytes.Clone(tc.hdr), make([]byte, 2*64)...)
+		file = binary.LittleEndian.AppendUint32(file, crc32.Checksum(file, format.Castagnoli))
+		if _, err := bloom.Read(bytes.NewReader(file)); !errors.Is(err, bloom.ErrCorrupt) {
+			t.Errorf("%s: bloom.Read of the file: %v, want ErrCorrupt", tc.name, err)
+		}
+		if got := doArgs(s, c, "BF.LOADCHUNK", "w", "1", string(tc.hdr)); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+		doArgs(s, c, "DEL", "w")
+	}
+	// The oldest start the library reads is accepted.
+	if got := doArgs(s, c, "BF.LOADCHUNK", "w", "1", string(windowHeader(512, d, 1, oldest+d, oldest+2*d))); got != "+OK\r\n" {
+		t.Errorf("the oldest window start that fits: %q", got)
 	}
 }

@@ -267,22 +267,23 @@ type Item struct {
 // List returns the heaviest items, heaviest first (ties in heap order), as
 // TOPK.LIST does: the list's items with a count above 0.
 func (t *TopK) List() []Item {
-	s := slices.Clone(t.heap)
-	slices.SortStableFunc(s, func(a, b slot) int {
-		switch {
-		case a.count > b.count:
-			return -1
-		case a.count < b.count:
-			return 1
+	// The heap's slots by count, highest first, ties in heap order (a
+	// stable sort by count): sorted as one word each, the count's
+	// complement above the slot's index, rather than moving the slots.
+	keys := make([]uint64, 0, len(t.heap))
+	for i, x := range t.heap {
+		if x.count > 0 {
+			keys = append(keys, uint64(^x.count)<<32|uint64(i))
 		}
-		return 0
-	})
-	var out []Item
-	for _, x := range s {
-		if x.count == 0 {
-			break
-		}
-		out = append(out, Item{Item: x.item, Count: x.count})
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	slices.Sort(keys)
+	out := make([]Item, len(keys))
+	for j, k := range keys {
+		x := &t.heap[uint32(k)]
+		out[j] = Item{Item: x.item, Count: x.count}
 	}
 	return out
 }

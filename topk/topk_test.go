@@ -228,3 +228,45 @@ func TestNewLimits(t *testing.T) {
 		t.Error("zero TopK answered")
 	}
 }
+
+// TestListIsStableSortOfHeap checks List against the heap's slots sorted
+// by count, highest first, ties kept in heap order, zero counts dropped:
+// on lists with many ties, a partly filled heap and an empty one.
+func TestListIsStableSortOfHeap(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for trial, adds := range []int{0, 5, 40, 3000} {
+		tk, err := New(50, 400, 5, 0.9)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range adds {
+			tk.IncrByString(fmt.Sprint("i", r.IntN(200)), uint32(1+r.IntN(3)))
+		}
+		ref := slices.Clone(tk.heap)
+		slices.SortStableFunc(ref, func(a, b slot) int { return int(b.count) - int(a.count) })
+		var want []Item
+		for _, x := range ref {
+			if x.count > 0 {
+				want = append(want, Item{Item: x.item, Count: x.count})
+			}
+		}
+		got := tk.List()
+		ties := 0
+		for i := 1; i < len(got); i++ {
+			if got[i].Count == got[i-1].Count {
+				ties++
+			}
+		}
+		if adds >= 3000 && ties == 0 {
+			t.Fatalf("trial %d: no ties to order", trial)
+		}
+		if len(got) != len(want) || (adds == 0) != (got == nil) {
+			t.Fatalf("trial %d: %d items, want %d", trial, len(got), len(want))
+		}
+		for i := range want {
+			if !bytes.Equal(got[i].Item, want[i].Item) || got[i].Count != want[i].Count {
+				t.Fatalf("trial %d: item %d is %q %d, want %q %d", trial, i, got[i].Item, got[i].Count, want[i].Item, want[i].Count)
+			}
+		}
+	}
+}

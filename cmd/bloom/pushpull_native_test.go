@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"log/slog"
 	"os"
@@ -16,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/bloomkit/bloomkit/bloom"
+	"github.com/bloomkit/bloomkit/internal/format"
 	"github.com/bloomkit/bloomkit/internal/redistest"
 	"github.com/bloomkit/bloomkit/server"
 )
@@ -209,5 +213,36 @@ func TestMigrateNative(t *testing.T) {
 	r = bloomIn(t, dir, "", "migrate", "--match", "n:blocked", srcAddr, plain.Addr)
 	if r.code != 2 || !strings.Contains(r.stdout+r.stderr, "can only be copied to bloom serve") {
 		t.Errorf("migrate of a bloomkit key to plain Redis: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// A classic or blocked file whose header gives a count (0 for these
+// types, which count no keys) is refused before anything is sent, as
+// bloom.Read and the server refuse it.
+func TestPushNativeCountRefused(t *testing.T) {
+	for _, typ := range []string{"classic", "blocked"} {
+		var f io.WriterTo
+		var err error
+		if typ == "classic" {
+			f, err = bloom.New(100, 0.01)
+		} else {
+			f, err = bloom.NewBlocked(100, 0.01)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if _, err := f.WriteTo(&buf); err != nil {
+			t.Fatal(err)
+		}
+		b := buf.Bytes()
+		binary.LittleEndian.PutUint64(b[56:], 3)
+		binary.LittleEndian.PutUint32(b[72:], crc32.Checksum(b[:72], format.Castagnoli))
+		binary.LittleEndian.PutUint32(b[len(b)-4:], crc32.Checksum(b[:len(b)-4], format.Castagnoli))
+		sent := 0
+		_, err = pushNative(bytes.NewReader(b), func(int64, []byte) error { sent++; return nil })
+		if !errors.Is(err, bloom.ErrCorrupt) || sent != 0 {
+			t.Errorf("%s, count 3: pushNative: err = %v after %d chunks, want ErrCorrupt before any", typ, err, sent)
+		}
 	}
 }

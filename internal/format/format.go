@@ -183,13 +183,38 @@ func (h *Header) Marshal() []byte {
 
 // ParseHeader decodes and checks 80 header bytes: magic, version, header
 // CRC, hash id (one the type may carry, for the types it knows), flags,
-// reserved bytes and the payload limit.
+// reserved bytes, the payload limit and the count (0 for the types that
+// count no items).
 func ParseHeader(b []byte) (Header, error) {
 	h, err := parseHeader(b)
 	if err != nil {
 		return h, err
 	}
-	return h, h.checkHash()
+	return h, h.checkFields()
+}
+
+// checkFields checks the fields whose meaning depends on the type: the
+// hash id and the count.
+func (h Header) checkFields() error {
+	if err := h.checkHash(); err != nil {
+		return err
+	}
+	return h.checkCount()
+}
+
+// checkCount fails with ErrCorrupt when a classic, blocked, window or
+// split-block filter has a count. These types count no items, so no reader
+// keeps the field: it would be lost when the filter is written back (and
+// wrong after the first add if it were kept). The other types' counts are
+// checked by their readers, which know what they mean.
+func (h Header) checkCount() error {
+	switch h.Type {
+	case TypeClassic, TypeBlocked, TypeWindow, TypeSplitBlock:
+		if h.Count != 0 {
+			return fmt.Errorf("%w: a %s filter with count %d (it counts no keys: the field is 0)", ErrCorrupt, TypeName(h.Type), h.Count)
+		}
+	}
+	return nil
 }
 
 // checkHash fails when a filter of a known type carries a hash id that type
@@ -242,8 +267,8 @@ func parseHeader(b []byte) (Header, error) {
 	return h, nil
 }
 
-// ReadHeader reads and checks a header. If want is not 0 the header must be
-// of that type.
+// ReadHeader reads and checks a header as ParseHeader does. If want is not
+// 0 the header must be of that type.
 func ReadHeader(r io.Reader, want uint8) (Header, error) {
 	b := make([]byte, HeaderSize)
 	if _, err := io.ReadFull(r, b); err != nil {
@@ -256,7 +281,7 @@ func ReadHeader(r io.Reader, want uint8) (Header, error) {
 	if want != 0 && h.Type != want {
 		return h, fmt.Errorf("%w: file holds a %s filter, want %s", ErrType, TypeName(h.Type), TypeName(want))
 	}
-	return h, h.checkHash()
+	return h, h.checkFields()
 }
 
 // Truncated turns an EOF from reading what into ErrTruncated and wraps any

@@ -14,6 +14,12 @@
 //
 //	cd bench && go run ./cmd/serverbench -module "$REDISBLOOM_SO"   # writes SERVER.md
 //	cd bench && go run ./cmd/serverbench -module ... -quick               # fewer requests and reps
+//	cd bench && go run ./cmd/serverbench -module ... -sketch              # CMS, TOPK, TDIGEST
+//
+// -sketch measures CMS.INCRBY, CMS.QUERY, TOPK.ADD, TOPK.QUERY, TOPK.LIST,
+// TDIGEST.ADD, TDIGEST.QUANTILE and TDIGEST.CDF the same way, then sends one
+// seeded stream to both servers and compares their answers; it writes its
+// section of SKETCH.md and TDIGEST.md ("Over the wire, beside RedisBloom").
 //
 // RedisBloom is not part of this repository: build redisbloom.so from its
 // public source elsewhere and pass its path with -module (redis-server 7.x
@@ -64,6 +70,9 @@ type target struct {
 // args is the redis-benchmark command line for op on t.
 func (t *target) args(op string) []string {
 	const item = "key:__rand_int__"
+	if a, ok := sketchArgs(op); ok {
+		return a
+	}
 	if t.proxy {
 		switch op {
 		case "BF.ADD":
@@ -101,6 +110,18 @@ func (t *target) args(op string) []string {
 // filter outgrows its reservation (cuckoo filters count duplicates).
 func (t *target) prepare(ctx context.Context, op string) error {
 	if t.proxy {
+		return nil
+	}
+	if k, write, ok := sketchKey(op); ok {
+		if !write {
+			return t.ensure(ctx, k, sketchKeys[k]...)
+		}
+		if err := t.rdb.Del(ctx, k).Err(); err != nil {
+			return fmt.Errorf("%s: DEL %s: %w", t.name, k, err)
+		}
+		if err := t.rdb.Do(ctx, sketchKeys[k]...).Err(); err != nil {
+			return fmt.Errorf("%s: %v: %w", t.name, sketchKeys[k], err)
+		}
 		return nil
 	}
 	var key string
@@ -179,7 +200,7 @@ type config struct {
 	n, c, r, reps                                         int
 	pipelines                                             []int
 	ops                                                   []string
-	memory                                                bool
+	memory, sketch                                        bool
 	cmdline                                               string
 }
 
@@ -200,7 +221,28 @@ func main() {
 	flag.StringVar(&pipes, "P", "1,16", "pipeline depths, comma-separated")
 	flag.StringVar(&opsFlag, "ops", strings.Join(ops, ","), "commands to measure, comma-separated")
 	flag.BoolVar(&cfg.memory, "memory", true, "measure RSS per filter")
+	flag.BoolVar(&cfg.sketch, "sketch", false, "measure the CMS, TOPK and TDIGEST commands instead (needs -module; writes a section of SKETCH.md and TDIGEST.md; -n 100000 -r 100000 -reps 3 unless given, no -memory)")
 	flag.Parse()
+	if cfg.sketch {
+		set := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["n"] {
+			cfg.n = 100000
+		}
+		if !set["r"] {
+			cfg.r = 100000
+		}
+		if !set["reps"] {
+			cfg.reps = 3
+		}
+		if !set["ops"] {
+			opsFlag = strings.Join(sketchOps, ",")
+		}
+		cfg.memory = false
+		if cfg.module == "" {
+			fail(errors.New("-sketch needs RedisBloom's module (-module or $REDISBLOOM_MODULE)"))
+		}
+	}
 	if *quick {
 		set := map[string]bool{}
 		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -217,8 +259,8 @@ func main() {
 	}
 	for _, o := range strings.Split(opsFlag, ",") {
 		o = strings.ToUpper(strings.TrimSpace(o))
-		if !contains(ops, o) {
-			fail(fmt.Errorf("-ops: unknown command %q (have %s)", o, strings.Join(ops, ",")))
+		if !contains(ops, o) && !contains(sketchOps, o) {
+			fail(fmt.Errorf("-ops: unknown command %q (have %s,%s)", o, strings.Join(ops, ","), strings.Join(sketchOps, ",")))
 		}
 		cfg.ops = append(cfg.ops, o)
 	}
@@ -246,6 +288,10 @@ func commandLine() string {
 		}
 		switch {
 		case f.Name == "out":
+		case f.Name == "module":
+			// The module's path is this machine's: the report names it
+			// as the variable the instructions use.
+			parts = append(parts, `-module "$REDISBLOOM_SO"`)
 		case f.Value.String() == "true":
 			parts = append(parts, "-"+f.Name)
 		case f.Value.String() == "false":
@@ -255,9 +301,31 @@ func commandLine() string {
 		}
 	})
 	if m := os.Getenv("REDISBLOOM_MODULE"); !moduleSet && m != "" {
-		parts = append(parts, "-module "+m)
+		parts = append(parts, `-module "$REDISBLOOM_SO"`)
+	}
+	if n := niceness(); n != 0 {
+		parts = append([]string{"nice -n " + strconv.Itoa(n)}, parts...)
 	}
 	return strings.Join(parts, " ")
+}
+
+// niceness is the process's nice value (field 19 of /proc/self/stat), 0
+// when unknown.
+func niceness() int {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 17 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[16])
+	return n
 }
 
 func contains(s []string, x string) bool {
@@ -345,7 +413,7 @@ func run(cfg config) error {
 					if p > 1 {
 						n *= 10
 					}
-					if op == "BF.MADD" {
+					if op == "BF.MADD" || op == "TOPK.LIST" {
 						n /= 5
 					}
 					cpu0 := cpuTime(t.proc.Process.Pid)
@@ -365,6 +433,12 @@ func run(cfg config) error {
 		}
 	}
 	loadEnd := loadavg()
+	var acc accuracy
+	if cfg.sketch {
+		if acc, err = measureAccuracy(ctx, targets); err != nil {
+			return err
+		}
+	}
 	ours.stop()
 	ref.stop()
 
@@ -392,6 +466,11 @@ func run(cfg config) error {
 	}
 	rep := report{cfg: cfg, targets: []string{ours.name, ref.name}, proxy: ref.proxy, results: results, mems: mems,
 		rev: rev, refModule: refModule, loadStart: loadStart, loadEnd: loadEnd}
+	if cfg.sketch {
+		text, err := rep.sketchSections(acc)
+		fmt.Print(text)
+		return err
+	}
 	text := rep.markdown()
 	fmt.Print(text)
 	if cfg.out == "" {
@@ -664,6 +743,12 @@ func busy(load string) bool {
 	return err == nil && v > float64(runtime.NumCPU())
 }
 
+// redisVersion is redis-server --version's line.
+func redisVersion(bin string) string {
+	rv, _ := exec.Command(bin, "--version").Output()
+	return strings.TrimSpace(string(rv))
+}
+
 func loadavg() string {
 	b, _ := os.ReadFile("/proc/loadavg")
 	f := strings.Fields(string(b))
@@ -688,14 +773,14 @@ func (r *report) markdown() string {
 	cfg := r.cfg
 	ours, ref := r.targets[0], r.targets[1]
 	host, _ := os.Hostname()
-	rv, _ := exec.Command(cfg.redisServer, "--version").Output()
-	refDesc := "RedisBloom " + r.refModule + " (`--loadmodule " + cfg.module + "`)"
+	rv := redisVersion(cfg.redisServer)
+	refDesc := "RedisBloom " + r.refModule + " (`--loadmodule \"$REDISBLOOM_SO\"`)"
 	if r.proxy {
 		refDesc = "plain Redis as a proxy (no -module given): SET for BF.ADD/CF.ADD, GET for BF.EXISTS/CF.EXISTS, MSET of 10 keys for BF.MADD"
 	}
 	fmt.Fprintf(&b, "# bloom serve vs %s (redis-benchmark)\n\n", ref)
 	fmt.Fprintf(&b, "Written by `%s` in bench/ on %s: bloom serve built from commit %s; reference: %s on %s.\n",
-		cfg.cmdline, time.Now().UTC().Format("2006-01-02 15:04 MST"), r.rev, refDesc, strings.TrimSpace(string(rv)))
+		cfg.cmdline, time.Now().UTC().Format("2006-01-02 15:04 MST"), r.rev, refDesc, rv)
 	fmt.Fprintf(&b, "Machine %s, %d CPUs shared by both servers and redis-benchmark; load average %s at the start, %s at the end.\n\n",
 		host, runtime.NumCPU(), r.loadStart, r.loadEnd)
 	fmt.Fprintf(&b, "redis-benchmark -c %d -r %d, -n %d at -P 1 (×10 deeper, ÷5 for BF.MADD of %d items); both servers with appendonly, appendfsync %s (redis-server `--appendonly yes --save \"\"`, bloom serve defaults). "+
@@ -746,7 +831,7 @@ func (r *report) markdown() string {
 		}
 	}
 	b.WriteString("\nGoal: at least 1.0x at -P 1 and 1.2x at -P 16, p99 no worse.\n")
-	b.WriteString("\nbloomkit's own filter keys (`BF.RESERVE … LAYOUT blocked|classic`, `WINDOW`) against RedisBloom-layout keys on the same bloom serve — requests/s, bits per item, measured rate, a 10M-item window's memory: [NATIVE.md](NATIVE.md) (`go run ./cmd/nativebench`).\n")
+	b.WriteString("\nbloomkit's own filter keys (`BF.RESERVE … LAYOUT blocked|classic`, `WINDOW`) against RedisBloom-layout keys on the same bloom serve — requests/s, bits per item, measured rate, a 10M-item window's memory: [NATIVE.md](NATIVE.md) (`go run ./cmd/nativebench`). The Count-Min Sketch, Top-K and t-digest commands, the same way: [SKETCH.md](SKETCH.md) and [TDIGEST.md](TDIGEST.md) (`go run ./cmd/serverbench -sketch`).\n")
 	if len(r.mems) > 0 {
 		b.WriteString("\n## Memory per filter\n\n")
 		b.WriteString("A fresh server of each kind; five filters reserved for 10M items, each filled with 300,000 random adds (-P 64) so every page is resident. " +

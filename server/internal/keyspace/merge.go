@@ -4,6 +4,7 @@ import (
 	"math"
 	"runtime"
 
+	"github.com/bloomkit/bloomkit/cms"
 	"github.com/bloomkit/bloomkit/internal/bitcount"
 	"github.com/bloomkit/bloomkit/redisbloom"
 )
@@ -23,6 +24,11 @@ import (
 // bits. The client that sent BF.MERGE gets its reply when the job is done.
 // Sources named twice (or the destination named as a source) are merged
 // once: ORing and the counts' max are idempotent.
+//
+// CMS.MERGE runs the same way once every counter is checked (its answer,
+// +OK or an overflow that changes nothing, depends on all of them: that
+// read stays under the lock): its job writes each counter's weighted sum,
+// the budget counting every source read.
 
 // Variables, so that tests can send every merge to the background in
 // many chunks.
@@ -40,11 +46,15 @@ var (
 var MergePause func()
 
 // mergePass ORs one source array into one destination array; finish runs
-// after the last chunk with the destination's population count.
+// after the last chunk with the destination's population count. A pass
+// with run instead sets d's bytes [off, off+n) itself, chunk by chunk
+// (finish then gets 0), each byte of d costing cost bytes of the budget.
 type mergePass struct {
 	d, s   []byte
 	guard  func() redisbloom.Guard // the destination's guard now
 	finish func(pop uint64)
+	run    func(off, n int)
+	cost   int
 }
 
 // MergeJob is one BF.MERGE's ORing (db.mu held for all its methods).
@@ -58,11 +68,11 @@ type MergeJob struct {
 	closed bool
 }
 
-// Bytes is how much the job ORs.
+// Bytes is how much the job ORs (or reads, for a pass with run).
 func (j *MergeJob) Bytes() uint64 {
 	var n uint64
 	for _, p := range j.passes {
-		n += uint64(len(p.d))
+		n += uint64(len(p.d)) * uint64(max(p.cost, 1))
 	}
 	return n
 }
@@ -72,7 +82,15 @@ func (j *MergeJob) step(budget int) bool {
 	for budget > 0 && j.i < len(j.passes) {
 		p := &j.passes[j.i]
 		n := min(budget, len(p.d)-j.off)
-		if n > 0 {
+		if p.run != nil {
+			n = min(max(budget/p.cost, 1), len(p.d)-j.off)
+			if g := p.guard(); g != nil && n > 0 {
+				g.Write(p.d, j.off, n)
+			}
+			p.run(j.off, n)
+			j.off += n
+			budget -= n * p.cost
+		} else if n > 0 {
 			if g := p.guard(); g != nil {
 				g.Write(p.d, j.off, n)
 			}
@@ -259,6 +277,24 @@ func NativeMergeJob(dest *Entry, srcs []*Entry) *MergeJob {
 			}})
 		}
 	}
+	return j
+}
+
+// CMSMergeJob is the job that writes a CMS.MERGE's counters into dest, a
+// Count-Min Sketch, once m (its Merger, whose checks passed) is prepared
+// from the sketches of srcs; the count is set after the last counter.
+func CMSMergeJob(dest *Entry, srcs []*Entry, m *cms.Merger) *MergeJob {
+	j := &MergeJob{done: make(chan struct{}), ents: append([]*Entry{dest}, srcs...)}
+	view := CounterBytes(dest.CMS())
+	// Bytes [off, off+n) cover counters off/4 to (off+n)/4: consecutive
+	// chunks cover each counter once, whatever their sizes.
+	j.passes = []mergePass{{
+		d:      view,
+		guard:  dest.SketchGuard,
+		run:    func(off, n int) { m.Write(off/4, (off+n)/4) },
+		cost:   max(len(srcs), 1),
+		finish: func(uint64) { m.Finish() },
+	}}
 	return j
 }
 

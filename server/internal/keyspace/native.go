@@ -542,6 +542,11 @@ func ParseFileHeader(b []byte) (*NativeFilter, int, error) {
 		return nil, 0, fmt.Errorf("a %s filter cannot be a server key (classic, blocked and window can)", format.TypeName(h.Type))
 	}
 	if h.Type == format.TypeWindow {
+		if !(h.P > 0) {
+			// A window is sized by its rate: bloom.Window's reader refuses
+			// one without, and so would a file pulled from this key.
+			return nil, 0, fmt.Errorf("window header: rate %v, want above 0", h.P)
+		}
 		if len(b) < size+16 {
 			return nil, 0, errors.New("window header: truncated")
 		}
@@ -559,9 +564,10 @@ func ParseFileHeader(b []byte) (*NativeFilter, int, error) {
 		if first%n.GenLen != 0 {
 			return nil, 0, errors.New("window header: a start time is not a multiple of the generation length")
 		}
-		// first/genLen ≥ MinInt64/genLen: only the newest can be out of
-		// range (checked before the sums below, which could wrap).
-		if first/n.GenLen >= math.MaxInt64/n.GenLen-int64(n.Gens) {
+		// The newest start is checked before the sums below, which could
+		// wrap; the oldest as bloom.Window's reader checks it, so that
+		// every key loaded here reads back there.
+		if first/n.GenLen >= math.MaxInt64/n.GenLen-int64(n.Gens) || first/n.GenLen < math.MinInt64/n.GenLen+1 {
 			return nil, 0, errors.New("window header: start times out of range")
 		}
 		for j := 1; j <= n.Gens; j++ {
