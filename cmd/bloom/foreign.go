@@ -85,6 +85,23 @@ func classicForeign(f interface {
 	}
 }
 
+// staticFilter is the newFilter of a filter built offline: its builder
+// gathers the keys, and the filter is built when it is written.
+func staticFilter[F io.WriterTo](add func([]byte), build func() (F, error)) *newFilter {
+	return &newFilter{
+		add:     func(k []byte) error { add(k); return nil },
+		addMany: func(k [][]byte) error { addEach(add, k); return nil },
+		WriterTo: writerFunc(func(w io.Writer) (int64, error) {
+			f, err := build()
+			if err != nil {
+				return 0, err
+			}
+			return f.WriteTo(w)
+		}),
+		grows: true,
+	}
+}
+
 // frozenKind is build --static: a binary fuse filter of bits-bit
 // fingerprints. Its rate is fixed by the fingerprint size, not -p.
 func frozenKind(bits int) *kind {
@@ -94,18 +111,7 @@ func frozenKind(bits int) *kind {
 			if err != nil {
 				return nil, err
 			}
-			return &newFilter{
-				add:     func(k []byte) error { b.Add(k); return nil },
-				addMany: func(k [][]byte) error { addEach(b.Add, k); return nil },
-				WriterTo: writerFunc(func(w io.Writer) (int64, error) {
-					f, err := b.Build()
-					if err != nil {
-						return 0, err
-					}
-					return f.WriteTo(w)
-				}),
-				grows: true,
-			}, nil
+			return staticFilter(b.Add, b.Build), nil
 		},
 		// While building: 8 bytes a key hash, and the construction's
 		// arrays (about 24 bytes a key) beside the fingerprints.
@@ -125,18 +131,7 @@ func ribbonKind(p float64) (*kind, error) {
 			if err != nil {
 				return nil, err
 			}
-			return &newFilter{
-				add:     func(k []byte) error { b.Add(k); return nil },
-				addMany: func(k [][]byte) error { addEach(b.Add, k); return nil },
-				WriterTo: writerFunc(func(w io.Writer) (int64, error) {
-					f, err := b.Build()
-					if err != nil {
-						return 0, err
-					}
-					return f.WriteTo(w)
-				}),
-				grows: true,
-			}, nil
+			return staticFilter(b.Add, b.Build), nil
 		},
 		// While building: 8 bytes a key hash, two remixed copies and
 		// the banding's rows (20 bytes a slot) beside the solution.
