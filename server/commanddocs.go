@@ -26,7 +26,9 @@ type cmdDoc struct {
 	// keyFlag is the key specification's flags ("RO", "RW", "OW update";
 	// a module command without one gets Redis's full access).
 	keyFlag string
-	args    []cmdArg
+	// keyNotes is the key specification's notes, where Redis gives some.
+	keyNotes string
+	args     []cmdArg
 }
 
 // cmdArg is one argument in COMMAND DOCS.
@@ -207,8 +209,8 @@ var commandDocs = map[string]cmdDoc{
 	"setex":        {group: "string", since: "2.0.0", summary: "Sets the string value of a key with a time to live in seconds", complexity: "O(1)", categories: "string", keyFlag: "OW update"},
 	"psetex":       {group: "string", since: "2.6.0", summary: "Sets the string value of a key with a time to live in milliseconds", complexity: "O(1)", categories: "string", keyFlag: "OW update"},
 	"getset":       {group: "string", since: "1.0.0", summary: "Sets the string value of a key and returns the value it held (SET with GET does the same)", complexity: "O(1)", categories: "string", keyFlag: "RW access update"},
-	"getex":        {group: "string", since: "6.2.0", summary: "Returns the string value of a key and sets or removes its time to live", complexity: "O(1)", categories: "string", keyFlag: "RW access update"},
-	"msetnx":       {group: "string", since: "1.0.1", summary: "Sets the string values of several keys when none of them exists", complexity: "O(N) where N is the number of keys to set", categories: "string", keyFlag: "OW insert"},
+	"getex":        {group: "string", since: "6.2.0", summary: "Returns the string value of a key and sets or removes its time to live", complexity: "O(1)", categories: "string", keyFlag: "RW access update", keyNotes: "RW and UPDATE because it changes the TTL"},
+	"msetnx":       {group: "string", since: "1.0.1", summary: "Sets the string values of several keys when none of them exists", complexity: "O(N) where N is the number of keys to set", categories: "string", keyFlag: "OW insert", tips: []string{"request_policy:multi_shard", "response_policy:agg_min"}},
 	"setrange":     {group: "string", since: "2.2.0", summary: "Overwrites part of the string value of a key from an offset, padding with zero bytes", complexity: "O(N) where N is the length of the new value", categories: "string", keyFlag: "RW update"},
 	"getrange":     {group: "string", since: "2.4.0", summary: "Returns a substring of the string value of a key", complexity: "O(N) where N is the length of the returned string", categories: "string"},
 	"substr":       {group: "string", since: "1.0.0", summary: "Returns a substring of the string value of a key (an old name of GETRANGE)", complexity: "O(N) where N is the length of the returned string", categories: "string"},

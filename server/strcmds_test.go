@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bloomkit/bloomkit/internal/redistest"
 )
@@ -186,4 +187,128 @@ func TestStringCommandsLikeRedis(t *testing.T) {
 			}
 		})
 	}
+}
+
+// COMMAND INFO of the string commands (arity, flags, key positions, ACL
+// categories, key specifications) is Redis 7's.
+func TestStringCommandInfoLikeRedis(t *testing.T) {
+	rs := redistest.Start(t)
+	s := startServer(t, Config{NoPersistence: true})
+	ours, theirs := dialRaw(t, s.Addr()), dialRaw(t, rs.Addr)
+	for _, proto := range []string{"2", "3"} {
+		ours.do("HELLO", proto)
+		theirs.do("HELLO", proto)
+		for _, name := range strings.Fields("incr decr incrby decrby incrbyfloat append setnx setex psetex getset getex msetnx setrange getrange substr") {
+			if g, w := ours.do("COMMAND", "INFO", name), theirs.do("COMMAND", "INFO", name); g != w {
+				t.Errorf("RESP%s COMMAND INFO %s:\n got %s\nwant %s", proto, name, g, w)
+			}
+		}
+	}
+}
+
+// strStateKeys are the keys the restart tests compare: the random
+// sequences' and those of the fixed one.
+var strStateKeys = []string{"f", "k0", "k1", "k2", "k3", "k4", "d:ex", "d:float", "d:setex", "d:persist", "d:past", "d:getset", "d:range", "d:nx"}
+
+// allStrKeys is every key of a server as strKeyState gives it.
+func allStrKeys(t *testing.T, rc *rawConn) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, k := range strStateKeys {
+		out[k] = strKeyState(rc, k)
+	}
+	if n := rc.do("DBSIZE"); n == ":0" {
+		t.Fatal("no key at all: the sequence wrote nothing")
+	}
+	return out
+}
+
+// The string commands survive a restart: what each logged (INCRBYFLOAT's
+// result as SET … KEEPTTL, SETEX as SET … PXAT, GETEX's expiry as
+// PEXPIREAT, PERSIST or DEL, INCR, APPEND, SETRANGE as sent) replays to
+// the keys the clients saw, from the append-only log alone and from a
+// snapshot.
+func TestStringCommandsSurviveRestart(t *testing.T) {
+	s := startServer(t, Config{AppendFsync: "always"})
+	rc := dialRaw(t, s.Addr())
+	rnd := rand.New(rand.NewPCG(11, 12))
+	for range 2000 {
+		if args := randomStringCommand(rnd, []string{"BF.ADD", "f", "x"}); args[0] == "BF.ADD" {
+			rc.do("DEL", "f")
+			rc.do(args...)
+		} else {
+			rc.do(args...)
+		}
+	}
+	for _, args := range [][]string{
+		{"SET", "d:ex", "1"}, {"GETEX", "d:ex", "EX", "1000"},
+		{"SET", "d:float", "1", "PX", "1000000"}, {"INCRBYFLOAT", "d:float", "0.1"}, {"INCRBYFLOAT", "d:float", "0.2"},
+		{"SETEX", "d:setex", "1000", "v"}, {"SET", "d:persist", "v", "EX", "1000"}, {"GETEX", "d:persist", "PERSIST"},
+		{"SET", "d:past", "v"}, {"GETEX", "d:past", "PXAT", "1"}, {"SET", "d:getset", "v", "EX", "1000"}, {"GETSET", "d:getset", "w"},
+		{"SETRANGE", "d:range", "3", "x"}, {"APPEND", "d:range", "yz"}, {"SETNX", "d:nx", "1"}, {"INCR", "d:nx"}, {"MSETNX", "d:nx", "2", "d:other", "3"},
+	} {
+		rc.do(args...)
+	}
+	want := allStrKeys(t, rc)
+	if want["d:float"] != `"1.3" ttl` || want["d:ex"] != `"1" ttl` || want["d:past"] != "none" || want["d:persist"] != `"v" :-1` {
+		t.Fatalf("before the restart: %v", want)
+	}
+	for _, save := range []bool{false, true} {
+		s = restart(t, s, save)
+		rc = dialRaw(t, s.Addr())
+		if got := allStrKeys(t, rc); strings.Join(mapLines(got), "\n") != strings.Join(mapLines(want), "\n") {
+			t.Errorf("after a restart (snapshot %v):\n got %v\nwant %v", save, got, want)
+		}
+	}
+}
+
+func mapLines(m map[string]string) []string {
+	var out []string
+	for _, k := range strStateKeys {
+		out = append(out, k+"="+m[k])
+	}
+	return out
+}
+
+// bloom serve follows a Redis master whose clients use the string
+// commands (alone and in MULTI/EXEC, before the full sync and after it)
+// and holds every key as the master does; then, restarted from its own
+// log, it still does.
+func TestReplicaOfRedisStringCommands(t *testing.T) {
+	r := startRedisMaster(t)
+	mc := dialRaw(t, r.Addr)
+	rnd := rand.New(rand.NewPCG(21, 22))
+	write := func(n int) {
+		for range n {
+			if rnd.IntN(20) == 0 {
+				mc.do("MULTI")
+				for range 1 + rnd.IntN(4) {
+					if args := randomStringCommand(rnd, nil); args != nil {
+						mc.do(args...)
+					}
+				}
+				mc.do("EXEC")
+				continue
+			}
+			if args := randomStringCommand(rnd, nil); args != nil {
+				mc.do(args...)
+			}
+		}
+	}
+	write(300)
+	s := startServer(t, Config{AppendFsync: "always", replRetryMin: 50 * time.Millisecond})
+	rc := dialRaw(t, s.Addr())
+	followRedis(t, r, rc)
+	write(2000)
+	waitRedisSynced(t, r, rc)
+	if e := replInfo(t, rc, "replication", "master_sync_last_error"); e != "" {
+		t.Errorf("master_sync_last_error = %q", e)
+	}
+	if got := redisInfo(t, r, "stats", "sync_full"); got != "1" {
+		t.Errorf("sync_full = %s, want 1 (the link never stopped)", got)
+	}
+	sameStrings(t, r, s)
+	mustDo(t, rc, "+OK", "REPLICAOF", "NO", "ONE")
+	s = restart(t, s, false)
+	sameStrings(t, r, s)
 }
