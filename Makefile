@@ -75,8 +75,9 @@ testbin:
 	cd examples && $(TESTENV) $(WATCH) $(GO) build -o $(TESTBIN)/ ./blacklist ./cacheguard ./crawler ./seen ./spell ./summaries
 
 ## test-short: every package once without the race detector, the long and
-## slow forms skipped (go test -short), for the edit-compile loop (2-3
-## minutes on 2 cores with a warm build cache). make test before a commit.
+## slow forms skipped (go test -short: no Redis Cluster, no PostgreSQL, the
+## statistical tests at their smallest), for the edit-compile loop (under
+## 2 minutes on 2 cores with a warm build cache). make test before a commit.
 # The packages whose tests take longest start first (go test runs them in
 # the order given, two at a time on two cores), so that none is left
 # running alone at the end.

@@ -52,6 +52,9 @@ func TestSingle(t *testing.T) {
 }
 
 func TestCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a six-node Redis Cluster: make test runs it, make test-short does not")
+	}
 	c := redistest.StartCluster(t)
 	runAll(t, backend{name: "cluster", newClient: func(t *testing.T) redis.UniversalClient { return c.Client(t) }, cluster: c})
 }

@@ -231,6 +231,9 @@ func (s *Server) loadData(stop <-chan struct{}) (err error) {
 	// Files of generations before the snapshot are superseded.
 	chain.RemoveSuperseded()
 	s.loading.phase.CompareAndSwap(loadingData, notLoading)
+	if keys > 0 {
+		go s.returnLoadGarbage()
+	}
 	return nil
 }
 

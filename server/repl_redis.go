@@ -41,11 +41,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/bloomkit/bloomkit/cms"
 	"github.com/bloomkit/bloomkit/topk"
@@ -306,7 +308,12 @@ func (s *Server) loadRedisSync(l *masterLink, br *bufio.Reader, replid string, m
 // (another type, another module's, another database) is counted in
 // skipped by kind.
 func (s *Server) readRedisRDB(l *masterLink, src *bufio.Reader, fresh *keyspace.DB, skipped map[string]int) error {
-	opts := rdb.Options{MaxString: uint64(s.cfg.MaxBulk)}
+	opts := rdb.Options{MaxString: uint64(s.cfg.MaxBulk), Reuse: true}
+	opts.ResizeDB = func(db int, keys, _ uint64) {
+		if db == 0 {
+			fresh.Reserve(int(min(keys, math.MaxInt32)))
+		}
+	}
 	rdb.AddRedisBloomDecoders(&opts, fresh.AllowFn())
 	rdb.AddSketchDecoders(&opts, fresh.AllowFn())
 	rd, err := rdb.NewReader(src, opts)
@@ -331,26 +338,15 @@ func (s *Server) readRedisRDB(l *masterLink, src *bufio.Reader, fresh *keyspace.
 			// a Redis replica.
 			exp = max(e.ExpireAt, 1)
 		}
-		var te *rdb.TypeError
-		var me *rdb.ModuleError
 		switch {
 		case e.DB != 0:
 			skipped["in database "+strconv.Itoa(e.DB)]++
-		case errors.As(e.Err, &te):
-			if te.Module != "" {
-				skipped["module type "+te.Module]++
-			} else {
-				skipped[te.Name]++
-			}
-		case errors.As(e.Err, &me):
-			if skipped[me.Module+" values that could not be read"] == 0 {
-				s.log.Warn("a module value of the master's could not be read", "key", trimArg(e.Key), "module", me.Module, "err", me.Err)
-			}
-			skipped[me.Module+" values that could not be read"]++
 		case e.Err != nil:
-			return e.Err
+			if err := skipUnread(s, e, skipped); err != nil {
+				return err
+			}
 		case e.Type == rdb.TypeString:
-			fresh.PutString(e.Key, e.String, exp)
+			fresh.SetString(owned(e.Key), owned(e.String), exp)
 		default:
 			ent, ok := moduleEntry(e.Value)
 			if !ok {
@@ -363,9 +359,40 @@ func (s *Server) readRedisRDB(l *masterLink, src *bufio.Reader, fresh *keyspace.
 				// counts all of a Top-K.
 				fresh.Resized(8*uint64(t.Width())*uint64(t.Depth())+24*uint64(t.K()), t.MemUsage())
 			}
-			fresh.Put(string(e.Key), ent)
+			fresh.Put(owned(e.Key), ent)
 		}
 	}
+}
+
+// owned is b as a string without a copy, for bytes that nothing else
+// holds or changes: the RDB reader's keys and values, made anew for each
+// record (rdb.Entry), so a copy would only double the allocations of
+// every key.
+func owned(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// skipUnread counts in skipped a key of the master's whose value the
+// reader passed over (e.Err set), or returns e.Err when that is no such
+// key. Apart from readRedisRDB's loop: errors.As's targets escape, and
+// there they would cost every key two allocations.
+func skipUnread(s *Server, e *rdb.Entry, skipped map[string]int) error {
+	var te *rdb.TypeError
+	var me *rdb.ModuleError
+	switch {
+	case errors.As(e.Err, &te):
+		if te.Module != "" {
+			skipped["module type "+te.Module]++
+		} else {
+			skipped[te.Name]++
+		}
+	case errors.As(e.Err, &me):
+		if skipped[me.Module+" values that could not be read"] == 0 {
+			s.log.Warn("a module value of the master's could not be read", "key", trimArg(e.Key), "module", me.Module, "err", me.Err)
+		}
+		skipped[me.Module+" values that could not be read"]++
+	default:
+		return e.Err
+	}
+	return nil
 }
 
 // moduleEntry is a decoded module value as a keyspace entry.

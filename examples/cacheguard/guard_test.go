@@ -107,6 +107,9 @@ func TestGuardSQLite(t *testing.T) { testGuard(t, "") }
 func TestGuardPostgres(t *testing.T) {
 	dsn := os.Getenv("BLOOMKIT_PG_DSN")
 	if dsn == "" {
+		if testing.Short() {
+			t.Skip("starts a PostgreSQL cluster: make test runs it, make test-short does not (TestGuardSQLite runs the same guard)")
+		}
 		dsn = pgtest.Start(t)
 	}
 	testGuard(t, dsn)

@@ -34,6 +34,9 @@ func TestStart(t *testing.T) {
 }
 
 func TestCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a six-node Redis Cluster: make test runs it, make test-short does not")
+	}
 	cl := redistest.StartCluster(t)
 	c := cl.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -40,19 +40,28 @@ type moveResult struct {
 	lost      int // acknowledged, and not on the target afterwards
 }
 
+// settleLater is how long after the catch-up the target's RSS and CPU
+// are read again.
+const settleLater = 3 * time.Second
+
 type result struct {
 	sync           time.Duration
 	durable        time.Duration // to the end of the target's own background save, if any
 	cpuSrc, cpuDst float64
 	rssSrc, rssDst int64
 	catchup        time.Duration
-	loadSync       string
-	paced, sat     lagResult
-	drain          time.Duration
-	loadLag        string
-	diff           string // the first difference compare found, or ""
-	mv             moveResult
-	loadMove       string
+	// The target's RSS and CPU (from REPLICAOF on) settleLater after the
+	// catch-up, the paced writer still writing: what it gives back once
+	// loaded, and what that costs.
+	rssDstLater int64
+	cpuDstLater float64
+	loadSync    string
+	paced, sat  lagResult
+	drain       time.Duration
+	loadLag     string
+	diff        string // the first difference compare found, or ""
+	mv          moveResult
+	loadMove    string
 }
 
 // measure runs one repetition for one target: a fresh source from the seed
@@ -133,6 +142,11 @@ func measure(ctx context.Context, cfg config, sd seedInfo, tg target, dir string
 	r.rssDst, _ = bloomproc.RSS(dproc.pid())
 	if r.catchup, err = caughtUp(ctx, src, dst, time.Minute); err != nil {
 		return r, err
+	}
+	time.Sleep(settleLater)
+	r.rssDstLater, _ = bloomproc.RSS(dproc.pid())
+	if cd2, err := cpuSeconds(dproc.pid()); err == nil {
+		r.cpuDstLater = cd2 - cd0
 	}
 	r.loadSync = loadavg()
 

@@ -80,12 +80,13 @@ func report(cfg config, sd seedInfo, redisVer string, targets []target, res map[
 	p("Sync time: from `REPLICAOF` on the target to its INFO showing `master_link_status:up` and `master_sync_in_progress:0` (polled every 10 ms). ")
 	p("Durable: until, further, no background save or log rewrite runs on either server (INFO persistence). ")
 	p("CPU: user + system time of each server process from `REPLICAOF` to that point, from /proc/<pid>/stat (forked children included: the source's for the sync, the Redis target's log rewrite). ")
-	p("RSS after the sync. Catch-up: then until the target's offset reaches the source's.\n\n")
-	p("| target | rep | sync time | durable | CPU source | CPU target | RSS source | RSS target | catch-up | load average |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	p("RSS after the sync. Catch-up: then until the target's offset reaches the source's. ")
+	p("Later: the target's RSS, and its CPU since `REPLICAOF`, %s after the catch-up (the paced writer still writing).\n\n", settleLater)
+	p("| target | rep | sync time | durable | CPU source | CPU target | RSS source | RSS target | catch-up | RSS target later | CPU target later | load average |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, tg := range targets {
 		for i, r := range res[tg.name] {
-			p("| %s | %d | **%s** | %s | %.2f s | **%.2f s** | %.0f MB | %.0f MB | %s | %s |\n", tg.name, i+1, secs(r.sync), secs(r.durable), r.cpuSrc, r.cpuDst,
-				float64(r.rssSrc)/1e6, float64(r.rssDst)/1e6, ms(r.catchup), r.loadSync)
+			p("| %s | %d | **%s** | %s | %.2f s | **%.2f s** | %.0f MB | %.0f MB | %s | %.0f MB | %.2f s | %s |\n", tg.name, i+1, secs(r.sync), secs(r.durable), r.cpuSrc, r.cpuDst,
+				float64(r.rssSrc)/1e6, float64(r.rssDst)/1e6, ms(r.catchup), float64(r.rssDstLater)/1e6, r.cpuDstLater, r.loadSync)
 		}
 	}
 	p("\n## Replication lag\n\n")
@@ -144,6 +145,7 @@ func report(cfg config, sd seedInfo, redisVer string, targets []target, res map[
 	line("CPU of the source during the sync", func(r result) float64 { return r.cpuSrc }, fs)
 	line("CPU of the target during the sync", func(r result) float64 { return r.cpuDst }, fs)
 	line("RSS of the target after the sync", func(r result) float64 { return float64(r.rssDst) / 1e6 }, fmb)
+	line(fmt.Sprintf("RSS of the target %s after the catch-up", settleLater), func(r result) float64 { return float64(r.rssDstLater) / 1e6 }, fmb)
 	line("Lag p99, paced writer (goal ≤ 10 ms)", d(func(r result) time.Duration { return r.paced.p99 }), fms)
 	line("Lag p99, saturated", d(func(r result) time.Duration { return r.sat.p99 }), fms)
 	line("Write pause seen by the client (longest gap between acknowledged writes)", d(func(r result) time.Duration { return r.mv.maxGap }), fms)

@@ -14,7 +14,17 @@ func TestEntrySize(t *testing.T) {
 	if s := unsafe.Sizeof(Entry{}); s > 80 {
 		t.Errorf("Entry is %d bytes, want at most 80", s)
 	}
+	// A string's entry and value are one allocation of the size class
+	// they would take apart (80 + 64).
+	if s := unsafe.Sizeof(stringEntry{}); s > 144 {
+		t.Errorf("a string's entry and value are %d bytes, want at most 144", s)
+	}
+	if n := testing.AllocsPerRun(100, func() { sink = NewString("v", 0) }); n != 1 {
+		t.Errorf("NewString makes %v allocations, want 1", n)
+	}
 }
+
+var sink *Entry
 
 // estimate remembers its last answer: whatever order sizes are asked in,
 // each answer is the library's for that type, capacity and rate.

@@ -89,6 +89,11 @@ type Snapshot struct {
 	// processed counts keys written out.
 	Copied    atomic.Int64
 	Processed atomic.Int64
+	// str is the image of the string the writer takes from the walk: a
+	// string has no arrays, so the writer is done with it in the hold of
+	// the lock it took it in, and its image needs no allocation of its
+	// own (one per key, most keys being strings).
+	str image
 }
 
 type snapKey struct {
@@ -162,16 +167,28 @@ func (snap *Snapshot) next(db *DB) (snapKey, bool) {
 	if snap.keys != nil {
 		keys = snap.keys
 	}
-	visit := func(e *Entry, h uint64) bool {
-		sk := ScanKey{h, e.key}
-		if snap.started && sk == snap.cursor {
-			return true // the key the walk stopped at last time
+	// The walk starts at the key it stopped at last time, if that key is
+	// still there: only the first key visited can be it.
+	again := snap.started
+	visit := func(e *Entry) bool {
+		if again {
+			again = false
+			if e.key == snap.cursor.k {
+				return true
+			}
 		}
-		snap.cursor, snap.started = sk, true
 		if e.epoch >= snap.epoch || (e.img != nil && e.img.claimed) {
 			return true
 		}
-		if e.img == nil {
+		// The walk goes on from here next time: only the key it stops
+		// at needs its scan hash.
+		snap.cursor, snap.started = ScanKey{scanHash(e.key), e.key}, true
+		switch {
+		case e.img != nil:
+		case e.Kind == KindString:
+			snap.str = image{snap: snap, Kind: KindString, ExpireAt: e.ExpireAt, header: e.StrBytes()}
+			e.img = &snap.str
+		default:
 			snap.freeze(e)
 		}
 		e.img.claimed = true
@@ -180,7 +197,7 @@ func (snap *Snapshot) next(db *DB) (snapKey, bool) {
 		return false
 	}
 	if !snap.walked {
-		keys.ascend(snap.cursor.h, snap.cursor.k, visit)
+		keys.from(snap.cursor.h, snap.cursor.k, visit)
 		if !ok {
 			snap.walked = true
 		}
@@ -248,6 +265,9 @@ func (snap *Snapshot) done(e *Entry) {
 	im.copies, im.released = nil, nil
 	if im.dropped {
 		e.release(snap.lazy)
+	}
+	if im == &snap.str {
+		snap.str = image{}
 	}
 	// The copies and the arrays the filter gave up meanwhile can be as
 	// large as the filter: unmapping them waits for no one.
@@ -506,6 +526,7 @@ func (db *DB) ReadSnapshot(f aof.ReadFile, path string) (uint64, int, error) {
 		return fail("impossible key count", nil)
 	}
 	keys := newTable()
+	keys.reserve(int(nkeys))
 	release := func() {
 		keys.all(func(e *Entry) { e.Free() })
 	}

@@ -156,6 +156,16 @@ func (t *table) move(n int) {
 // ascend calls fn for each entry at or after (h, key) in scan order, with
 // its scan hash, until fn returns false. fn must not add or remove keys.
 func (t *table) ascend(h uint64, key string, fn func(*Entry, uint64) bool) {
+	t.from(h, key, func(e *Entry) bool { return fn(e, scanHash(e.key)) })
+}
+
+// from calls fn for each entry at or after (h, key) in scan order until
+// fn returns false, as ascend does, but computes the scan hashes of the
+// first bucket's keys only (to pass over those before (h, key)): a walk
+// that needs no hash per key saves hashing every one. fn must not add or
+// remove keys.
+func (t *table) from(h uint64, key string, fn func(*Entry) bool) {
+	first := true
 	for pos := h; ; {
 		var e *Entry
 		var end uint64 // the first hash after this bucket
@@ -166,14 +176,15 @@ func (t *table) ascend(h uint64, key string, fn func(*Entry, uint64) bool) {
 			e, end = t.b[i], (i+1)<<t.shift
 		}
 		for ; e != nil; e = e.next {
-			eh := scanHash(e.key)
-			if before(eh, e.key, h, key) {
+			if first && before(scanHash(e.key), e.key, h, key) {
 				continue
 			}
-			if !fn(e, eh) {
+			first = false // the chain is sorted: the rest come after
+			if !fn(e) {
 				return
 			}
 		}
+		first = false
 		if end >= 1<<hashBits {
 			return
 		}
@@ -181,10 +192,45 @@ func (t *table) ascend(h uint64, key string, fn func(*Entry, uint64) bool) {
 	}
 }
 
-// all calls fn for every entry, in scan order. fn must not add or remove
-// keys.
+// all calls fn for every entry, in scan order, computing no hash. fn must
+// not add or remove keys.
 func (t *table) all(fn func(*Entry)) {
-	t.ascend(0, "", func(e *Entry, _ uint64) bool { fn(e); return true })
+	each := func(b []*Entry) {
+		for _, e := range b {
+			for ; e != nil; e = e.next {
+				fn(e)
+			}
+		}
+	}
+	if t.old == nil {
+		each(t.b)
+		return
+	}
+	// While doubling, the moved buckets' keys are at the start of b
+	// and the hashes above them are still in old (head).
+	each(t.b[:2*t.moved])
+	each(t.old[t.moved:])
+}
+
+// maxReserveBits bounds reserve: a hint of more keys than 2^24 gets 2^24
+// buckets (128 MiB of them), and the table doubles from there as usual.
+const maxReserveBits = 24
+
+// reserve sizes an empty table's buckets for n keys, so that inserting
+// them never doubles it (each doubling moves, and so hashes again, every
+// key the table holds). A table already holding keys is left as it is.
+func (t *table) reserve(n int) {
+	if t.n != 0 || t.old != nil {
+		return
+	}
+	bits := minBucketBits
+	for bits < maxReserveBits && 1<<bits < n {
+		bits++
+	}
+	if 1<<bits > len(t.b) {
+		t.b = make([]*Entry, 1<<bits)
+		t.shift = hashBits - uint8(bits)
+	}
 }
 
 // sample appends to dst up to n entries from a random place in scan order

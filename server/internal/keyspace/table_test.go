@@ -36,6 +36,79 @@ func checkTable(t *testing.T, tab *table, want map[string]*Entry) {
 	if n != len(want) {
 		t.Fatalf("visited %d keys, want %d", n, len(want))
 	}
+	// from, started at any key, visits the rest of that order.
+	var order []*Entry
+	tab.ascend(0, "", func(e *Entry, h uint64) bool {
+		if h != scanHash(e.key) {
+			t.Fatalf("ascend passed %q with hash %d, not %d", e.key, h, scanHash(e.key))
+		}
+		order = append(order, e)
+		return true
+	})
+	for _, j := range []int{0, len(order) / 3, len(order) / 2, len(order) - 1} {
+		if j < 0 || j >= len(order) {
+			continue
+		}
+		i := j
+		tab.from(scanHash(order[j].key), order[j].key, func(e *Entry) bool {
+			if order[i] != e {
+				t.Fatalf("from %q: visited %q at %d, want %q", order[j].key, e.key, i, order[i].key)
+			}
+			i++
+			return true
+		})
+		if i != len(order) {
+			t.Fatalf("from %q: visited %d keys, want %d", order[j].key, i-j, len(order)-j)
+		}
+	}
+}
+
+// A walk over every key while the table doubles (old buckets not all
+// moved yet) visits each key once, in scan order, without hashing them.
+func TestTableWalkWhileDoubling(t *testing.T) {
+	tab := newTable()
+	want := map[string]*Entry{}
+	for i := 0; len(want) < 100 || tab.old == nil; i++ {
+		k := "d" + strconv.Itoa(i)
+		e := &Entry{key: k}
+		tab.insert(e, scanHash(k))
+		want[k] = e
+	}
+	checkTable(t, tab, want)
+}
+
+// A table reserved for n keys takes them without doubling, and holds them
+// as one that doubled on the way would.
+func TestTableReserve(t *testing.T) {
+	for _, n := range []int{0, 1, 8, 9, 1000, 1024, 1025} {
+		tab := newTable()
+		tab.reserve(n)
+		buckets := len(tab.b)
+		if buckets < n {
+			t.Fatalf("reserve(%d): %d buckets", n, buckets)
+		}
+		want := map[string]*Entry{}
+		for i := 0; i < n; i++ {
+			k := "r" + strconv.Itoa(i)
+			e := &Entry{key: k}
+			tab.insert(e, scanHash(k))
+			want[k] = e
+		}
+		if len(tab.b) != buckets || tab.old != nil {
+			t.Fatalf("reserve(%d), then %d inserts: buckets %d → %d (doubling: %v)", n, n, buckets, len(tab.b), tab.old != nil)
+		}
+		checkTable(t, tab, want)
+		// A table holding keys is not resized; a huge hint is bounded.
+		tab.reserve(100 * n)
+		if len(tab.b) != buckets && n > 0 {
+			t.Fatalf("reserve on a table of %d keys resized it", n)
+		}
+	}
+	tab := newTable()
+	tab.reserve(1 << 40)
+	if len(tab.b) != 1<<maxReserveBits {
+		t.Fatalf("reserve(2^40): %d buckets, want 2^%d", len(tab.b), maxReserveBits)
+	}
 }
 
 // The table keeps every key findable and in scan order through inserts,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/bloomkit/bloomkit/cms"
 	"github.com/bloomkit/bloomkit/topk"
+	"hash/crc64"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -26,6 +27,23 @@ func TestChecksumJones(t *testing.T) {
 	data := []byte(strings.Repeat("bloomkit", 100))
 	if Checksum(Checksum(0, data[:333]), data[333:]) != Checksum(0, data) {
 		t.Fatal("incremental checksum differs")
+	}
+	// Eight bytes at a time equals Go's crc64 with the same table (which
+	// inverts before and after), at every length and split.
+	rng := rand.New(rand.NewPCG(3, 4))
+	buf := make([]byte, 3000)
+	for i := range buf {
+		buf[i] = byte(rng.Uint32())
+	}
+	for n := 0; n <= len(buf); n += 1 + n/8 {
+		want := ^crc64.Update(^uint64(0), jonesTable, buf[:n])
+		if got := Checksum(0, buf[:n]); got != want {
+			t.Fatalf("%d bytes: %016x, want %016x", n, got, want)
+		}
+		cut := rng.IntN(n + 1)
+		if got := Checksum(Checksum(0, buf[:cut]), buf[cut:n]); got != want {
+			t.Fatalf("%d bytes split at %d: %016x, want %016x", n, cut, got, want)
+		}
 	}
 }
 
@@ -721,5 +739,74 @@ func TestReaderKeyAttributes(t *testing.T) {
 	}
 	if c.HasExpire || c.Idle != -1 || c.Freq != -1 {
 		t.Errorf("c: %+v", c)
+	}
+}
+
+// The RESIZEDB hints reach Options.ResizeDB with their database, and the
+// records read are the same with it as without.
+func TestReaderResizeDBHint(t *testing.T) {
+	data := writeSample(t, 10, false)
+	type hint struct {
+		db            int
+		keys, expires uint64
+	}
+	var got []hint
+	opts := Options{ResizeDB: func(db int, keys, expires uint64) { got = append(got, hint{db, keys, expires}) }}
+	with, err := readAll(t, data, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []hint{{0, uint64(len(stringCases) + 1), 1}}
+	if len(got) != len(want) || got[0] != want[0] {
+		t.Fatalf("hints %v, want %v", got, want)
+	}
+	without, err := readAll(t, data, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(with) != len(without) {
+		t.Fatalf("%d records with the hint callback, %d without", len(with), len(without))
+	}
+}
+
+// With Options.Reuse, Next returns one Entry overwritten each time, whose
+// contents are each time those of the new Entry it returns without.
+func TestReaderReuse(t *testing.T) {
+	data := writeSample(t, 10, true)
+	want, err := readAll(t, data, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReader(bytes.NewReader(data), Options{Reuse: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first *Entry
+	keys := 0
+	for i := 0; ; i++ {
+		e, err := r.Next()
+		if err == io.EOF {
+			if i != len(want) {
+				t.Fatalf("%d records with Reuse, %d without", i, len(want))
+			}
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i >= len(want) || !reflect.DeepEqual(*e, *want[i]) {
+			t.Fatalf("record %d with Reuse: %+v; without: %+v", i, *e, want[min(i, len(want)-1)])
+		}
+		if e.Kind == KindKey {
+			if first == nil {
+				first = e
+			} else if e != first {
+				t.Fatalf("record %d: a new Entry with Reuse", i)
+			}
+			keys++
+		}
+	}
+	if keys < 2 {
+		t.Fatalf("the sample holds %d keys", keys)
 	}
 }

@@ -63,6 +63,16 @@ type Options struct {
 	// Modules maps module type names (e.g. "MBbloom--") to their decoders.
 	// Values of other module types are skipped and reported.
 	Modules map[string]ModuleDecoder
+	// ResizeDB, if set, is given each RESIZEDB hint as it is read: the
+	// number of keys and of keys with an expiry in database db that
+	// follow, as the writer counted them (Redis sizes its dictionaries
+	// from it before loading). A hint, unchecked: the stream may hold
+	// other numbers.
+	ResizeDB func(db int, keys, expires uint64)
+	// Reuse makes Next return the same *Entry for every key, overwritten
+	// by the next call, instead of a new one (an allocation per key
+	// saved, for a caller that keeps no Entry).
+	Reuse bool
 }
 
 func (o *Options) maxString() uint64 {
@@ -93,7 +103,9 @@ type Entry struct {
 	Kind Kind
 	// DB is the database the key belongs to (the last SELECTDB).
 	DB int
-	// Key is the key's name (or the aux field's name).
+	// Key is the key's name (or the aux field's name). Key and String
+	// are made anew for each record and the reader keeps no reference to
+	// them: the caller owns them.
 	Key []byte
 	// Type is the RDB value type byte (TypeString, TypeModule2, ...).
 	Type byte
@@ -141,6 +153,7 @@ type Reader struct {
 	db      int
 	done    bool
 	err     error
+	entry   Entry // the one Next returns with Options.Reuse
 }
 
 // NewReader reads and checks the RDB header ("REDIS" and a version
@@ -196,7 +209,13 @@ func (r *Reader) next() (*Entry, error) {
 		return nil, io.EOF
 	}
 	in := &r.in
-	e := &Entry{Idle: -1, Freq: -1}
+	var e *Entry
+	if r.opts.Reuse {
+		e = &r.entry
+		*e = Entry{Idle: -1, Freq: -1}
+	} else {
+		e = &Entry{Idle: -1, Freq: -1}
+	}
 	for {
 		t, err := in.byte("opcode")
 		if err != nil {
@@ -243,10 +262,16 @@ func (r *Reader) next() (*Entry, error) {
 			}
 			r.db = int(v)
 		case opResizeDB:
-			for range 2 {
-				if _, err := in.plainLength("resize hint"); err != nil {
-					return nil, err
-				}
+			keys, err := in.plainLength("resize hint")
+			if err != nil {
+				return nil, err
+			}
+			expires, err := in.plainLength("resize hint")
+			if err != nil {
+				return nil, err
+			}
+			if r.opts.ResizeDB != nil {
+				r.opts.ResizeDB(r.db, keys, expires)
 			}
 		case opSlotInfo:
 			for range 3 {
