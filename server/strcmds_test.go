@@ -312,3 +312,49 @@ func TestReplicaOfRedisStringCommands(t *testing.T) {
 	s = restart(t, s, false)
 	sameStrings(t, r, s)
 }
+
+// A master's command on a key whose time to live passed by the replica's
+// clock, but not yet by the master's, works on the key as the master held
+// it, as on a Redis replica (the stream applies as loading does: keys
+// expire when the master's DEL says so): here a script sets keys for 1 ms
+// and changes them 30 ms later (a script's clock stands still on the
+// master), and the replica applies the changes after the keys' time. Had
+// it seen no key, INCR would make "1" and INCRBYFLOAT's SET … KEEPTTL a
+// value with no time to live, visible on the replica while the master
+// holds nothing a client can see.
+func TestReplicaOfRedisWritesOnKeysExpiringMeanwhile(t *testing.T) {
+	r := startRedisMaster(t, "--enable-debug-command", "yes")
+	mc := dialRaw(t, r.Addr)
+	mustDo(t, mc, "+OK", "DEBUG", "SET-ACTIVE-EXPIRE", "0")
+	s := startServer(t, Config{replRetryMin: 50 * time.Millisecond})
+	rc := dialRaw(t, s.Addr())
+	followRedis(t, r, rc)
+	script := `
+for i, k in ipairs(KEYS) do redis.call('SET', k, '5', 'PX', '1') end
+local t = redis.call('TIME')
+local start = t[1] * 1000000 + t[2]
+repeat t = redis.call('TIME') until t[1] * 1000000 + t[2] - start > 30000
+redis.call('INCR', KEYS[1])
+redis.call('INCRBYFLOAT', KEYS[2], '1.5')
+redis.call('APPEND', KEYS[3], 'x')
+redis.call('SETNX', KEYS[4], 'new')
+return 1`
+	if got := mc.do("EVAL", script, "4", "i", "f", "a", "nx"); got != ":1" {
+		t.Fatalf("EVAL = %s", got)
+	}
+	waitRedisSynced(t, r, rc)
+	for _, k := range []string{"i", "f", "a", "nx"} {
+		if got := rc.do("GET", k); got != "nil" {
+			t.Errorf("GET %s on the replica = %s, want nil (expired, as on the master)", k, got)
+		}
+	}
+	// Once the master expires them (a read does), DEL arrives and both
+	// hold nothing.
+	for _, k := range []string{"i", "f", "a", "nx"} {
+		mc.do("GET", k)
+	}
+	waitRedisSynced(t, r, rc)
+	if got := rc.do("DBSIZE"); got != ":0" {
+		t.Errorf("DBSIZE on the replica = %s, want :0", got)
+	}
+}
