@@ -358,3 +358,38 @@ return 1`
 		t.Errorf("DBSIZE on the replica = %s, want :0", got)
 	}
 }
+
+// The string commands that grow memory respect --maxmemory as SET does,
+// and the memory they account is what a recount finds.
+func TestStringCommandsMaxMemory(t *testing.T) {
+	s := startServer(t, Config{NoPersistence: true, MaxMemory: 64 << 10})
+	rc := dialRaw(t, s.Addr())
+	big := strings.Repeat("x", 40<<10)
+	const oom = "-OOM command not allowed when used memory > 'maxmemory'."
+	runSteps(t, rc, []step{
+		{"SET a " + big, "+OK"},
+		{"APPEND a " + big, oom},
+		{"SETRANGE a 100000 x", oom},
+		{"SETNX b " + big, oom},
+		{"SETEX b 100 " + big, oom},
+		{"GETSET b " + big, oom},
+		{"MSETNX b x c " + big, oom},
+		{"EXISTS b c", ":0"},
+		{"STRLEN a", ":40960"},
+		{"SETRANGE a 0 y", ":40960"},
+		{"APPEND a z", ":40961"},
+		{"INCR n", ":1"},
+		{"INCRBYFLOAT n 0.5", `"1.5"`},
+		{"GETRANGE a 0 1", `"yx"`},
+		{"GETRANGE a -2 -1", `"xz"`},
+		{"GETSET a short", `"y` + big[1:] + `z"`},
+		{"STRLEN a", ":5"},
+	})
+	s.db.Lock()
+	used := s.db.Used()
+	s.db.Recount()
+	if s.db.Used() != used {
+		t.Errorf("accounted %d bytes, recount says %d", used, s.db.Used())
+	}
+	s.db.Unlock()
+}
