@@ -126,7 +126,7 @@ func keyPerm(cmd *command, i int) acl.Perm {
 	switch cmd.name {
 	case "exists", "type", "ttl", "pttl", "strlen", "watch":
 		return 0
-	case "getdel", "bf.add", "bf.madd", "bf.insert", "cf.add", "cf.addnx", "cf.insert", "cf.insertnx", "cf.del":
+	case "getdel", "incr", "decr", "incrby", "decrby", "incrbyfloat", "getset", "getex", "bf.add", "bf.madd", "bf.insert", "cf.add", "cf.addnx", "cf.insert", "cf.insertnx", "cf.del":
 		return acl.Read | acl.Write
 	case "rename":
 		if i == 1 {

@@ -93,7 +93,7 @@ func commandInfo(c *command, r *Reply) {
 		r.BulkString(t)
 	}
 	keySpecReply(c, d, r)
-	r.Array(0)
+	r.Set(0) // no subcommands: Redis answers an empty set
 }
 
 // keySpecReply writes the command's key specifications: one range from
@@ -119,7 +119,13 @@ func keySpecReply(c *command, d cmdDoc, r *Reply) {
 		last -= c.first
 	}
 	r.Set(1)
-	r.Map(3)
+	if d.keyNotes != "" {
+		r.Map(4)
+		r.BulkString("notes")
+		r.BulkString(d.keyNotes)
+	} else {
+		r.Map(3)
+	}
 	r.BulkString("flags")
 	r.Set(len(flags))
 	for _, f := range flags {

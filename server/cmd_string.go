@@ -9,7 +9,8 @@ import (
 	"github.com/bloomkit/bloomkit/server/internal/resp"
 )
 
-// Plain strings: SET, GET, GETDEL, STRLEN, MSET, MGET, as Redis 7 answers
+// Plain strings: SET, GET, GETDEL, STRLEN, MSET, MGET (the others in
+// cmd_string2.go), as Redis 7 answers
 // them. bloomkit stores strings only so that clients (and test suites) that
 // mix them with filters see RedisBloom's behaviour: a string key answers
 // WRONGTYPE to BF.*/CF.* commands that need a filter, a filter key answers

@@ -26,7 +26,9 @@ type cmdDoc struct {
 	// keyFlag is the key specification's flags ("RO", "RW", "OW update";
 	// a module command without one gets Redis's full access).
 	keyFlag string
-	args    []cmdArg
+	// keyNotes is the key specification's notes, where Redis gives some.
+	keyNotes string
+	args     []cmdArg
 }
 
 // cmdArg is one argument in COMMAND DOCS.
@@ -197,6 +199,21 @@ var commandDocs = map[string]cmdDoc{
 	"strlen":       {group: "string", since: "2.2.0", summary: "Returns the length of a string value", complexity: "O(1)", categories: "string"},
 	"mset":         {group: "string", since: "1.0.1", summary: "Atomically creates or modifies the string values of one or more keys", complexity: "O(N) where N is the number of keys to set", categories: "string"},
 	"mget":         {group: "string", since: "1.0.0", summary: "Atomically returns the string values of one or more keys", complexity: "O(N) where N is the number of keys to retrieve", categories: "string"},
+	"incr":         {group: "string", since: "1.0.0", summary: "Adds one to the integer held by a key, 0 when missing", complexity: "O(1)", categories: "string", keyFlag: "RW access update"},
+	"decr":         {group: "string", since: "1.0.0", summary: "Subtracts one from the integer held by a key, 0 when missing", complexity: "O(1)", categories: "string", keyFlag: "RW access update"},
+	"incrby":       {group: "string", since: "1.0.0", summary: "Adds an amount to the integer held by a key, 0 when missing", complexity: "O(1)", categories: "string", keyFlag: "RW access update"},
+	"decrby":       {group: "string", since: "1.0.0", summary: "Subtracts an amount from the integer held by a key, 0 when missing", complexity: "O(1)", categories: "string", keyFlag: "RW access update"},
+	"incrbyfloat":  {group: "string", since: "2.6.0", summary: "Adds a floating-point amount to the number held by a key, 0 when missing", complexity: "O(1)", categories: "string", keyFlag: "RW access update"},
+	"append":       {group: "string", since: "2.0.0", summary: "Appends a string to the value of a key, creating it when missing", complexity: "O(N) where N is the length of the new value", categories: "string", keyFlag: "RW insert"},
+	"setnx":        {group: "string", since: "1.0.0", summary: "Sets the string value of a key that does not exist", complexity: "O(1)", categories: "string", keyFlag: "OW insert"},
+	"setex":        {group: "string", since: "2.0.0", summary: "Sets the string value of a key with a time to live in seconds", complexity: "O(1)", categories: "string", keyFlag: "OW update"},
+	"psetex":       {group: "string", since: "2.6.0", summary: "Sets the string value of a key with a time to live in milliseconds", complexity: "O(1)", categories: "string", keyFlag: "OW update"},
+	"getset":       {group: "string", since: "1.0.0", summary: "Sets the string value of a key and returns the value it held (SET with GET does the same)", complexity: "O(1)", categories: "string", keyFlag: "RW access update"},
+	"getex":        {group: "string", since: "6.2.0", summary: "Returns the string value of a key and sets or removes its time to live", complexity: "O(1)", categories: "string", keyFlag: "RW access update", keyNotes: "RW and UPDATE because it changes the TTL"},
+	"msetnx":       {group: "string", since: "1.0.1", summary: "Sets the string values of several keys when none of them exists", complexity: "O(N) where N is the number of keys to set", categories: "string", keyFlag: "OW insert", tips: []string{"request_policy:multi_shard", "response_policy:agg_min"}},
+	"setrange":     {group: "string", since: "2.2.0", summary: "Overwrites part of the string value of a key from an offset, padding with zero bytes", complexity: "O(N) where N is the length of the new value", categories: "string", keyFlag: "RW update"},
+	"getrange":     {group: "string", since: "2.4.0", summary: "Returns a substring of the string value of a key", complexity: "O(N) where N is the length of the returned string", categories: "string"},
+	"substr":       {group: "string", since: "1.0.0", summary: "Returns a substring of the string value of a key (an old name of GETRANGE)", complexity: "O(N) where N is the length of the returned string", categories: "string"},
 	"memory":       {group: "server", since: "4.0.0", summary: "A container for memory diagnostics commands", complexity: "Depends on subcommand."},
 	"object":       {group: "generic", since: "2.2.3", summary: "A container for object introspection commands", complexity: "Depends on subcommand."},
 	"debug":        {group: "server", since: "1.0.0", summary: "A container for debugging commands", complexity: "Depends on subcommand."},

@@ -382,7 +382,7 @@ func TestReplicaOfRedisPartialResync(t *testing.T) {
 	}
 }
 
-// A command in the stream that bloom serve does not have (INCR) stops the
+// A command in the stream that bloom serve does not have (SETBIT) stops the
 // link with an error that names it, rather than being skipped (the
 // replica would go on different from its master); the next sync is a full
 // one, after a pause, and brings the key as the master holds it.
@@ -396,18 +396,18 @@ func TestReplicaOfRedisUnsupportedCommandStops(t *testing.T) {
 	if err := c.Set(ctx, "n", "1", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Incr(ctx, "n").Err(); err != nil {
+	if err := c.SetBit(ctx, "n", 7, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	poll.True(t, 10*time.Second, "the link to stop on INCR", func() bool {
-		return strings.Contains(replInfo(t, rc, "replication", "master_sync_last_error"), "INCR")
+	poll.True(t, 10*time.Second, "the link to stop on SETBIT", func() bool {
+		return strings.Contains(replInfo(t, rc, "replication", "master_sync_last_error"), "SETBIT")
 	})
 	if e := replInfo(t, rc, "replication", "master_sync_last_error"); !strings.Contains(e, "does not have") {
 		t.Errorf("master_sync_last_error = %q", e)
 	}
 	waitRedisSynced(t, r, rc)
-	if got := rc.do("GET", "n"); got != `"2"` {
-		t.Errorf("GET n after the full resync = %s, want \"2\"", got)
+	if got := rc.do("GET", "n"); got != `"0"` {
+		t.Errorf("GET n after the full resync = %s, want \"0\" ('1' with its last bit cleared)", got)
 	}
 	if got := redisInfo(t, r, "stats", "sync_full"); got != "2" {
 		t.Errorf("sync_full = %s, want 2 (one more full sync after the unsupported command)", got)
