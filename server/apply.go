@@ -10,6 +10,8 @@ package server
 //	arity checked      yes     yes       yes           yes
 //	before-write       yes     yes       yes           yes
 //	keyspace_hits      yes     yes       no            no
+//	  (a read's lookups; a write's lookups for reading: GETDEL, GETEX,
+//	  GETSET, SET … GET, COPY's source — Redis's lookupKeyRead)
 //	change counted     yes     yes       zeroed once loaded   yes
 //	logged             yes     with the block   no     yes (with its block)
 //	fed to replicas    yes     with the block   no     no: the stream's own bytes
@@ -80,7 +82,10 @@ func (s *Server) apply(src source, c *Session, cmd *command, args [][]byte, r *R
 	c.skipLog, c.logArgs, c.logBefore = false, nil, nil
 	counted := src == srcClient || src == srcExec
 	if counted {
-		s.db.CountReads(!cmd.write) // keyspace_hits/misses count the lookups of reads
+		// keyspace_hits/misses count the lookups of reads, and the
+		// lookups for reading that some writes make (ReadLookup).
+		s.db.CountReads(!cmd.write)
+		s.db.ReadLookups(true)
 	}
 	dirty := s.db.Dirty()
 	if cmd.write {
@@ -89,6 +94,7 @@ func (s *Server) apply(src source, c *Session, cmd *command, args [][]byte, r *R
 	cmd.fn(s, c, args, r)
 	if counted {
 		s.db.CountReads(false)
+		s.db.ReadLookups(false)
 	}
 	var la [][]byte
 	if (cmd.write || cmd.layout && c.logArgs != nil) && !r.w.Failed() && !c.skipLog {

@@ -245,6 +245,8 @@ func cmdCMSMerge(s *Server, c *Session, args [][]byte, r *Reply) {
 				return
 			}
 		}
+		// RedisBloom opens each source for reading: a hit or a miss.
+		s.db.ReadLookup(rest[i])
 		if ents[i], srcs[i], msg = s.cmsEntry(rest[i]); msg != "" {
 			r.Error(msg)
 			return

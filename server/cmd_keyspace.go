@@ -59,6 +59,8 @@ func cmdCopy(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error("ERR source and destination objects are the same")
 		return
 	}
+	// Redis reads the source (a hit or a miss) before anything else.
+	s.db.ReadLookup(args[1])
 	if msg := s.copyRefused(args[1], args[2], replace); msg != "" {
 		r.Error(msg)
 		return

@@ -25,10 +25,11 @@ const (
 	maxStringLen = math.MaxUint32
 )
 
-// stringKey looks key up for a string command: the value, or stEmpty, or
-// stMismatch for a key holding a filter.
+// stringKey looks key up for reading, in a string command: the value, or
+// stEmpty, or stMismatch for a key holding a filter. The lookup counts as
+// a hit or a miss in a write too (GETDEL), as Redis's lookupKeyRead.
 func (s *Server) stringKey(key []byte) ([]byte, status) {
-	e := s.db.GetBytes(key)
+	e := s.db.ReadLookup(key)
 	if e == nil {
 		return nil, stEmpty
 	}
@@ -108,7 +109,13 @@ func cmdSet(s *Server, c *Session, args [][]byte, r *Reply) {
 		return
 	}
 	key := args[1]
-	old := s.db.GetBytes(key)
+	var old *keyspace.Entry
+	if get {
+		// GET reads the old value: a hit or a miss, as Redis counts it.
+		old = s.db.ReadLookup(key)
+	} else {
+		old = s.db.GetBytes(key)
+	}
 	if get && old != nil && old.Kind != keyspace.KindString {
 		r.Error(errWrongType)
 		return
@@ -123,6 +130,9 @@ func cmdSet(s *Server, c *Session, args [][]byte, r *Reply) {
 		return
 	}
 	if !s.db.RoomFor(uint64(len(args[2])), key) {
+		if get {
+			s.db.UnreadLookup(old != nil)
+		}
 		r.Error(errOOMCommand)
 		return
 	}

@@ -339,8 +339,9 @@ func relativeExpire(v int64, seconds bool, now int64) (int64, bool) {
 // old value.
 func cmdGetSet(s *Server, c *Session, args [][]byte, r *Reply) {
 	key, val := args[1], args[2]
-	e, ok := s.writableString(key, r)
-	if !ok {
+	e := s.db.ReadLookup(key) // reads the old value: a hit or a miss, as Redis
+	if e != nil && e.Kind != keyspace.KindString {
+		r.Error(errWrongType)
 		return
 	}
 	if len(val) > maxStringLen {
@@ -348,6 +349,7 @@ func cmdGetSet(s *Server, c *Session, args [][]byte, r *Reply) {
 		return
 	}
 	if !s.db.RoomFor(uint64(len(val)), key) {
+		s.db.UnreadLookup(e != nil)
 		r.Error(errOOMCommand)
 		return
 	}
@@ -375,7 +377,7 @@ func cmdGetEx(s *Server, c *Session, args [][]byte, r *Reply) {
 		}
 	}
 	key := args[1]
-	e := s.db.GetBytes(key)
+	e := s.db.ReadLookup(key) // a hit or a miss, as Redis counts GETEX's
 	if e == nil {
 		c.skipLog = true
 		r.Null()

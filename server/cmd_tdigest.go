@@ -319,7 +319,9 @@ func cmdTDMerge(s *Server, c *Session, args [][]byte, r *Reply) {
 		return
 	}
 	var start *tdigest.Digest
-	if e := s.db.GetBytes(args[1]); e != nil {
+	// RedisBloom opens the destination for reading first, and each
+	// source other than it: lookups that count as hits or misses.
+	if e := s.db.ReadLookup(args[1]); e != nil {
 		if e.Kind != keyspace.KindTDigest {
 			r.Error(errWrongType)
 			return
@@ -374,6 +376,7 @@ func cmdTDMerge(s *Server, c *Session, args [][]byte, r *Reply) {
 	for i := range from {
 		k := args[3+i]
 		if string(k) != string(args[1]) {
+			s.db.ReadLookup(k) // counted; tdKey looks again, uncounted
 			if from[i] = s.tdKey(k, r); from[i] == nil {
 				return
 			}

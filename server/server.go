@@ -724,6 +724,7 @@ func (s *Server) locked(c *Session, cmd *command, args [][]byte, r *Reply, start
 	defer func() {
 		if p := recover(); p != nil {
 			s.db.CountReads(false)
+			s.db.ReadLookups(false)
 			s.log.Error("panic in command", "cmd", cmd.name, "panic", p, "stack", string(debug.Stack()))
 			if cmd.write {
 				panic(fmt.Sprintf("bloomkit: panic in write command %s: %v", cmd.name, p))

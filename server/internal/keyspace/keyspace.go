@@ -176,12 +176,16 @@ type DB struct {
 	Now     func() time.Time
 	dirty   uint64 // mutations since start (changes whenever state changes)
 	expired uint64 // keys removed by expiry
-	// hits and misses count the lookups of read commands (INFO
+	// hits and misses count the lookups for reading (INFO
 	// keyspace_hits/keyspace_misses): Get and GetBytes count while
 	// countReads is set, which the server sets around a command that does
-	// not write (Redis counts lookups for reading, not those for writing).
+	// not write, and ReadLookup counts a write's lookups for reading
+	// (Redis counts lookups for reading, not those for writing).
 	hits, misses uint64
 	countReads   bool
+	// readLookups is set, which the server sets around a client's
+	// command, reads and writes alike: ReadLookup counts hits and misses.
+	readLookups bool
 	// loadLimit is the limit BeginLoad lifted.
 	loadLimit uint64
 	// clock is the LRU clock (SetClock) that accesses stamp entries with.
@@ -839,6 +843,38 @@ func (db *DB) ResetExpired() { db.expired, db.hits, db.misses = 0, 0, 0 }
 // CountReads makes Get and GetBytes count hits and misses (on) or not:
 // the server turns it on while a command that only reads runs.
 func (db *DB) CountReads(on bool) { db.countReads = on }
+
+// ReadLookups makes ReadLookup count hits and misses (on) or not: the
+// server turns it on while a client's command runs (not one replayed from
+// the log or applied from a master), a write as well as a read.
+func (db *DB) ReadLookups(on bool) { db.readLookups = on }
+
+// ReadLookup is GetBytes for a command that writes but reads the key
+// first, as Redis's lookupKeyRead does in GETDEL, GETEX, GETSET, SET …
+// GET and COPY's source: it counts a hit or a miss while ReadLookups is
+// on. A write's other lookups (GetBytes, Get) count nothing, as Redis's
+// lookupKeyWrite; in a read command, where CountReads is on, it counts
+// once, as GetBytes.
+func (db *DB) ReadLookup(key []byte) *Entry {
+	was := db.countReads
+	db.countReads = was || db.readLookups
+	e := db.GetBytes(key)
+	db.countReads = was
+	return e
+}
+
+// UnreadLookup takes back the hit (found) or the miss that ReadLookup
+// counted in a write that is then refused for memory: Redis refuses such
+// a command before it runs, so it counts no lookup.
+func (db *DB) UnreadLookup(found bool) {
+	switch {
+	case !db.readLookups || db.countReads:
+	case found:
+		db.hits--
+	default:
+		db.misses--
+	}
+}
 
 // Hits and Misses count the lookups made while CountReads was on that
 // found a live key, and that did not (INFO keyspace_hits and
