@@ -10,8 +10,10 @@ package server
 //	arity checked      yes     yes       yes           yes
 //	before-write       yes     yes       yes           yes
 //	keyspace_hits      yes     yes       no            no
-//	  (a read's lookups; a write's lookups for reading: GETDEL, GETEX,
-//	  GETSET, SET … GET, COPY's source — Redis's lookupKeyRead)
+//	  (each lookup of a read; a write's lookups for reading, as Redis's
+//	  lookupKeyRead: GETDEL, GETEX, GETSET, SET … GET, COPY's source,
+//	  CMS.MERGE's sources, TDIGEST.MERGE's keys; not its lookups for
+//	  writing, nor those of a write refused for memory)
 //	change counted     yes     yes       zeroed once loaded   yes
 //	logged             yes     with the block   no     yes (with its block)
 //	fed to replicas    yes     with the block   no     no: the stream's own bytes

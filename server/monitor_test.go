@@ -85,8 +85,9 @@ func TestInfoMonitoringFields(t *testing.T) {
 }
 
 // TestInfoCountersMove: the counters move by what the commands did, as
-// Redis counts: read commands' lookups are hits or misses, writes'
-// lookups are neither; traffic, the rate, the memory peak, the snapshot
+// Redis counts: read commands' lookups are hits or misses, BF.ADD's and
+// SET's are neither (TestKeyspaceHitsLikeRedis has the writes that
+// count); traffic, the rate, the memory peak, the snapshot
 // pause and the latency percentiles of commands that ran.
 func TestInfoCountersMove(t *testing.T) {
 	s := startServer(t, Config{})
