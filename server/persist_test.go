@@ -199,21 +199,32 @@ func freePort(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// buildBloom builds the real bloom binary once per test run.
+// buildOnce holds the real bloom binary, built once per test run into
+// dir (removed by TestMain) unless make test has built it already.
 var buildOnce struct {
 	sync.Once
+	dir  string
 	path string
 	err  error
 }
 
+// bloomBinary returns the path of the real bloom binary: the one make test
+// built into $BLOOMKIT_TEST_BIN (without -race, as this builds it), or one
+// built here the first time a test asks.
 func bloomBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
+		if prebuilt := os.Getenv("BLOOMKIT_TEST_BIN"); prebuilt != "" {
+			buildOnce.path = filepath.Join(prebuilt, "bloom")
+			_, buildOnce.err = os.Stat(buildOnce.path)
+			return
+		}
 		dir, err := os.MkdirTemp("", "bloomkit-bin-")
 		if err != nil {
 			buildOnce.err = err
 			return
 		}
+		buildOnce.dir = dir
 		buildOnce.path = filepath.Join(dir, "bloom")
 		out, err := exec.Command("go", "build", "-o", buildOnce.path, "../cmd/bloom").CombinedOutput()
 		if err != nil {
@@ -224,6 +235,16 @@ func bloomBinary(t *testing.T) string {
 		t.Fatal(buildOnce.err)
 	}
 	return buildOnce.path
+}
+
+// TestMain removes the bloom binary bloomBinary built (17 MB in the
+// system's temporary directory, left behind by every run before).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildOnce.dir != "" {
+		os.RemoveAll(buildOnce.dir)
+	}
+	os.Exit(code)
 }
 
 func startBinary(t *testing.T, bin, dir, addr string, extra ...string) *exec.Cmd {

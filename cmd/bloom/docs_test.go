@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,8 +10,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/bloomkit/bloomkit/internal/doctest"
+	"github.com/bloomkit/bloomkit/internal/poll"
 )
 
 // TestDocCommands runs every command that README.md and docs/*.md show
@@ -63,6 +66,9 @@ func TestDocCommands(t *testing.T) {
 			for _, p := range docPorts[file] {
 				portLocks[p].Lock()
 				defer portLocks[p].Unlock()
+				if p == defaultPort {
+					defaultPortFree(t)
+				}
 			}
 			src, err := os.ReadFile(file)
 			if err != nil {
@@ -89,6 +95,28 @@ func TestDocCommands(t *testing.T) {
 	}
 }
 
+// defaultPort is bloom serve's port when none is given.
+const defaultPort = "6479"
+
+// defaultPortFree fails the test unless 127.0.0.1:6479 is free, waiting a
+// few seconds for the server of the document before to go: a document
+// that starts bloom serve on the default port would otherwise send its
+// commands to whatever server listens there (a developer's own, say), and
+// write into it.
+func defaultPortFree(t *testing.T) {
+	t.Helper()
+	err := poll.Wait(10*time.Second, func() error {
+		l, err := net.Listen("tcp", "127.0.0.1:"+defaultPort)
+		if err != nil {
+			return err
+		}
+		return l.Close()
+	})
+	if err != nil {
+		t.Fatalf("port %s, bloom serve's default, is in use (%v): the documents' commands would talk to the server there; stop it and run the test again", defaultPort, err)
+	}
+}
+
 // portNumber is a number that may be a TCP port in a document: after a
 // colon (host:port), -p, --port or "port ".
 var portNumber = regexp.MustCompile(`(?::|-p |--port |port )([0-9]{4,5})\b`)
@@ -107,7 +135,7 @@ func portsOf(src string) []string {
 	for _, line := range strings.Split(src, "\n") {
 		if serveDefault.MatchString(line) && !strings.Contains(line, "`") &&
 			!strings.Contains(line, "--addr") && !strings.Contains(line, "--port") {
-			set["6479"] = true
+			set[defaultPort] = true
 		}
 	}
 	var ports []string

@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -249,8 +250,21 @@ func (r *Runner) bashFD3(script string) (string, []string, error) {
 	}
 	defer os.Remove(outFile.Name())
 	defer outFile.Close()
+	// The commands' temporary files and directories (a document's
+	// `mktemp -d`) go under Dir, so they go when Dir goes.
+	tmp := filepath.Join(r.Dir, ".tmp")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		pw.Close()
+		pr.Close()
+		return "", nil, err
+	}
 	cmd := exec.Command("bash", "-c", script)
-	cmd.Dir, cmd.Env = r.Dir, r.Env
+	cmd.Dir = r.Dir
+	env := r.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	cmd.Env = append(append([]string(nil), env...), "TMPDIR="+tmp)
 	cmd.Stdout, cmd.Stderr = outFile, outFile
 	cmd.ExtraFiles = []*os.File{pw}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

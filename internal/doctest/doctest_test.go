@@ -49,3 +49,20 @@ func hasPython() bool {
 	_, err := os.Stat("/usr/bin/python3")
 	return err == nil
 }
+
+// A document's temporary directories (`mktemp -d`) are made in the
+// runner's directory, and so go with it.
+func TestTempFilesStayInDir(t *testing.T) {
+	dir := t.TempDir()
+	d := Parse("```sh\nmktemp -d > made.txt\n```\n")
+	if fails, err := (&Runner{Dir: dir, Env: os.Environ()}).Run(d); err != nil || len(fails) > 0 {
+		t.Fatalf("run: %v %v", err, fails)
+	}
+	made, err := os.ReadFile(dir + "/made.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := strings.TrimSpace(string(made)); !strings.HasPrefix(p, dir+"/") {
+		t.Errorf("mktemp -d made %s, outside the runner's directory %s", p, dir)
+	}
+}

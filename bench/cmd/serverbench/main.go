@@ -267,7 +267,7 @@ func main() {
 	if cfg.reps < 1 || cfg.n < 1 || cfg.c < 1 || cfg.r < 1 {
 		fail(errors.New("-reps, -n, -c and -r must be positive"))
 	}
-	cfg.cmdline = commandLine()
+	cfg.cmdline = commandLine(flag.CommandLine)
 	if err := run(cfg); err != nil {
 		fail(err)
 	}
@@ -278,11 +278,12 @@ func fail(err error) {
 	os.Exit(1)
 }
 
-// commandLine is the command that reproduces this run, for the report.
-func commandLine() string {
+// commandLine is the command that reproduces this run, for the report: the
+// flags set in fs, none of them naming a path of this machine.
+func commandLine(fs *flag.FlagSet) string {
 	parts := []string{"go run ./cmd/serverbench"}
 	moduleSet := false
-	flag.Visit(func(f *flag.Flag) {
+	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "module" {
 			moduleSet = true
 		}
@@ -292,6 +293,10 @@ func commandLine() string {
 			// The module's path is this machine's: the report names it
 			// as the variable the instructions use.
 			parts = append(parts, `-module "$REDISBLOOM_SO"`)
+		case filepath.IsAbs(f.Value.String()):
+			// Another path of this machine (-repo, -redis-server,
+			// -redis-benchmark): only its last element says what it was.
+			parts = append(parts, "-"+f.Name+" …/"+filepath.Base(f.Value.String()))
 		case f.Value.String() == "true":
 			parts = append(parts, "-"+f.Name)
 		case f.Value.String() == "false":
@@ -791,7 +796,7 @@ func (r *report) markdown() string {
 		"*CPU µs/req* is the server process's user+system time (all threads) during the run divided by the requests: the work each server does per request, whatever else ran.\n\n", ours, ref)
 	goal := map[int]float64{1: 1.0}
 	if busy(r.loadStart) || busy(r.loadEnd) {
-		fmt.Fprintf(&b, "**The machine was busy** (load average above its %d CPUs): other processes took CPU from the servers and the client, and a multi-threaded server gets a larger share of a contended machine than single-threaded Redis does, so the requests/s ratios below are not a fair comparison; the CPU µs/request columns (and their ratio, *CPU ref/ours*, above 1 when bloom serve does less work per request) still are. Rerun on a quiet machine for the goal.\n\n", runtime.NumCPU())
+		fmt.Fprintf(&b, "**The machine was busy** (load average above its %d CPUs): other processes took CPU from the servers and the client, and a multi-threaded server gets a larger share of a contended machine than single-threaded Redis does, so the requests/s ratios below are not a fair comparison; the CPU µs/request columns (and their ratio, *CPU ref/ours*, above 1 when bloom serve does less work per request) are fairer, as they count only each server's own work, but not immune: contention changes how many requests each wakeup serves, so a run that met a burst of other load shows in *Every run* as a higher p99 and CPU µs/req on that side. Rerun on a quiet machine for the goal.\n\n", runtime.NumCPU())
 	}
 	fmt.Fprintf(&b, "| command | -P | %s req/s | %s req/s | ratio | paired (range) | goal | p99 ms ours / ref | CPU µs/req ours / ref | CPU ref/ours |\n", ours, ref)
 	b.WriteString("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|\n")
