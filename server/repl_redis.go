@@ -415,20 +415,11 @@ func moduleEntry(v any) (*keyspace.Entry, bool) {
 // persistRedisSync makes fresh the next generation's snapshot, then the
 // keyspace (saveMu serialises it with every other snapshot).
 func (s *Server) persistRedisSync(l *masterLink, fresh *keyspace.DB, replid string, moff int64) error {
-	p := &s.persist
-	p.saveMu.Lock()
-	defer p.saveMu.Unlock()
-	gen := p.nextGen
-	p.nextGen++
-	lf, err := aof.CreateLog(s.dir, gen)
+	s.persist.saveMu.Lock()
+	defer s.persist.saveMu.Unlock()
+	gen, lf, undo, err := s.syncGeneration()
 	if err != nil {
-		return fmt.Errorf("full sync: new log: %w", err)
-	}
-	undo := func() {
-		lf.Close()
-		s.dir.Remove(SnapshotName(gen))
-		s.dir.Remove(LogName(gen))
-		s.dir.Sync()
+		return err
 	}
 	fresh.Lock()
 	snap := fresh.BeginSnapshot(gen)
@@ -441,19 +432,7 @@ func (s *Server) persistRedisSync(l *masterLink, fresh *keyspace.DB, replid stri
 		undo()
 		return fmt.Errorf("full sync: %w", err)
 	}
-	// The snapshot just written marked the entries as its own; as
-	// entries of the server's keyspace they are needed by its next one.
-	fresh.PrepareFor(s.db)
-	if err := s.swapIn(l, fresh, replid, moff, lf, gen); err != nil {
-		undo()
-		return err
-	}
-	p.gen.Store(gen)
-	p.lastSave.Store(time.Now().Unix())
-	if names, err := s.dir.List(); err == nil {
-		aof.RemoveOlder(s.dir, s.log, names, gen)
-	}
-	return nil
+	return s.adoptSync(l, fresh, replid, moff, lf, gen, undo)
 }
 
 func countSkipped(m map[string]int) int {

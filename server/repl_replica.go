@@ -621,20 +621,11 @@ func (s *Server) loadFullSync(l *masterLink, br *bufio.Reader, replid string, mo
 		return fmt.Errorf("full sync: %w", err)
 	}
 	defer payload.Close()
-	p := &s.persist
-	p.saveMu.Lock()
-	defer p.saveMu.Unlock()
-	gen := p.nextGen
-	p.nextGen++
-	lf, err := aof.CreateLog(s.dir, gen)
+	s.persist.saveMu.Lock()
+	defer s.persist.saveMu.Unlock()
+	gen, lf, undo, err := s.syncGeneration()
 	if err != nil {
-		return fmt.Errorf("full sync: new log: %w", err)
-	}
-	undo := func() {
-		lf.Close()
-		s.dir.Remove(SnapshotName(gen))
-		s.dir.Remove(LogName(gen))
-		s.dir.Sync()
+		return err
 	}
 	if _, err := aof.WriteSnapshot(s.dir, gen, func(w io.Writer) error { return copyPayload(w, payload, size, gen) }); err != nil {
 		undo()
@@ -657,18 +648,50 @@ func (s *Server) loadFullSync(l *masterLink, br *bufio.Reader, replid string, mo
 		undo()
 		return fmt.Errorf("full sync: %w", err)
 	}
+	if err := s.adoptSync(l, fresh, replid, moff, lf, gen, undo); err != nil {
+		return err
+	}
+	s.loading.phase.Store(notLoading) // the master's data serves
+	s.log.Info("MASTER <-> REPLICA sync: snapshot loaded", "bytes", size, "keys", s.db.Len(), "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// syncGeneration opens the next generation for a full sync's data
+// (saveMu held): its log, and undo, which removes what the generation has
+// on disk when the sync fails before the keyspace is swapped in.
+func (s *Server) syncGeneration() (gen uint64, lf *aof.LogFile, undo func(), err error) {
+	p := &s.persist
+	gen = p.nextGen
+	p.nextGen++
+	lf, err = aof.CreateLog(s.dir, gen)
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("full sync: new log: %w", err)
+	}
+	undo = func() {
+		lf.Close()
+		s.dir.Remove(SnapshotName(gen))
+		s.dir.Remove(LogName(gen))
+		s.dir.Sync()
+	}
+	return gen, lf, undo, nil
+}
+
+// adoptSync makes fresh, saved as generation gen's snapshot, the keyspace
+// and the master's history this server's (saveMu held; swapIn), then
+// removes the generations before it. On failure it undoes the generation.
+func (s *Server) adoptSync(l *masterLink, fresh *keyspace.DB, replid string, moff int64, lf *aof.LogFile, gen uint64, undo func()) error {
+	// The snapshot just written marked the entries as its own; as
+	// entries of the server's keyspace they are needed by its next one.
 	fresh.PrepareFor(s.db)
 	if err := s.swapIn(l, fresh, replid, moff, lf, gen); err != nil {
 		undo()
 		return err
 	}
-	s.loading.phase.Store(notLoading) // the master's data serves
-	p.gen.Store(gen)
-	p.lastSave.Store(time.Now().Unix())
+	s.persist.gen.Store(gen)
+	s.persist.lastSave.Store(time.Now().Unix())
 	if names, err := s.dir.List(); err == nil {
 		aof.RemoveOlder(s.dir, s.log, names, gen)
 	}
-	s.log.Info("MASTER <-> REPLICA sync: snapshot loaded", "bytes", size, "keys", s.db.Len(), "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
