@@ -651,7 +651,6 @@ func (s *Server) loadFullSync(l *masterLink, br *bufio.Reader, replid string, mo
 	if err := s.adoptSync(l, fresh, replid, moff, lf, gen, undo); err != nil {
 		return err
 	}
-	s.loading.phase.Store(notLoading) // the master's data serves
 	s.log.Info("MASTER <-> REPLICA sync: snapshot loaded", "bytes", size, "keys", s.db.Len(), "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
@@ -708,6 +707,9 @@ func (s *Server) swapIn(l *masterLink, fresh *keyspace.DB, replid string, moff i
 	s.db.FinishMerges(nil)
 	s.touchAllWatched()
 	s.db.TakeOver(fresh)
+	// Under the keyspace lock, as the data changes: a client that reads
+	// the master's data then never sees INFO's async_loading:1.
+	s.loading.phase.Store(notLoading)
 	if lf != nil {
 		s.aof.Rotate(lf)
 	}
