@@ -18,6 +18,8 @@
 # files of earlier versions have), blobloom/hit blobloom/miss bab/hit
 # bab/miss filter/hit filter/miss blocked/many (TestMany at 100M). N is the
 # keys in the single-key filters (default 10M). Prints Markdown.
+# KEYLEN=bytes makes every key that long (lookupdist -keylen) instead of
+# the URL-like keys of 58–62 bytes.
 # LOOKUPDIST=binary uses a lookupdist built elsewhere (say, from the code
 # before a change) instead of building this directory's.
 set -e
@@ -39,7 +41,7 @@ for kind in $kinds; do
 		# newer CPUs unless told not to.
 		GOGC=off GODEBUG=cpu.rdtscp=off valgrind --tool=cachegrind --I1=32768,8,64 --D1=49152,12,64 \
 			--LL=33554432,16,64 --cachegrind-out-file="$dir/out.$l" \
-			"$dir/lookupdist" -one "$kind" -n "$N" -lookups $l >/dev/null 2>"$dir/log.$l"
+			"$dir/lookupdist" -one "$kind" -n "$N" -lookups $l -keylen "${KEYLEN:-0}" >/dev/null 2>"$dir/log.$l"
 	done
 	n=$N
 	[ "${kind#*/}" = many ] && n=100M

@@ -2,7 +2,6 @@ package server
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,7 +15,7 @@ import (
 )
 
 // The answers below were recorded from RedisBloom 2.8.20 loaded into Redis
-// 7.0.15. With REDISBLOOM_MODULE set to a redisbloom.so (and redis-server
+// 7.0.15. With BLOOMKIT_REDISBLOOM_MODULE set to a redisbloom.so (and redis-server
 // installed) the same script also runs against the real module, so the
 // recordings cannot drift from what it answers.
 
@@ -280,11 +279,7 @@ func TestStringsDebugMemory(t *testing.T) {
 
 // The recordings above, checked against RedisBloom itself when available.
 func TestStringsDebugMemoryAgainstRedisBloom(t *testing.T) {
-	module := os.Getenv("REDISBLOOM_MODULE")
-	if module == "" {
-		t.Skip("REDISBLOOM_MODULE (path to redisbloom.so) not set")
-	}
-	r := redistest.Start(t, "--loadmodule", module)
+	r := redistest.Start(t, "--loadmodule", redistest.RedisBloomModule(t))
 	runTypeScript(t, dialRaw(t, r.Addr))
 }
 

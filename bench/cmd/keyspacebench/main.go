@@ -26,7 +26,7 @@
 // reserved for 10M items and on -n small keys, for each build of bloom serve
 // (the per-command cost a smaller keyspace entry must not raise).
 //
-//	cd bench && go run ./cmd/keyspacebench -module "$REDISBLOOM_SO"
+//	cd bench && go run ./cmd/keyspacebench -module "$BLOOMKIT_REDISBLOOM_MODULE"
 //	cd bench && go run ./cmd/keyspacebench -module ... -baseline 1737226 -cpu
 //
 // The report replaces the part of KEYSPACE.md between its keyspacebench
@@ -90,7 +90,7 @@ func main() {
 	var cfg config
 	flag.StringVar(&cfg.repo, "repo", "..", "bloomkit repository root (builds ./cmd/bloom there)")
 	flag.StringVar(&cfg.out, "out", "KEYSPACE.md", "markdown file whose keyspacebench section is replaced (empty: print only)")
-	flag.StringVar(&cfg.module, "module", os.Getenv("REDISBLOOM_MODULE"), "path to RedisBloom's redisbloom.so (default $REDISBLOOM_MODULE; empty: RedisBloom rows skipped)")
+	flag.StringVar(&cfg.module, "module", os.Getenv("BLOOMKIT_REDISBLOOM_MODULE"), "path to RedisBloom's redisbloom.so (default $BLOOMKIT_REDISBLOOM_MODULE; empty: RedisBloom rows skipped)")
 	flag.StringVar(&cfg.redisServer, "redis-server", "redis-server", "redis-server binary")
 	flag.StringVar(&cfg.redisBenchmark, "redis-benchmark", "redis-benchmark", "redis-benchmark binary (-cpu)")
 	flag.StringVar(&cfg.baseline, "baseline", "", "also measure bloom serve built from this commit of -repo")

@@ -25,10 +25,32 @@ import (
 
 const maxOne = 1 << 18
 
+// oneKey is the -one mode's key of index i: the URL-like key of the
+// timed runs (58–62 bytes at these indexes), or with -keylen a key of
+// exactly that many bytes (index i little-endian in its first bytes, the
+// rest a fixed letter), unique while i < 2^(8·keylen).
+func oneKey(i uint64) string {
+	if *keyLen == 0 {
+		return string(appendKey(nil, i))
+	}
+	b := make([]byte, *keyLen)
+	for j := range b {
+		b[j] = 'k'
+	}
+	for j := 0; j < len(b) && j < 8; j++ {
+		b[j] = byte(i >> (8 * j))
+	}
+	return string(b)
+}
+
 func one(what string, lookups int) {
 	sub, kind, _ := strings.Cut(what, "/")
 	if lookups > maxOne || (kind != "hit" && kind != "miss" && kind != "many") {
 		fmt.Fprintln(os.Stderr, "lookupdist: -one wants subject/hit, subject/miss or blocked/many and -lookups up to", maxOne)
+		os.Exit(2)
+	}
+	if *keyLen != 0 && (*keyLen < 4 || *keyLen > 4096) {
+		fmt.Fprintln(os.Stderr, "lookupdist: -keylen wants 4 to 4096 bytes, or 0")
 		os.Exit(2)
 	}
 	n, p := *nFlag, *pFlag
@@ -38,8 +60,8 @@ func one(what string, lookups int) {
 	real := make([]string, maxOne)
 	absent := make([]string, maxOne)
 	for i := range real {
-		real[i] = string(appendKey(nil, uint64(i)))
-		absent[i] = string(appendKey(nil, n+uint64(i)))
+		real[i] = oneKey(uint64(i))
+		absent[i] = oneKey(n + uint64(i))
 	}
 	rng := rand.New(rand.NewPCG(*seed, n))
 	rng.Shuffle(len(real), func(i, j int) { real[i], real[j] = real[j], real[i] })

@@ -50,6 +50,7 @@ var (
 	state    = flag.String("state", "gc", "cache state before each timed loop: gc (a garbage collection, which reads the whole heap), warm (the filter's array read just before) or cold (64 MiB of other memory read just before)")
 	oneFlag  = flag.String("one", "", "only build one filter and do -lookups lookups of one kind, for cachegrind: blocked/hit, blocked/miss, blobloom/hit, ..., blocked/many (TestMany at -big)")
 	lookups  = flag.Int("lookups", 100_000, "lookups of the -one mode")
+	keyLen   = flag.Int("keylen", 0, "the -one mode's key length in bytes, 4 to 4096 (0: the URL-like keys of 58–62 bytes)")
 )
 
 func main() {

@@ -35,7 +35,7 @@
 // (-out) with the load average beside every wall-clock number.
 //
 // Needs redis-server (7.x) and RedisBloom's module file: -module, or
-// $BLOOMKIT_REDISBLOOM_MODULE, or $REDISBLOOM_SO. RedisBloom is not part of
+// $BLOOMKIT_REDISBLOOM_MODULE. RedisBloom is not part of
 // this repository; without the module the program stops with exit status 2
 // and says so. bloom serve is built from -repo (default: the repository
 // bench/ is in).
@@ -80,7 +80,7 @@ func main() {
 	flag.IntVar(&cfg.lagSecs, "lag-seconds", 8, "seconds of each lag measurement (paced, then saturated)")
 	flag.BoolVar(&cfg.persist, "persist", true, "targets log every write (appendonly yes, appendfsync everysec); false: no persistence on either target")
 	flag.DurationVar(&cfg.pause, "pause", 10*time.Second, "the longest the source's writes may be paused by the move")
-	flag.StringVar(&cfg.module, "module", firstEnv("BLOOMKIT_REDISBLOOM_MODULE", "REDISBLOOM_SO"), "RedisBloom's module file (default $BLOOMKIT_REDISBLOOM_MODULE, else $REDISBLOOM_SO)")
+	flag.StringVar(&cfg.module, "module", os.Getenv("BLOOMKIT_REDISBLOOM_MODULE"), "RedisBloom's module file (default $BLOOMKIT_REDISBLOOM_MODULE)")
 	flag.StringVar(&cfg.out, "out", "MIGRATION.md", "report file")
 	flag.StringVar(&cfg.repo, "repo", "..", "repository whose cmd/bloom is measured")
 	flag.Parse()
@@ -92,15 +92,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "migbench:", err)
 		os.Exit(1)
 	}
-}
-
-func firstEnv(names ...string) string {
-	for _, n := range names {
-		if v := os.Getenv(n); v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // check refuses to start without what every measurement needs.

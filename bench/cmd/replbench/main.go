@@ -14,10 +14,10 @@
 // Repetitions are interleaved (bloom, redis, bloom, …). It writes
 // REPLICATION.md (-out) with the load average beside every wall-clock
 // number. Needs redis-server, redis-benchmark and, for Redis, the
-// RedisBloom module in $REDISBLOOM_SO (Redis is skipped with a note
+// RedisBloom module in $BLOOMKIT_REDISBLOOM_MODULE (Redis is skipped with a note
 // without it).
 //
-//	cd bench && REDISBLOOM_SO="$REDISBLOOM_SO" go run ./cmd/replbench -gib 1 -reps 3
+//	cd bench && go run ./cmd/replbench -gib 1 -reps 3
 package main
 
 import (
@@ -87,11 +87,11 @@ func run(cfg config) error {
 		return startProc(exec.Command(bin, args...), port)
 	}}}
 	redisNote := ""
-	so := os.Getenv("REDISBLOOM_SO")
+	so := os.Getenv("BLOOMKIT_REDISBLOOM_MODULE")
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		redisNote = "redis-server is not installed: no comparison."
 	} else if so == "" {
-		redisNote = "$REDISBLOOM_SO is not set: no comparison with Redis + RedisBloom."
+		redisNote = "$BLOOMKIT_REDISBLOOM_MODULE is not set: no comparison with Redis + RedisBloom."
 	} else {
 		servers = append(servers, server{name: "redis-server + RedisBloom", start: func(dir string, port int, extra ...string) (*exec.Cmd, error) {
 			args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "",

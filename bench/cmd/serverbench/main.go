@@ -12,7 +12,7 @@
 // It builds `bloom serve` from the repository it runs in (-repo, default
 // ".."), so rerunning it measures the code checked out there.
 //
-//	cd bench && go run ./cmd/serverbench -module "$REDISBLOOM_SO"   # writes SERVER.md
+//	cd bench && go run ./cmd/serverbench -module "$BLOOMKIT_REDISBLOOM_MODULE"   # writes SERVER.md
 //	cd bench && go run ./cmd/serverbench -module ... -quick               # fewer requests and reps
 //	cd bench && go run ./cmd/serverbench -module ... -sketch              # CMS, TOPK, TDIGEST
 //
@@ -210,7 +210,7 @@ func main() {
 	quick := flag.Bool("quick", false, "a smoke run: -n 40000 -reps 2 unless given")
 	flag.StringVar(&cfg.repo, "repo", "..", "bloomkit repository root (builds ./cmd/bloom there)")
 	flag.StringVar(&cfg.out, "out", "SERVER.md", "markdown report to write (empty: none)")
-	flag.StringVar(&cfg.module, "module", os.Getenv("REDISBLOOM_MODULE"), "path to RedisBloom's redisbloom.so (default $REDISBLOOM_MODULE; empty: plain Redis SET/GET as a proxy)")
+	flag.StringVar(&cfg.module, "module", os.Getenv("BLOOMKIT_REDISBLOOM_MODULE"), "path to RedisBloom's redisbloom.so (default $BLOOMKIT_REDISBLOOM_MODULE; empty: plain Redis SET/GET as a proxy)")
 	flag.StringVar(&cfg.redisServer, "redis-server", "redis-server", "redis-server binary")
 	flag.StringVar(&cfg.redisBenchmark, "redis-benchmark", "redis-benchmark", "redis-benchmark binary")
 	flag.StringVar(&cfg.fsync, "appendfsync", "everysec", "appendfsync for both servers")
@@ -240,7 +240,7 @@ func main() {
 		}
 		cfg.memory = false
 		if cfg.module == "" {
-			fail(errors.New("-sketch needs RedisBloom's module (-module or $REDISBLOOM_MODULE)"))
+			fail(errors.New("-sketch needs RedisBloom's module (-module or $BLOOMKIT_REDISBLOOM_MODULE)"))
 		}
 	}
 	if *quick {
@@ -292,7 +292,7 @@ func commandLine(fs *flag.FlagSet) string {
 		case f.Name == "module":
 			// The module's path is this machine's: the report names it
 			// as the variable the instructions use.
-			parts = append(parts, `-module "$REDISBLOOM_SO"`)
+			parts = append(parts, `-module "$BLOOMKIT_REDISBLOOM_MODULE"`)
 		case filepath.IsAbs(f.Value.String()):
 			// Another path of this machine (-repo, -redis-server,
 			// -redis-benchmark): only its last element says what it was.
@@ -305,8 +305,8 @@ func commandLine(fs *flag.FlagSet) string {
 			parts = append(parts, "-"+f.Name+" "+f.Value.String())
 		}
 	})
-	if m := os.Getenv("REDISBLOOM_MODULE"); !moduleSet && m != "" {
-		parts = append(parts, `-module "$REDISBLOOM_SO"`)
+	if m := os.Getenv("BLOOMKIT_REDISBLOOM_MODULE"); !moduleSet && m != "" {
+		parts = append(parts, `-module "$BLOOMKIT_REDISBLOOM_MODULE"`)
 	}
 	if n := niceness(); n != 0 {
 		parts = append([]string{"nice -n " + strconv.Itoa(n)}, parts...)
@@ -779,7 +779,7 @@ func (r *report) markdown() string {
 	ours, ref := r.targets[0], r.targets[1]
 	host, _ := os.Hostname()
 	rv := redisVersion(cfg.redisServer)
-	refDesc := "RedisBloom " + r.refModule + " (`--loadmodule \"$REDISBLOOM_SO\"`)"
+	refDesc := "RedisBloom " + r.refModule + " (`--loadmodule \"$BLOOMKIT_REDISBLOOM_MODULE\"`)"
 	if r.proxy {
 		refDesc = "plain Redis as a proxy (no -module given): SET for BF.ADD/CF.ADD, GET for BF.EXISTS/CF.EXISTS, MSET of 10 keys for BF.MADD"
 	}

@@ -29,7 +29,7 @@ func TestCommandLineNamesNoMachinePath(t *testing.T) {
 			t.Errorf("command line %q names the path %s", got, p)
 		}
 	}
-	for _, want := range []string{`-module "$REDISBLOOM_SO"`, "-reps 3", "-repo ", "-redis-server ", "-redis-benchmark "} {
+	for _, want := range []string{`-module "$BLOOMKIT_REDISBLOOM_MODULE"`, "-reps 3", "-repo ", "-redis-server ", "-redis-benchmark "} {
 		if !strings.Contains(got, want) {
 			t.Errorf("command line %q lacks %q", got, want)
 		}
