@@ -80,13 +80,34 @@ func dialRaw(t testing.TB, addr string) *rawConn {
 
 func (rc *rawConn) send(args ...string) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	appendCommand(&b, args)
+	if _, err := io.WriteString(rc.c, b.String()); err != nil {
+		rc.t.Fatal(err)
+	}
+}
+
+func appendCommand(b *strings.Builder, args []string) {
+	fmt.Fprintf(b, "*%d\r\n", len(args))
 	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+		fmt.Fprintf(b, "$%d\r\n%s\r\n", len(a), a)
+	}
+}
+
+// pipeline sends every command in one write, then reads their replies.
+func (rc *rawConn) pipeline(cmds ...[]string) []string {
+	rc.t.Helper()
+	var b strings.Builder
+	for _, args := range cmds {
+		appendCommand(&b, args)
 	}
 	if _, err := io.WriteString(rc.c, b.String()); err != nil {
 		rc.t.Fatal(err)
 	}
+	out := make([]string, len(cmds))
+	for i := range out {
+		out[i] = rc.read()
+	}
+	return out
 }
 
 func (rc *rawConn) do(args ...string) string {

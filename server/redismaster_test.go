@@ -70,19 +70,36 @@ func stringKeys(t *testing.T, c *redis.Client) map[string]strState {
 		t.Fatal(err)
 	}
 	out := make(map[string]strState, len(keys))
-	for _, k := range keys {
-		v, err := c.Get(ctx, k).Result()
-		if err == redis.Nil {
-			continue // expired between KEYS and GET
-		}
-		if err != nil {
-			t.Fatalf("GET %q: %v", k, err)
-		}
-		ttl, err := c.PTTL(ctx, k).Result()
-		if err != nil {
+	// One pipeline of GET and PTTL per thousand keys: these comparisons
+	// read tens of thousands of keys, one round trip each was most of
+	// their cost.
+	for len(keys) > 0 {
+		batch := keys[:min(len(keys), 1000)]
+		keys = keys[len(batch):]
+		gets := make([]*redis.StringCmd, len(batch))
+		ttls := make([]*redis.DurationCmd, len(batch))
+		if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, k := range batch {
+				gets[i], ttls[i] = p.Get(ctx, k), p.PTTL(ctx, k)
+			}
+			return nil
+		}); err != nil && err != redis.Nil {
 			t.Fatal(err)
 		}
-		out[k] = strState{v, ttl > 0}
+		for i, k := range batch {
+			v, err := gets[i].Result()
+			if err == redis.Nil {
+				continue // expired between KEYS and GET
+			}
+			if err != nil {
+				t.Fatalf("GET %q: %v", k, err)
+			}
+			ttl, err := ttls[i].Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[k] = strState{v, ttl > 0}
+		}
 	}
 	return out
 }

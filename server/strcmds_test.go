@@ -88,7 +88,10 @@ func randomStringCommand(rnd *rand.Rand, other []string) []string {
 // strKeyState is a key as a client sees it, comparable across servers: its
 // type (any non-string as "other"), value and whether it has a TTL.
 func strKeyState(rc *rawConn, key string) string {
-	typ := rc.do("TYPE", key)
+	// One round trip: PTTL and GET answer something for every type, and
+	// are read only for a string.
+	r := rc.pipeline([]string{"TYPE", key}, []string{"PTTL", key}, []string{"GET", key})
+	typ, ttl, val := r[0], r[1], r[2]
 	switch typ {
 	case "+none":
 		return "none"
@@ -96,11 +99,10 @@ func strKeyState(rc *rawConn, key string) string {
 	default:
 		return "other"
 	}
-	ttl := rc.do("PTTL", key)
 	if ttl != ":-1" {
 		ttl = "ttl"
 	}
-	return rc.do("GET", key) + " " + ttl
+	return val + " " + ttl
 }
 
 // INCR, INCRBY, DECR, DECRBY, INCRBYFLOAT, APPEND, SETNX, SETEX, PSETEX,
