@@ -192,9 +192,14 @@ func TestMigrateNative(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for i := 0; i < 3000; i++ {
-		src.BFAdd(ctx, "n:blocked", fmt.Sprint("x", i))
-		src.BFAdd(ctx, "n:window", fmt.Sprint("x", i))
+	if _, err := src.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := 0; i < 3000; i++ {
+			p.BFAdd(ctx, "n:blocked", fmt.Sprint("x", i))
+			p.BFAdd(ctx, "n:window", fmt.Sprint("x", i))
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	r := bloomIn(t, dir, "", "migrate", "--samples", "64", srcAddr, dstAddr).want(t, 0, "migrate")
