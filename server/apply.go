@@ -75,7 +75,7 @@ func (s *Server) apply(src source, c *Session, cmd *command, args [][]byte, r *R
 		return
 	}
 	if cmd.write && s.repl.redisReplicas > 0 && (src == srcClient || src == srcExec) {
-		if msg := redisRefusesCommand(cmd, args); msg != "" {
+		if msg := s.redisRefusesCommand(cmd, args); msg != "" {
 			r.Error(msg)
 			return
 		}

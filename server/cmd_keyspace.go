@@ -61,10 +61,6 @@ func cmdCopy(s *Server, c *Session, args [][]byte, r *Reply) {
 	}
 	// Redis reads the source (a hit or a miss) before anything else.
 	s.db.ReadLookup(args[1])
-	if msg := s.copyRefused(args[1], args[2], replace); msg != "" {
-		r.Error(msg)
-		return
-	}
 	copied, fits, err := s.db.Copy(string(args[1]), string(args[2]), replace)
 	switch {
 	case err != nil:

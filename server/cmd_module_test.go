@@ -112,12 +112,20 @@ func TestCopy(t *testing.T) {
 		{"CF.RESERVE", "cf", "8", "BUCKETSIZE", "2", "EXPANSION", "1"}, {"CF.INSERT", "cf", "ITEMS", "a", "b", "c", "d", "e", "f", "g", "h", "i", "j"},
 		{"BF.RESERVE", "nat", "0.01", "100", "LAYOUT", "blocked", "SEED", "7"}, {"BF.ADD", "nat", "a"},
 		{"BF.RESERVE", "win", "0.01", "100", "WINDOW", "4s", "GENERATIONS", "4", "SEED", "7"}, {"BF.ADD", "win", "a"},
+		{"CMS.INITBYDIM", "cms", "50", "4"}, {"CMS.INCRBY", "cms", "a", "3", "b", "5"},
+		{"TOPK.RESERVE", "topk", "3", "20", "4", "0.9"}, {"TOPK.ADD", "topk", "a", "b", "a", "c", "a", "d"},
+		// Values still in the t-digest's buffer: the copy holds them
+		// unmerged too (TDIGEST.INFO's unmerged nodes).
+		{"TDIGEST.CREATE", "td", "COMPRESSION", "100"}, {"TDIGEST.ADD", "td", "1", "2", "3", "4.5", "100"},
 	} {
 		if got := rc.do(cmd...); strings.HasPrefix(got, "-") {
 			t.Fatalf("%v: %s", cmd, got)
 		}
 	}
-	for _, k := range []string{"str", "bf", "cf", "nat", "win"} {
+	// Every kind copies, RedisBloom's too: RedisBloom registers no copy
+	// callback, so Redis answers "ERR not supported for this module key"
+	// there; bloom serve extends COPY to them.
+	for _, k := range copyKinds {
 		mustDo(t, rc, ":1", "COPY", k, k+"-copy")
 	}
 	mustDo(t, rc, ":0", "COPY", "bf", "cf-copy")
@@ -129,7 +137,7 @@ func TestCopy(t *testing.T) {
 	// Each copy answers as its original.
 	same := func(rc *rawConn) {
 		t.Helper()
-		for _, k := range []string{"str", "bf", "cf", "nat", "win"} {
+		for _, k := range copyKinds {
 			for _, q := range [][]string{{"TYPE", k}, {"PTTL", k}, {"DUMPALL", k}} {
 				a, b := copyObserve(rc, q, k), copyObserve(rc, q, k+"-copy")
 				if a != b {
@@ -143,6 +151,9 @@ func TestCopy(t *testing.T) {
 	rc.do("BF.ADD", "bf-copy", "only-in-copy")
 	mustDo(t, rc, ":0", "BF.EXISTS", "bf", "only-in-copy")
 	rc.do("BF.ADD", "bf", "only-in-copy")
+	rc.do("TDIGEST.ADD", "td-copy", "1000")
+	mustDo(t, rc, `"100"`, "TDIGEST.MAX", "td")
+	rc.do("TDIGEST.ADD", "td", "1000")
 	// REPLACE overwrites.
 	mustDo(t, rc, ":1", "COPY", "str", "cf-copy", "REPLACE")
 	mustDo(t, rc, `"value"`, "GET", "cf-copy")
@@ -158,8 +169,12 @@ func TestCopy(t *testing.T) {
 	mustDo(t, w, "-NOPERM No permissions to access a key", "COPY", "str", "z")
 }
 
+// copyKinds are TestCopy's keys, one of each kind.
+var copyKinds = []string{"str", "bf", "cf", "nat", "win", "cms", "topk", "td"}
+
 // copyObserve is one observation of key k: its type, TTL, or everything
-// its type shows (DUMPALL: GET, or INFO and every SCANDUMP chunk).
+// its type shows (DUMPALL: GET, or INFO and every SCANDUMP chunk; for a
+// sketch its INFO, what it answers, and DUMP).
 func copyObserve(rc *rawConn, q []string, k string) string {
 	if q[0] != "DUMPALL" {
 		return rc.do(q[0], k)
@@ -167,6 +182,13 @@ func copyObserve(rc *rawConn, q []string, k string) string {
 	switch rc.do("TYPE", k) {
 	case "+string":
 		return rc.do("GET", k)
+	case "+CMSk-TYPE":
+		return rc.do("CMS.INFO", k) + rc.do("CMS.QUERY", k, "a", "b", "c") + rc.do("DUMP", k)
+	case "+TopK-TYPE":
+		return rc.do("TOPK.INFO", k) + rc.do("TOPK.LIST", k, "WITHCOUNT") + rc.do("DUMP", k)
+	case "+TDIS-TYPE":
+		// INFO before DUMP, which merges the buffer (as RedisBloom's save).
+		return rc.do("TDIGEST.INFO", k) + rc.do("DUMP", k) + rc.do("TDIGEST.QUANTILE", k, "0.5", "0.9")
 	case "+MBbloomCF":
 		return rc.do("CF.INFO", k) + copyDump(rc, "CF", k)
 	default:

@@ -641,19 +641,6 @@ func cmdTDInfo(s *Server, c *Session, args [][]byte, r *Reply) {
 	}
 }
 
-// copyRefused is COPY's error for a value RedisBloom gives no copy
-// callback (a t-digest), where Redis would otherwise copy it, or "".
-func (s *Server) copyRefused(src, dst []byte, replace bool) string {
-	e := s.db.GetBytes(src)
-	if e == nil || e.Kind != keyspace.KindTDigest {
-		return ""
-	}
-	if !replace && s.db.GetBytes(dst) != nil {
-		return ""
-	}
-	return "ERR not supported for this module key"
-}
-
 // tdFloats parses a TDIGEST command's numbers, answering msg for the first
 // that is not one.
 func tdFloats(args [][]byte, msg string, r *Reply) ([]float64, bool) {

@@ -94,9 +94,16 @@ func (s *Server) redisRefusal(psync bool) string {
 const errRedisReplicaAttached = "ERR a Redis replica is attached, which cannot apply "
 
 // redisRefusesCommand is the error for a write a Redis replica could not
-// follow, or "" (checked while one is attached).
-func redisRefusesCommand(cmd *command, args [][]byte) string {
+// follow, or "" (checked while one is attached, keyspace lock held).
+func (s *Server) redisRefusesCommand(cmd *command, args [][]byte) string {
 	switch cmd.name {
+	case "copy":
+		// RedisBloom registers no copy callback for its types: Redis
+		// answers COPY of one "not supported for this module key", so a
+		// Redis replica would miss the copy. Strings copy there.
+		if len(args) >= 3 && s.copiesModuleKey(args) {
+			return errRedisReplicaAttached + "COPY of a filter or sketch (RedisBloom cannot copy its keys); detach it first (REPLICAOF NO ONE on it)"
+		}
 	case "bf.merge", "bf.advance":
 		return errRedisReplicaAttached + strings.ToUpper(cmd.name) + " (a bloomkit command); detach it first (REPLICAOF NO ONE on it)"
 	case "bf.reserve":
@@ -246,3 +253,22 @@ var testHookRedisRDB atomic.Pointer[func()]
 
 // redisAddr is a replica's address for the log.
 func redisAddr(rp *replica) string { return net.JoinHostPort(rp.ip, strconv.Itoa(rp.port)) }
+
+// copiesModuleKey reports whether COPY args would copy a key that is not
+// a string: its source exists, and its destination is free or REPLACE
+// is given.
+func (s *Server) copiesModuleKey(args [][]byte) bool {
+	e := s.db.GetBytes(args[1])
+	if e == nil || e.Kind == keyspace.KindString {
+		return false
+	}
+	if s.db.GetBytes(args[2]) == nil {
+		return true
+	}
+	for _, a := range args[3:] {
+		if strings.EqualFold(string(a), "replace") {
+			return true
+		}
+	}
+	return false
+}

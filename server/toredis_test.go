@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bloomkit/bloomkit/internal/poll"
 	"github.com/bloomkit/bloomkit/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -678,4 +679,41 @@ func anySlice(v any) []any {
 		return a
 	}
 	return []any{v}
+}
+
+// While a Redis replica is attached, COPY of a filter or sketch is
+// refused: RedisBloom registers no copy callback, so the replica would
+// answer the copy "not supported for this module key" and miss it. A
+// string copies, a COPY that copies nothing answers as always, and once
+// the replica is gone every kind copies again.
+func TestCopyRefusedWithRedisReplica(t *testing.T) {
+	s := startServer(t, Config{NoPersistence: true})
+	admin := dialRaw(t, s.Addr())
+	for _, c := range [][]string{{"BF.ADD", "bf", "x"}, {"TDIGEST.CREATE", "td"}, {"TDIGEST.ADD", "td", "1", "2"}, {"SET", "s", "v"}} {
+		if got := admin.do(c...); strings.HasPrefix(got, "-") {
+			t.Fatalf("%v: %s", c, got)
+		}
+	}
+	rc := dialRaw(t, s.Addr())
+	mustDo(t, rc, "+OK", "REPLCONF", "listening-port", "6380")
+	mustDo(t, rc, "+OK", "REPLCONF", "capa", "eof", "capa", "psync2")
+	rc.send("PSYNC", "?", "-1")
+	rc.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if line, err := rc.r.ReadString('\n'); err != nil || !strings.HasPrefix(line, "+FULLRESYNC ") {
+		t.Fatalf("reply to PSYNC: %q, %v", line, err)
+	}
+	for _, k := range []string{"bf", "td"} {
+		got := admin.do("COPY", k, k+"-copy")
+		if !strings.HasPrefix(got, "-"+errRedisReplicaAttached) || !strings.Contains(got, "COPY") {
+			t.Errorf("COPY %s with a Redis replica attached: %s", k, got)
+		}
+	}
+	mustDo(t, admin, ":0", "EXISTS", "bf-copy", "td-copy")
+	mustDo(t, admin, ":1", "COPY", "s", "s-copy")
+	mustDo(t, admin, ":0", "COPY", "bf", "s-copy") // copies nothing: no refusal
+	rc.c.Close()
+	poll.True(t, 10*time.Second, "COPY once the Redis replica is gone", func() bool {
+		return admin.do("COPY", "td", "td-copy") == ":1"
+	})
+	mustDo(t, admin, ":1", "COPY", "bf", "bf-copy")
 }
