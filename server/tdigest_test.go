@@ -97,7 +97,10 @@ func TestTDigestMatchesRedisBloom(t *testing.T) {
 			{"TDIGEST.ADD", "nokey", 1}, {"SET", "str", "x"}, {"TDIGEST.ADD", "str", 1}, {"TDIGEST.CREATE", "str"},
 			{"TDIGEST.MERGE", "m", 0, "t"}, {"TDIGEST.MERGE", "m", 3, "t"}, {"TDIGEST.MERGE", "m", "x", "t"}, {"TDIGEST.MERGE", "m", 1, "nokey"},
 			{"TDIGEST.MERGE", "m", 1, "t", "BOGUS"}, {"TDIGEST.MERGE", "m", 1, "t", "COMPRESSION"}, {"TDIGEST.MERGE", "m", 1, "m"},
-			{"TYPE", "t"}, {"MEMORY", "USAGE", "t"}, {"COPY", "t", "t2"}, {"COPY", "nokey", "t2"}, {"COPY", "t", "str"}, {"COPY", "t", "str", "REPLACE"},
+			// COPY that copies a digest is bloom serve's (RedisBloom has no
+			// copy for its types; TestCopy); the cases that copy nothing
+			// answer alike.
+			{"TYPE", "t"}, {"MEMORY", "USAGE", "t"}, {"COPY", "nokey", "t2"}, {"COPY", "t", "str"},
 			{"OBJECT", "ENCODING", "t"}, {"OBJECT", "FREQ", "t"},
 		} {
 			same(c...)
