@@ -211,24 +211,32 @@ func cmdMSet(s *Server, c *Session, args [][]byte, r *Reply) {
 		r.Error(wrongArity("mset"))
 		return
 	}
+	if s.putPairs(args, r) {
+		r.OK()
+	}
+}
+
+// putPairs sets the key value pairs of args[1:] (MSET, MSETNX), or answers
+// the error that refuses them all: a value too long, or no room for them.
+func (s *Server) putPairs(args [][]byte, r *Reply) bool {
 	var n uint64
 	keys := make([][]byte, 0, len(args)/2)
 	for i := 1; i < len(args); i += 2 {
 		if len(args[i+1]) > maxStringLen {
 			r.Error(errStrTooBig)
-			return
+			return false
 		}
 		n += uint64(len(args[i+1]))
 		keys = append(keys, args[i])
 	}
 	if !s.db.RoomFor(n, keys...) {
 		r.Error(errOOMCommand)
-		return
+		return false
 	}
 	for i := 1; i < len(args); i += 2 {
 		s.db.PutString(args[i], args[i+1], 0)
 	}
-	r.OK()
+	return true
 }
 
 // MGET key [key ...]: a key that is missing or not a string gives nil.

@@ -444,24 +444,9 @@ func cmdMSetNX(s *Server, c *Session, args [][]byte, r *Reply) {
 			return
 		}
 	}
-	var n uint64
-	keys := make([][]byte, 0, len(args)/2)
-	for i := 1; i < len(args); i += 2 {
-		if len(args[i+1]) > maxStringLen {
-			r.Error(errStrTooBig)
-			return
-		}
-		n += uint64(len(args[i+1]))
-		keys = append(keys, args[i])
+	if s.putPairs(args, r) {
+		r.Int(1)
 	}
-	if !s.db.RoomFor(n, keys...) {
-		r.Error(errOOMCommand)
-		return
-	}
-	for i := 1; i < len(args); i += 2 {
-		s.db.PutString(args[i], args[i+1], 0)
-	}
-	r.Int(1)
 }
 
 // SETRANGE key offset value
